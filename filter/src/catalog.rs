@@ -1,0 +1,401 @@
+//! The tools of one upstream (a namespace), as learned from its `tools/list` pages, and the
+//! search index built over them once per catalog version.
+
+use crate::bm25::{top_k, Bm25Index, Fields, Hit};
+use crate::config::{Config, DisclosureMode};
+use crate::fnv;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+use std::fmt;
+
+/// One tool: the fields search needs, and its definition exactly as the upstream declared it.
+#[derive(Debug, Clone)]
+pub struct Tool {
+    pub name: String,
+    pub title: String,
+    pub description: String,
+    /// Title and description, as indexed: what the tool is for, in words.
+    pub about: String,
+    /// Input-schema property names and descriptions, for when the schema is indexed.
+    pub schema_text: String,
+    pub definition: Box<RawValue>,
+}
+
+#[derive(Deserialize)]
+struct ToolView {
+    name: String,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default, rename = "inputSchema")]
+    input_schema: Option<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CatalogError {
+    /// A tool definition without a string `name` (MCP requires one: spec 2025-11-25, Tool).
+    BadTool { reason: String },
+    BadCatalog { reason: String },
+}
+
+impl fmt::Display for CatalogError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CatalogError::BadTool { reason } => write!(f, "tool definition rejected: {reason}"),
+            CatalogError::BadCatalog { reason } => write!(f, "stored catalog unreadable: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for CatalogError {}
+
+impl Tool {
+    pub fn from_raw(raw: &RawValue) -> Result<Tool, CatalogError> {
+        let view: ToolView = serde_json::from_str(raw.get()).map_err(|e| CatalogError::BadTool {
+            reason: e.to_string(),
+        })?;
+        if view.name.is_empty() {
+            return Err(CatalogError::BadTool {
+                reason: "empty name".to_string(),
+            });
+        }
+        let mut schema_text = String::new();
+        if let Some(schema) = &view.input_schema {
+            collect_schema_text(schema, 0, &mut schema_text);
+        }
+        let title = view.title.unwrap_or_default();
+        let description = view.description.unwrap_or_default();
+        let about = if title.is_empty() {
+            description.clone()
+        } else {
+            format!("{title}. {description}")
+        };
+        Ok(Tool {
+            name: view.name,
+            title,
+            description,
+            about,
+            schema_text,
+            definition: raw.to_owned(),
+        })
+    }
+
+    pub fn fields(&self) -> Fields<'_> {
+        Fields {
+            name: &self.name,
+            description: &self.about,
+            input_schema: &self.schema_text,
+        }
+    }
+}
+
+/// Property names and descriptions, nested objects included, a few levels deep: enough to
+/// index "what can I pass" without walking pathological schemas.
+fn collect_schema_text(schema: &Value, depth: usize, out: &mut String) {
+    if depth > 3 {
+        return;
+    }
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    for (name, prop) in props {
+        out.push_str(name);
+        out.push(' ');
+        if let Some(d) = prop.get("description").and_then(Value::as_str) {
+            out.push_str(d);
+            out.push(' ');
+        }
+        collect_schema_text(prop, depth + 1, out);
+        if let Some(items) = prop.get("items") {
+            collect_schema_text(items, depth + 1, out);
+        }
+    }
+}
+
+/// The tools of one namespace, sorted by name, names unique.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    tools: Vec<Tool>,
+}
+
+#[derive(Deserialize)]
+struct StoredCatalog<'a> {
+    #[serde(borrow)]
+    tools: Vec<&'a RawValue>,
+}
+
+impl Catalog {
+    pub fn from_tools(mut tools: Vec<Tool>) -> Catalog {
+        // A later definition of the same name wins, as it would in a fresh list.
+        tools.reverse();
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        tools.dedup_by(|later, kept| later.name == kept.name);
+        Catalog { tools }
+    }
+
+    pub fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Tool> {
+        self.tools
+            .binary_search_by(|t| t.name.as_str().cmp(name))
+            .ok()
+            .and_then(|i| self.tools.get(i))
+    }
+
+    /// The catalog after learning `page`: with `replace`, `page` is the complete list; otherwise
+    /// its tools are added or updated. `None` when nothing changes (no write needed).
+    pub fn merged(&self, page: &[Tool], replace: bool) -> Option<Catalog> {
+        let next = if replace {
+            Catalog::from_tools(page.to_vec())
+        } else {
+            let unchanged = page.iter().all(|t| {
+                self.get(&t.name)
+                    .is_some_and(|known| known.definition.get() == t.definition.get())
+            });
+            if unchanged {
+                return None;
+            }
+            let mut all = self.tools.clone();
+            all.extend(page.iter().cloned());
+            Catalog::from_tools(all)
+        };
+        let same = next.tools.len() == self.tools.len()
+            && next
+                .tools
+                .iter()
+                .zip(&self.tools)
+                .all(|(a, b)| a.definition.get() == b.definition.get());
+        (!same).then_some(next)
+    }
+
+    /// The stored form: `{"tools":[...]}` with each definition's original bytes.
+    pub fn to_json(&self) -> String {
+        let size: usize = self.tools.iter().map(|t| t.definition.get().len() + 1).sum();
+        let mut out = String::with_capacity(size + 12);
+        out.push_str("{\"tools\":[");
+        for (i, tool) in self.tools.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(tool.definition.get());
+        }
+        out.push_str("]}");
+        out
+    }
+
+    pub fn from_json(text: &str) -> Result<Catalog, CatalogError> {
+        let stored: StoredCatalog = serde_json::from_str(text).map_err(|e| {
+            CatalogError::BadCatalog {
+                reason: e.to_string(),
+            }
+        })?;
+        let tools = stored
+            .tools
+            .into_iter()
+            .map(Tool::from_raw)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Catalog::from_tools(tools))
+    }
+
+    /// A version that changes whenever any definition changes.
+    pub fn version(&self) -> u64 {
+        fnv::hash(self.to_json().as_bytes())
+    }
+}
+
+/// A catalog with its BM25 index and each tool's disclosure mode, built once per version.
+#[derive(Debug)]
+pub struct CatalogIndex {
+    pub namespace: String,
+    pub catalog: Catalog,
+    pub modes: Vec<DisclosureMode>,
+    pub bm25: Bm25Index,
+}
+
+/// A search result: the tool and its score under the ranking that ran.
+#[derive(Debug, Clone, Copy)]
+pub struct Found<'a> {
+    pub tool: &'a Tool,
+    pub score: f32,
+}
+
+impl CatalogIndex {
+    pub fn build(namespace: &str, catalog: Catalog, config: &Config) -> CatalogIndex {
+        let modes = catalog
+            .tools()
+            .iter()
+            .map(|t| config.disclosure_mode(namespace, &t.name))
+            .collect();
+        let bm25 = Bm25Index::build(
+            catalog.tools().iter().map(Tool::fields),
+            config.search.weights,
+        );
+        CatalogIndex {
+            namespace: namespace.to_string(),
+            catalog,
+            modes,
+            bm25,
+        }
+    }
+
+    pub fn mode(&self, doc: usize) -> DisclosureMode {
+        self.modes
+            .get(doc)
+            .copied()
+            .unwrap_or(DisclosureMode::Progressive)
+    }
+
+    /// Names of the progressive tools `allowed` admits, in name order.
+    pub fn progressive_names(&self, allowed: impl Fn(&Tool) -> bool) -> Vec<&str> {
+        self.catalog
+            .tools()
+            .iter()
+            .enumerate()
+            .filter(|(i, t)| self.mode(*i) == DisclosureMode::Progressive && allowed(t))
+            .map(|(_, t)| t.name.as_str())
+            .collect()
+    }
+
+    /// The best `limit` tools for `query` among those `allowed` admits: a tool whose name is
+    /// the query itself first, then by BM25 score, ties by name. No minimum score: weak
+    /// matches still fill the list, so the agent always has something to try.
+    pub fn search_bm25(
+        &self,
+        query: &str,
+        limit: usize,
+        allowed: impl Fn(&Tool) -> bool,
+    ) -> Vec<Found<'_>> {
+        let scores = self.bm25.scores(query);
+        self.rank(query, limit, allowed, |doc| {
+            scores.get(doc as usize).copied().unwrap_or(0.0)
+        })
+    }
+
+    /// Ranks the allowed tools by `score_of`, with the exact-name rule on top.
+    pub fn rank(
+        &self,
+        query: &str,
+        limit: usize,
+        allowed: impl Fn(&Tool) -> bool,
+        score_of: impl Fn(u32) -> f32,
+    ) -> Vec<Found<'_>> {
+        let tools = self.catalog.tools();
+        let wanted = query.trim();
+        let exact = tools
+            .iter()
+            .position(|t| t.name.eq_ignore_ascii_case(wanted) && allowed(t))
+            .and_then(|i| u32::try_from(i).ok());
+        let candidates = (0..tools.len())
+            .filter_map(|i| u32::try_from(i).ok())
+            .filter(|&i| Some(i) != exact)
+            .filter(|&i| tools.get(i as usize).is_some_and(&allowed));
+        let rest = limit.saturating_sub(usize::from(exact.is_some()));
+        let mut hits: Vec<Hit> = exact
+            .map(|doc| Hit {
+                doc,
+                score: score_of(doc),
+            })
+            .into_iter()
+            .collect();
+        hits.extend(top_k(
+            candidates,
+            &score_of,
+            |d| tools.get(d as usize).map(|t| t.name.as_str()).unwrap_or(""),
+            rest,
+        ));
+        hits.into_iter()
+            .filter_map(|h| {
+                tools.get(h.doc as usize).map(|tool| Found {
+                    tool,
+                    score: h.score,
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn tool(def: &str) -> Tool {
+        let raw: Box<RawValue> = serde_json::from_str(def).unwrap();
+        Tool::from_raw(&raw).unwrap()
+    }
+
+    fn sample() -> Catalog {
+        Catalog::from_tools(vec![
+            tool(r#"{"name":"stripe_refund_charge","description":"Refund a charge.","inputSchema":{"type":"object","properties":{"charge_id":{"type":"string","description":"The charge to refund"}}}}"#),
+            tool(r#"{"name":"github_create_issue","description":"Open a new issue in a repository."}"#),
+            tool(r#"{"name":"weather","description":"Forecast for a city.","title":"Weather"}"#),
+        ])
+    }
+
+    #[test]
+    fn tool_fields() {
+        let t = tool(r#"{"name":"x","title":"T","description":"D","inputSchema":{"type":"object","properties":{"a":{"description":"first","type":"object","properties":{"b":{"description":"nested"}}}}}}"#);
+        assert_eq!(t.schema_text, "a first b nested ");
+        assert_eq!(t.about, "T. D");
+        assert!(Tool::from_raw(&serde_json::value::to_raw_value(&serde_json::json!({"description":"no name"})).unwrap()).is_err());
+        assert!(Tool::from_raw(&serde_json::value::to_raw_value(&serde_json::json!({"name":""})).unwrap()).is_err());
+    }
+
+    #[test]
+    fn catalog_sorted_unique_and_round_trips() {
+        let c = sample();
+        let names: Vec<&str> = c.tools().iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["github_create_issue", "stripe_refund_charge", "weather"]);
+        let back = Catalog::from_json(&c.to_json()).unwrap();
+        assert_eq!(back.to_json(), c.to_json());
+        assert_eq!(back.version(), c.version());
+        assert!(Catalog::from_json("{\"tools\":5}").is_err());
+    }
+
+    #[test]
+    fn merge_upserts_or_replaces() {
+        let c = sample();
+        assert!(c.merged(&[tool(r#"{"name":"weather","description":"Forecast for a city.","title":"Weather"}"#)], false).is_none());
+        let updated = c
+            .merged(&[tool(r#"{"name":"weather","description":"New."}"#)], false)
+            .unwrap();
+        assert_eq!(updated.len(), 3);
+        assert_eq!(updated.get("weather").unwrap().description, "New.");
+        assert_ne!(updated.version(), c.version());
+        let replaced = c.merged(&[tool(r#"{"name":"only"}"#)], true).unwrap();
+        assert_eq!(replaced.len(), 1);
+        let dup = Catalog::from_tools(vec![tool(r#"{"name":"a","description":"1"}"#), tool(r#"{"name":"a","description":"2"}"#)]);
+        assert_eq!(dup.len(), 1);
+        assert_eq!(dup.get("a").unwrap().description, "2");
+    }
+
+    #[test]
+    fn search_ranks_exact_name_first_and_filters() {
+        let config = Config::parse(r#"{"eager_patterns":["weather"]}"#).unwrap();
+        let index = CatalogIndex::build("ns", sample(), &config);
+        let found = index.search_bm25("refund a charge", 5, |_| true);
+        assert_eq!(found[0].tool.name, "stripe_refund_charge");
+        assert_eq!(found.len(), 3, "no minimum score");
+        let exact = index.search_bm25("weather", 1, |_| true);
+        assert_eq!(exact[0].tool.name, "weather");
+        let exact2 = index.search_bm25("  GitHub_Create_Issue ", 2, |_| true);
+        assert_eq!(exact2[0].tool.name, "github_create_issue");
+        let filtered = index.search_bm25("refund", 5, |t| t.name != "stripe_refund_charge");
+        assert!(filtered.iter().all(|f| f.tool.name != "stripe_refund_charge"));
+        assert_eq!(
+            index.progressive_names(|_| true),
+            ["github_create_issue", "stripe_refund_charge"]
+        );
+    }
+}

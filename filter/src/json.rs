@@ -1,0 +1,90 @@
+//! Order-preserving, byte-faithful JSON handling. A tool definition must reach the agent exactly
+//! as the upstream wrote it (no field lost or reordered), so objects are read as ordered lists
+//! of (key, raw value) and written back from those raw bytes; only what the filter changes is
+//! re-serialized.
+
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::fmt;
+
+/// A JSON object as an ordered list of its members, each value kept as its original bytes.
+#[derive(Debug, Default)]
+pub struct RawObject(pub Vec<(String, Box<RawValue>)>);
+
+impl RawObject {
+    pub fn parse(text: &str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+
+    pub fn get(&self, key: &str) -> Option<&RawValue> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_ref())
+    }
+
+    /// Appends the object's JSON to `out`, each value as its raw bytes.
+    pub fn write(&self, out: &mut String) {
+        out.push('{');
+        for (i, (key, value)) in self.0.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            write_string(out, key);
+            out.push(':');
+            out.push_str(value.get());
+        }
+        out.push('}');
+    }
+}
+
+impl<'de> Deserialize<'de> for RawObject {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Members;
+        impl<'de> Visitor<'de> for Members {
+            type Value = RawObject;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawObject, A::Error> {
+                let mut members = Vec::new();
+                while let Some((key, value)) = map.next_entry::<String, Box<RawValue>>()? {
+                    members.push((key, value));
+                }
+                Ok(RawObject(members))
+            }
+        }
+        deserializer.deserialize_map(Members)
+    }
+}
+
+/// Appends `s` as a JSON string literal.
+pub fn write_string(out: &mut String, s: &str) {
+    // Serializing a &str cannot fail; the fallback keeps the output valid JSON regardless.
+    match serde_json::to_string(s) {
+        Ok(quoted) => out.push_str(&quoted),
+        Err(_) => out.push_str("\"\""),
+    }
+}
+
+/// A JSON string literal for `s`.
+pub fn string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    write_string(&mut out, s);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_member_order_and_bytes() {
+        let text = r#"{"z":1,"a":{"y": [1, 2.50],"b":"\u00e9"},"m":null}"#;
+        let obj = RawObject::parse(text).unwrap();
+        assert_eq!(obj.get("a").unwrap().get(), r#"{"y": [1, 2.50],"b":"\u00e9"}"#);
+        let mut out = String::new();
+        obj.write(&mut out);
+        assert_eq!(out, r#"{"z":1,"a":{"y": [1, 2.50],"b":"\u00e9"},"m":null}"#);
+        assert!(RawObject::parse("[1]").is_err());
+        assert_eq!(string("a\"b\n"), r#""a\"b\n""#);
+    }
+}

@@ -1,0 +1,25 @@
+//! mcp-tool-search: a proxy-wasm filter that puts tool search in front of an MCP server.
+//!
+//! Everything but `glue` is plain Rust with no proxy-wasm calls, tested natively; `glue` maps
+//! Envoy's callbacks onto it and is the only code that needs a host.
+
+pub mod bm25;
+pub mod catalog;
+pub mod config;
+pub mod fnv;
+pub mod glob;
+pub mod json;
+pub mod stem;
+pub mod tokenizer;
+pub mod jsonrpc;
+pub mod sse;
+pub mod search_tool;
+pub mod rewrite;
+pub mod store;
+pub mod stream;
+pub mod glue;
+
+#[cfg(target_arch = "wasm32")]
+proxy_wasm::main! {{
+    glue::start();
+}}

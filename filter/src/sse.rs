@@ -1,0 +1,242 @@
+//! Server-sent events (WHATWG HTML, "Server-sent events", §9.2.6 parsing), incrementally and on
+//! bytes: a body arrives in arbitrary chunks, a UTF-8 character or a CRLF may be split across
+//! two of them, and every event the filter does not change must leave exactly as it came.
+
+/// One complete event: its exact bytes (terminating blank line included) and its parsed data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    pub raw: Vec<u8>,
+    /// `data:` lines joined with `\n`; `None` when the event has no data line.
+    pub data: Option<Vec<u8>>,
+}
+
+/// Splits a byte stream into events. Lines end in CRLF, LF or CR; an empty line ends an event.
+#[derive(Debug, Default)]
+pub struct Parser {
+    buf: Vec<u8>,
+    /// Where scanning resumes in `buf` (bytes before it belong to complete lines of the
+    /// current event).
+    scan: usize,
+    /// The end of the last complete line (its terminator included).
+    line_start: usize,
+}
+
+impl Parser {
+    pub fn new() -> Self {
+        Parser::default()
+    }
+
+    /// Bytes held for an event not yet complete.
+    pub fn pending(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Feeds bytes; returns every event completed by them.
+    pub fn push(&mut self, chunk: &[u8]) -> Vec<Event> {
+        self.buf.extend_from_slice(chunk);
+        self.events(false)
+    }
+
+    fn events(&mut self, at_end: bool) -> Vec<Event> {
+        let mut events = Vec::new();
+        let mut event_start = 0;
+        while let Some(&b) = self.buf.get(self.scan) {
+            let end = match b {
+                b'\n' => self.scan + 1,
+                b'\r' => match self.buf.get(self.scan + 1) {
+                    Some(b'\n') => self.scan + 2,
+                    Some(_) => self.scan + 1,
+                    // A CR at the end of the buffer may be the first half of a CRLF.
+                    None if !at_end => break,
+                    None => self.scan + 1,
+                },
+                _ => {
+                    self.scan += 1;
+                    continue;
+                }
+            };
+            let empty_line = self.scan == self.line_start;
+            self.scan = end;
+            self.line_start = end;
+            if empty_line {
+                let raw = self.buf.get(event_start..end).unwrap_or_default().to_vec();
+                events.push(Event {
+                    data: data_of(&raw),
+                    raw,
+                });
+                event_start = end;
+            }
+        }
+        if event_start > 0 {
+            self.buf.drain(..event_start);
+            self.scan -= event_start;
+            self.line_start -= event_start;
+        }
+        events
+    }
+
+    /// Ends the stream: the events a final CR completes, and the bytes of an unfinished event
+    /// (to pass on unchanged).
+    pub fn finish(&mut self) -> (Vec<Event>, Vec<u8>) {
+        let events = self.events(true);
+        self.scan = 0;
+        self.line_start = 0;
+        (events, std::mem::take(&mut self.buf))
+    }
+}
+
+/// Lines of `raw` without their terminators.
+fn lines(raw: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while let Some(&b) = raw.get(i) {
+        if b == b'\n' || b == b'\r' {
+            out.push(raw.get(start..i).unwrap_or_default());
+            i += if b == b'\r' && raw.get(i + 1) == Some(&b'\n') { 2 } else { 1 };
+            start = i;
+        } else {
+            i += 1;
+        }
+    }
+    if start < raw.len() {
+        out.push(raw.get(start..).unwrap_or_default());
+    }
+    out
+}
+
+/// A line's field name and value (one leading space of the value removed, per the spec).
+fn field(line: &[u8]) -> (&[u8], &[u8]) {
+    match line.iter().position(|&b| b == b':') {
+        Some(at) => {
+            let name = line.get(..at).unwrap_or_default();
+            let value = line.get(at + 1..).unwrap_or_default();
+            (name, value.strip_prefix(b" ").unwrap_or(value))
+        }
+        None => (line, &[]),
+    }
+}
+
+fn data_of(raw: &[u8]) -> Option<Vec<u8>> {
+    let parts: Vec<&[u8]> = lines(raw)
+        .into_iter()
+        .filter(|line| !line.is_empty() && line.first() != Some(&b':'))
+        .map(field)
+        .filter(|(name, _)| *name == b"data")
+        .map(|(_, value)| value)
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(&b"\n"[..]))
+}
+
+/// The line ending an event uses (its first), so a rewritten event matches its neighbours.
+fn line_ending(raw: &[u8]) -> &'static [u8] {
+    match raw.iter().position(|&b| b == b'\n' || b == b'\r') {
+        Some(at) if raw.get(at) == Some(&b'\r') && raw.get(at + 1) == Some(&b'\n') => b"\r\n",
+        Some(at) if raw.get(at) == Some(&b'\r') => b"\r",
+        _ => b"\n",
+    }
+}
+
+/// `event`'s bytes with its data replaced by `data`: every other line (`event:`, `id:`,
+/// `retry:`, comments) kept in place, the data written where the first data line was, one
+/// `data:` line per line of `data`.
+pub fn replace_data(event: &Event, data: &[u8]) -> Vec<u8> {
+    let eol = line_ending(&event.raw);
+    let mut out = Vec::with_capacity(data.len() + event.raw.len() / 4 + 16);
+    let mut written = false;
+    let write_data = |out: &mut Vec<u8>| {
+        for line in lines(data) {
+            out.extend_from_slice(b"data: ");
+            out.extend_from_slice(line);
+            out.extend_from_slice(eol);
+        }
+        if data.is_empty() {
+            out.extend_from_slice(b"data: ");
+            out.extend_from_slice(eol);
+        }
+    };
+    for line in lines(&event.raw) {
+        if line.is_empty() {
+            continue;
+        }
+        let is_data = line.first() != Some(&b':') && field(line).0 == b"data";
+        if is_data {
+            if !written {
+                write_data(&mut out);
+                written = true;
+            }
+            continue;
+        }
+        out.extend_from_slice(line);
+        out.extend_from_slice(eol);
+    }
+    if !written {
+        write_data(&mut out);
+    }
+    out.extend_from_slice(eol);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all_events(chunks: &[&[u8]]) -> (Vec<Event>, Vec<u8>) {
+        let mut p = Parser::new();
+        let mut events = Vec::new();
+        for c in chunks {
+            events.extend(p.push(c));
+        }
+        let (last, rest) = p.finish();
+        events.extend(last);
+        (events, rest)
+    }
+
+    #[test]
+    fn lf_crlf_cr_comments_ids_and_priming() {
+        let body = b"id: 1\ndata: \n\n: ping\n\nevent: message\r\ndata: {\"a\":1}\r\n\r\ndata: x\rdata: y\r\r";
+        let (events, rest) = all_events(&[body]);
+        assert!(rest.is_empty());
+        assert_eq!(events.len(), 4);
+        assert_eq!(events[0].data.as_deref(), Some(&b""[..]));
+        assert_eq!(events[1].data, None);
+        assert_eq!(events[2].data.as_deref(), Some(&b"{\"a\":1}"[..]));
+        assert_eq!(events[3].data.as_deref(), Some(&b"x\ny"[..]));
+        let joined: Vec<u8> = events.iter().flat_map(|e| e.raw.clone()).collect();
+        assert_eq!(joined, body.to_vec());
+    }
+
+    #[test]
+    fn every_split_point_gives_the_same_events() {
+        let body = "event: message\r\nid: 7\r\ndata: {\"t\":\"é€😀\"}\r\n\r\n: c\n\ndata: a\ndata: b\n\ntail".as_bytes();
+        let (whole, whole_rest) = all_events(&[body]);
+        for i in 0..=body.len() {
+            for j in i..=body.len() {
+                let (events, rest) = all_events(&[&body[..i], &body[i..j], &body[j..]]);
+                assert_eq!(events, whole, "split at {i},{j}");
+                assert_eq!(rest, whole_rest);
+            }
+        }
+        assert_eq!(whole_rest, b"tail");
+        assert_eq!(whole[2].data.as_deref(), Some(&b"a\nb"[..]));
+    }
+
+    #[test]
+    fn trailing_cr_waits_for_possible_lf() {
+        let mut p = Parser::new();
+        assert!(p.push(b"data: x\r\n\r").is_empty());
+        let events = p.push(b"\n");
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].raw, b"data: x\r\n\r\n");
+        assert_eq!(p.finish(), (vec![], vec![]));
+    }
+
+    #[test]
+    fn replace_keeps_other_lines_and_line_ending() {
+        let (events, _) = all_events(&[b"event: message\r\nid: 9\r\ndata: old\r\ndata: more\r\n\r\n"]);
+        let out = replace_data(&events[0], b"{\"new\":\n1}");
+        assert_eq!(out, b"event: message\r\nid: 9\r\ndata: {\"new\":\r\ndata: 1}\r\n\r\n".to_vec());
+        let (again, _) = all_events(&[&out]);
+        assert_eq!(again[0].data.as_deref(), Some(&b"{\"new\":\n1}"[..]));
+    }
+}

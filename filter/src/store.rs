@@ -1,0 +1,233 @@
+//! The catalog shared by every Envoy worker. Each worker runs its own VM; proxy-wasm shared data
+//! (ABI 0.2.1 `proxy_get_shared_data`/`proxy_set_shared_data`, compare-and-swap on a per-key
+//! `cas` token) is the one memory they share. A small version key lets a worker tell in one read
+//! whether its cached index is current; the catalog key holds the definitions.
+
+use crate::catalog::{Catalog, CatalogIndex, Tool};
+use crate::config::Config;
+use crate::fnv::FnvHashMap;
+use std::fmt;
+use std::rc::Rc;
+
+/// The host's shared-data store, as the proxy-wasm ABI offers it.
+pub trait SharedData {
+    /// The value and its CAS token; `(None, None)` when the key was never set.
+    fn get(&self, key: &str) -> Result<(Option<Vec<u8>>, Option<u32>), StoreError>;
+    /// Sets the value if `cas` still matches (or unconditionally with `None`).
+    fn set(&self, key: &str, value: &[u8], cas: Option<u32>) -> Result<(), StoreError>;
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreError {
+    /// Another worker wrote the key between our read and our write.
+    CasMismatch,
+    Host(String),
+    Corrupt(String),
+    /// The catalog kept changing under us; the page will be learned on the next list.
+    Contended,
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::CasMismatch => write!(f, "shared data changed concurrently"),
+            StoreError::Host(e) => write!(f, "shared data call failed: {e}"),
+            StoreError::Corrupt(e) => write!(f, "shared catalog is unreadable: {e}"),
+            StoreError::Contended => write!(f, "shared catalog too contended to update"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+const PREFIX: &str = "mcp-tool-search/v1/";
+const MAX_CAS_RETRIES: usize = 8;
+
+fn version_key(namespace: &str) -> String {
+    format!("{PREFIX}{namespace}/version")
+}
+
+fn catalog_key(namespace: &str) -> String {
+    format!("{PREFIX}{namespace}/catalog")
+}
+
+/// A VM's view of the shared catalogs: each namespace's index, rebuilt only when the shared
+/// version changes.
+#[derive(Default)]
+pub struct CatalogCache {
+    entries: FnvHashMap<String, (Vec<u8>, Rc<CatalogIndex>)>,
+}
+
+impl CatalogCache {
+    pub fn new() -> Self {
+        CatalogCache::default()
+    }
+
+    /// The current index of `namespace` (an empty one if nothing was learned yet).
+    pub fn index(
+        &mut self,
+        shared: &dyn SharedData,
+        namespace: &str,
+        config: &Config,
+    ) -> Result<Rc<CatalogIndex>, StoreError> {
+        let (version, _) = shared.get(&version_key(namespace))?;
+        let version = version.unwrap_or_default();
+        if let Some((seen, index)) = self.entries.get(namespace) {
+            if *seen == version {
+                return Ok(Rc::clone(index));
+            }
+        }
+        let (data, _) = shared.get(&catalog_key(namespace))?;
+        let catalog = match data {
+            Some(bytes) => parse(&bytes)?,
+            None => Catalog::default(),
+        };
+        let index = Rc::new(CatalogIndex::build(namespace, catalog, config));
+        self.entries
+            .insert(namespace.to_string(), (version, Rc::clone(&index)));
+        Ok(index)
+    }
+
+    /// Learns the tools of a `tools/list` page; `complete` pages replace the catalog. Returns
+    /// whether the shared catalog changed.
+    pub fn learn(
+        &mut self,
+        shared: &dyn SharedData,
+        namespace: &str,
+        page: &[Tool],
+        complete: bool,
+    ) -> Result<bool, StoreError> {
+        let key = catalog_key(namespace);
+        for _ in 0..MAX_CAS_RETRIES {
+            let (data, cas) = shared.get(&key)?;
+            let current = match data {
+                Some(bytes) => parse(&bytes)?,
+                None => Catalog::default(),
+            };
+            let Some(next) = current.merged(page, complete) else {
+                return Ok(false);
+            };
+            // Without a token the key does not exist yet; 0 asks the host for "no check",
+            // so a first write races; a second writer then merges on its retry.
+            match shared.set(&key, next.to_json().as_bytes(), cas) {
+                Ok(()) => {
+                    let version = format!("{:016x}", next.version());
+                    shared.set(&version_key(namespace), version.as_bytes(), None)?;
+                    return Ok(true);
+                }
+                Err(StoreError::CasMismatch) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(StoreError::Contended)
+    }
+}
+
+fn parse(bytes: &[u8]) -> Result<Catalog, StoreError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    Catalog::from_json(text).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+/// Shared data in process memory with the host's CAS rules, for native tests and tools.
+#[derive(Default)]
+pub struct MemorySharedData {
+    map: std::cell::RefCell<FnvHashMap<String, (Vec<u8>, u32)>>,
+}
+
+impl SharedData for MemorySharedData {
+    fn get(&self, key: &str) -> Result<(Option<Vec<u8>>, Option<u32>), StoreError> {
+        Ok(match self.map.borrow().get(key) {
+            Some((v, cas)) => (Some(v.clone()), Some(*cas)),
+            None => (None, None),
+        })
+    }
+
+    fn set(&self, key: &str, value: &[u8], cas: Option<u32>) -> Result<(), StoreError> {
+        let mut map = self.map.borrow_mut();
+        let current = map.get(key).map(|(_, c)| *c);
+        if let (Some(want), Some(have)) = (cas, current) {
+            if want != 0 && want != have {
+                return Err(StoreError::CasMismatch);
+            }
+        }
+        let next = current.unwrap_or(0).wrapping_add(1).max(1);
+        map.insert(key.to_string(), (value.to_vec(), next));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::value::RawValue;
+
+    fn tool(name: &str, description: &str) -> Tool {
+        let raw: Box<RawValue> = serde_json::from_str(&format!(
+            r#"{{"name":"{name}","description":"{description}"}}"#
+        ))
+        .unwrap();
+        Tool::from_raw(&raw).unwrap()
+    }
+
+    #[test]
+    fn two_vms_share_one_catalog() {
+        let shared = MemorySharedData::default();
+        let config = Config::default();
+        let mut vm1 = CatalogCache::new();
+        let mut vm2 = CatalogCache::new();
+        assert!(vm2.index(&shared, "ns", &config).unwrap().catalog.is_empty());
+        assert!(vm1.learn(&shared, "ns", &[tool("a", "alpha")], false).unwrap());
+        assert!(!vm1.learn(&shared, "ns", &[tool("a", "alpha")], false).unwrap(), "no change");
+        assert!(vm1.learn(&shared, "ns", &[tool("b", "beta")], false).unwrap());
+        let index = vm2.index(&shared, "ns", &config).unwrap();
+        assert_eq!(index.catalog.len(), 2);
+        let again = vm2.index(&shared, "ns", &config).unwrap();
+        assert!(Rc::ptr_eq(&index, &again), "cached while the version holds");
+        assert!(vm1.learn(&shared, "ns", &[tool("c", "gamma")], true).unwrap());
+        assert_eq!(vm2.index(&shared, "ns", &config).unwrap().catalog.len(), 1);
+        assert!(vm2.index(&shared, "other", &config).unwrap().catalog.is_empty());
+    }
+
+    /// A store whose first write always loses the race, as when another worker wrote between.
+    struct Racing {
+        inner: MemorySharedData,
+        lost: std::cell::Cell<usize>,
+    }
+
+    impl SharedData for Racing {
+        fn get(&self, key: &str) -> Result<(Option<Vec<u8>>, Option<u32>), StoreError> {
+            self.inner.get(key)
+        }
+        fn set(&self, key: &str, value: &[u8], cas: Option<u32>) -> Result<(), StoreError> {
+            if key.ends_with("/catalog") && self.lost.get() < 2 {
+                self.lost.set(self.lost.get() + 1);
+                // The other worker's write: a different tool.
+                let other = Catalog::from_tools(vec![tool(&format!("other{}", self.lost.get()), "x")]);
+                let (_, c) = self.inner.get(key)?;
+                self.inner.set(key, other.to_json().as_bytes(), c)?;
+                let _ = cas;
+                return Err(StoreError::CasMismatch);
+            }
+            self.inner.set(key, value, cas)
+        }
+    }
+
+    #[test]
+    fn cas_conflicts_retry_and_merge() {
+        let shared = Racing { inner: MemorySharedData::default(), lost: std::cell::Cell::new(0) };
+        let mut vm = CatalogCache::new();
+        assert!(vm.learn(&shared, "ns", &[tool("mine", "m")], false).unwrap());
+        let index = vm.index(&shared, "ns", &Config::default()).unwrap();
+        let names: Vec<&str> = index.catalog.tools().iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["mine", "other2"]);
+    }
+
+    #[test]
+    fn corrupt_shared_data_is_an_error_not_a_panic() {
+        let shared = MemorySharedData::default();
+        shared.set("mcp-tool-search/v1/ns/catalog", b"\xff", None).unwrap();
+        shared.set("mcp-tool-search/v1/ns/version", b"1", None).unwrap();
+        let mut vm = CatalogCache::new();
+        assert!(matches!(vm.index(&shared, "ns", &Config::default()), Err(StoreError::Corrupt(_))));
+    }
+}
