@@ -82,7 +82,9 @@ fn run(folder: &Path) -> Result<(), String> {
     for (i, line) in read_lines(&tools_path)?.iter().enumerate() {
         let raw: Box<RawValue> = serde_json::from_str(line)
             .map_err(|e| format!("{}:{}: {e}", tools_path.display(), i + 1))?;
-        tools.push(Tool::from_raw(&raw).map_err(|e| format!("{}:{}: {e}", tools_path.display(), i + 1))?);
+        tools.push(
+            Tool::from_raw(&raw).map_err(|e| format!("{}:{}: {e}", tools_path.display(), i + 1))?,
+        );
     }
     let queries_path = folder.join("queries.jsonl");
     let mut queries = Vec::new();

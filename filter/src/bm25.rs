@@ -229,7 +229,10 @@ mod tests {
 
     #[test]
     fn name_terms_weigh_double() {
-        let docs = [("search_flights", "Find trips."), ("book_trip", "Search flights.")];
+        let docs = [
+            ("search_flights", "Find trips."),
+            ("book_trip", "Search flights."),
+        ];
         let index = Bm25Index::build(fields(&docs), FieldWeights::default());
         let s = index.scores("search flights");
         assert!(s[0] > s[1]);

@@ -36,8 +36,12 @@ struct ToolView {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CatalogError {
     /// A tool definition without a string `name` (MCP requires one: spec 2025-11-25, Tool).
-    BadTool { reason: String },
-    BadCatalog { reason: String },
+    BadTool {
+        reason: String,
+    },
+    BadCatalog {
+        reason: String,
+    },
 }
 
 impl fmt::Display for CatalogError {
@@ -53,9 +57,10 @@ impl std::error::Error for CatalogError {}
 
 impl Tool {
     pub fn from_raw(raw: &RawValue) -> Result<Tool, CatalogError> {
-        let view: ToolView = serde_json::from_str(raw.get()).map_err(|e| CatalogError::BadTool {
-            reason: e.to_string(),
-        })?;
+        let view: ToolView =
+            serde_json::from_str(raw.get()).map_err(|e| CatalogError::BadTool {
+                reason: e.to_string(),
+            })?;
         if view.name.is_empty() {
             return Err(CatalogError::BadTool {
                 reason: "empty name".to_string(),
@@ -182,7 +187,11 @@ impl Catalog {
 
     /// The stored form: `{"tools":[...]}` with each definition's original bytes.
     pub fn to_json(&self) -> String {
-        let size: usize = self.tools.iter().map(|t| t.definition.get().len() + 1).sum();
+        let size: usize = self
+            .tools
+            .iter()
+            .map(|t| t.definition.get().len() + 1)
+            .sum();
         let mut out = String::with_capacity(size + 12);
         out.push_str("{\"tools\":[");
         for (i, tool) in self.tools.iter().enumerate() {
@@ -196,11 +205,10 @@ impl Catalog {
     }
 
     pub fn from_json(text: &str) -> Result<Catalog, CatalogError> {
-        let stored: StoredCatalog = serde_json::from_str(text).map_err(|e| {
-            CatalogError::BadCatalog {
+        let stored: StoredCatalog =
+            serde_json::from_str(text).map_err(|e| CatalogError::BadCatalog {
                 reason: e.to_string(),
-            }
-        })?;
+            })?;
         let tools = stored
             .tools
             .into_iter()
@@ -337,26 +345,42 @@ mod tests {
 
     fn sample() -> Catalog {
         Catalog::from_tools(vec![
-            tool(r#"{"name":"stripe_refund_charge","description":"Refund a charge.","inputSchema":{"type":"object","properties":{"charge_id":{"type":"string","description":"The charge to refund"}}}}"#),
-            tool(r#"{"name":"github_create_issue","description":"Open a new issue in a repository."}"#),
+            tool(
+                r#"{"name":"stripe_refund_charge","description":"Refund a charge.","inputSchema":{"type":"object","properties":{"charge_id":{"type":"string","description":"The charge to refund"}}}}"#,
+            ),
+            tool(
+                r#"{"name":"github_create_issue","description":"Open a new issue in a repository."}"#,
+            ),
             tool(r#"{"name":"weather","description":"Forecast for a city.","title":"Weather"}"#),
         ])
     }
 
     #[test]
     fn tool_fields() {
-        let t = tool(r#"{"name":"x","title":"T","description":"D","inputSchema":{"type":"object","properties":{"a":{"description":"first","type":"object","properties":{"b":{"description":"nested"}}}}}}"#);
+        let t = tool(
+            r#"{"name":"x","title":"T","description":"D","inputSchema":{"type":"object","properties":{"a":{"description":"first","type":"object","properties":{"b":{"description":"nested"}}}}}}"#,
+        );
         assert_eq!(t.schema_text, "a first b nested ");
         assert_eq!(t.about, "T. D");
-        assert!(Tool::from_raw(&serde_json::value::to_raw_value(&serde_json::json!({"description":"no name"})).unwrap()).is_err());
-        assert!(Tool::from_raw(&serde_json::value::to_raw_value(&serde_json::json!({"name":""})).unwrap()).is_err());
+        assert!(Tool::from_raw(
+            &serde_json::value::to_raw_value(&serde_json::json!({"description":"no name"}))
+                .unwrap()
+        )
+        .is_err());
+        assert!(Tool::from_raw(
+            &serde_json::value::to_raw_value(&serde_json::json!({"name":""})).unwrap()
+        )
+        .is_err());
     }
 
     #[test]
     fn catalog_sorted_unique_and_round_trips() {
         let c = sample();
         let names: Vec<&str> = c.tools().iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ["github_create_issue", "stripe_refund_charge", "weather"]);
+        assert_eq!(
+            names,
+            ["github_create_issue", "stripe_refund_charge", "weather"]
+        );
         let back = Catalog::from_json(&c.to_json()).unwrap();
         assert_eq!(back.to_json(), c.to_json());
         assert_eq!(back.version(), c.version());
@@ -366,7 +390,14 @@ mod tests {
     #[test]
     fn merge_upserts_or_replaces() {
         let c = sample();
-        assert!(c.merged(&[tool(r#"{"name":"weather","description":"Forecast for a city.","title":"Weather"}"#)], false).is_none());
+        assert!(c
+            .merged(
+                &[tool(
+                    r#"{"name":"weather","description":"Forecast for a city.","title":"Weather"}"#
+                )],
+                false
+            )
+            .is_none());
         let updated = c
             .merged(&[tool(r#"{"name":"weather","description":"New."}"#)], false)
             .unwrap();
@@ -375,7 +406,10 @@ mod tests {
         assert_ne!(updated.version(), c.version());
         let replaced = c.merged(&[tool(r#"{"name":"only"}"#)], true).unwrap();
         assert_eq!(replaced.len(), 1);
-        let dup = Catalog::from_tools(vec![tool(r#"{"name":"a","description":"1"}"#), tool(r#"{"name":"a","description":"2"}"#)]);
+        let dup = Catalog::from_tools(vec![
+            tool(r#"{"name":"a","description":"1"}"#),
+            tool(r#"{"name":"a","description":"2"}"#),
+        ]);
         assert_eq!(dup.len(), 1);
         assert_eq!(dup.get("a").unwrap().description, "2");
     }
@@ -392,7 +426,9 @@ mod tests {
         let exact2 = index.search_bm25("  GitHub_Create_Issue ", 2, |_| true);
         assert_eq!(exact2[0].tool.name, "github_create_issue");
         let filtered = index.search_bm25("refund", 5, |t| t.name != "stripe_refund_charge");
-        assert!(filtered.iter().all(|f| f.tool.name != "stripe_refund_charge"));
+        assert!(filtered
+            .iter()
+            .all(|f| f.tool.name != "stripe_refund_charge"));
         assert_eq!(
             index.progressive_names(|_| true),
             ["github_create_issue", "stripe_refund_charge"]

@@ -213,7 +213,12 @@ fn parse_tools(value: &Value) -> Result<Vec<ToolSetting>, ConfigError> {
         let mut obj = Object::new(&path, item)?;
         let name = match obj.take("name") {
             Some(v) => tool_name(&format!("{path}.name"), v)?,
-            None => return Err(ConfigError::missing(&format!("{path}.name"), "the tool's name")),
+            None => {
+                return Err(ConfigError::missing(
+                    &format!("{path}.name"),
+                    "the tool's name",
+                ))
+            }
         };
         let namespace = match obj.take("namespace") {
             Some(v) => Some(non_empty_string(&format!("{path}.namespace"), v)?),
@@ -398,18 +403,36 @@ fn weight(field: &str, value: &Value) -> Result<f32, ConfigError> {
 /// Why a configuration was refused. Each message is one line an operator can act on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfigError {
-    Syntax { message: String },
-    Invalid { field: String, found: String, allowed: String },
-    Missing { field: String, allowed: String },
-    UnknownField { field: String, allowed: String },
-    Duplicate { field: String, what: String },
+    Syntax {
+        message: String,
+    },
+    Invalid {
+        field: String,
+        found: String,
+        allowed: String,
+    },
+    Missing {
+        field: String,
+        allowed: String,
+    },
+    UnknownField {
+        field: String,
+        allowed: String,
+    },
+    Duplicate {
+        field: String,
+        what: String,
+    },
 }
 
 impl ConfigError {
     pub(crate) fn invalid(field: &str, found: &Value, allowed: &str) -> Self {
         let mut found = found.to_string();
         if found.len() > 80 {
-            let cut = (0..=77).rev().find(|&i| found.is_char_boundary(i)).unwrap_or(0);
+            let cut = (0..=77)
+                .rev()
+                .find(|&i| found.is_char_boundary(i))
+                .unwrap_or(0);
             found.truncate(cut);
             found.push_str("...");
         }
@@ -505,12 +528,18 @@ mod tests {
                 "tools":[{"name":"github_delete_repo","disclosure_mode":"PROGRESSIVE"}]}"#,
         )
         .unwrap();
-        assert_eq!(c.disclosure_mode("x", "github_get_issue"), DisclosureMode::Eager);
+        assert_eq!(
+            c.disclosure_mode("x", "github_get_issue"),
+            DisclosureMode::Eager
+        );
         assert_eq!(
             c.disclosure_mode("x", "github_delete_repo"),
             DisclosureMode::Progressive
         );
-        assert_eq!(c.disclosure_mode("x", "slack_post"), DisclosureMode::Progressive);
+        assert_eq!(
+            c.disclosure_mode("x", "slack_post"),
+            DisclosureMode::Progressive
+        );
     }
 
     fn error(text: &str) -> String {
@@ -539,8 +568,10 @@ mod tests {
         assert!(error(r#"{"mcp_paths":[]}"#).contains("non-empty list"));
         assert!(error(r#"{"search":{"tool_name":"has space"}}"#).contains("`search.tool_name`"));
         assert!(error(r#"{"max_body_bytes":-1}"#).contains("`max_body_bytes` is -1"));
-        assert!(error(r#"{"search":{"weights":{"name":0,"description":0}}}"#)
-            .contains("at least one weight above 0"));
+        assert!(
+            error(r#"{"search":{"weights":{"name":0,"description":0}}}"#)
+                .contains("at least one weight above 0")
+        );
         assert!(error(r#"{"tools":[{"name":"a","disclosure_mode":"EAGER"},{"name":"a","disclosure_mode":"EAGER"}]}"#)
             .contains("repeats"));
         assert!(error("{").starts_with("plugin configuration is not valid JSON"));

@@ -55,7 +55,10 @@ pub fn start() {
     let _ = log::set_logger(&LOGGER);
     log::set_max_level(log::LevelFilter::Warn);
     std::panic::set_hook(Box::new(|info| {
-        let _ = hostcalls::log(LogLevel::Critical, &format!("mcp-tool-search panicked: {info}"));
+        let _ = hostcalls::log(
+            LogLevel::Critical,
+            &format!("mcp-tool-search panicked: {info}"),
+        );
     }));
     proxy_wasm::set_root_context(|_| Box::new(Root::default()));
 }
@@ -275,20 +278,19 @@ impl Env for HostEnv {
     }
 
     fn catalog(&mut self) -> Result<Rc<CatalogIndex>, StoreError> {
-        self.plugin.cache.try_borrow_mut().map_err(|_| StoreError::Host("catalog cache busy".into()))?.index(
-            &HostSharedData,
-            &self.namespace,
-            &self.plugin.config,
-        )
+        self.plugin
+            .cache
+            .try_borrow_mut()
+            .map_err(|_| StoreError::Host("catalog cache busy".into()))?
+            .index(&HostSharedData, &self.namespace, &self.plugin.config)
     }
 
     fn learn(&mut self, page: &[Tool], complete: bool) -> Result<bool, StoreError> {
-        self.plugin.cache.try_borrow_mut().map_err(|_| StoreError::Host("catalog cache busy".into()))?.learn(
-            &HostSharedData,
-            &self.namespace,
-            page,
-            complete,
-        )
+        self.plugin
+            .cache
+            .try_borrow_mut()
+            .map_err(|_| StoreError::Host("catalog cache busy".into()))?
+            .learn(&HostSharedData, &self.namespace, page, complete)
     }
 
     fn record(&mut self, event: Event) {
@@ -325,7 +327,8 @@ impl HttpContext for Http {
                 strip_accept_encoding,
             } => {
                 if strip_accept_encoding {
-                    let _ = hostcalls::remove_map_value(MapType::HttpRequestHeaders, "accept-encoding");
+                    let _ =
+                        hostcalls::remove_map_value(MapType::HttpRequestHeaders, "accept-encoding");
                 }
                 if hold {
                     Action::Pause
@@ -337,7 +340,10 @@ impl HttpContext for Http {
     }
 
     fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
-        log::debug!("request body {body_size} bytes, end {end_of_stream}, wanted {}", self.stream.wants_request_body());
+        log::debug!(
+            "request body {body_size} bytes, end {end_of_stream}, wanted {}",
+            self.stream.wants_request_body()
+        );
         if !self.stream.wants_request_body() {
             return Action::Continue;
         }
@@ -363,7 +369,8 @@ impl HttpContext for Http {
                 // The response will be rewritten: it must come back uncompressed. (Headers held
                 // by `hold_request_headers` can still change here.)
                 if strip_accept_encoding && self.plugin.config.hold_request_headers {
-                    let _ = hostcalls::remove_map_value(MapType::HttpRequestHeaders, "accept-encoding");
+                    let _ =
+                        hostcalls::remove_map_value(MapType::HttpRequestHeaders, "accept-encoding");
                 }
                 Action::Continue
             }

@@ -18,7 +18,10 @@ impl RawObject {
     }
 
     pub fn get(&self, key: &str) -> Option<&RawValue> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_ref())
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_ref())
     }
 
     /// Appends the object's JSON to `out`, each value as its raw bytes.
@@ -80,7 +83,10 @@ mod tests {
     fn round_trips_member_order_and_bytes() {
         let text = r#"{"z":1,"a":{"y": [1, 2.50],"b":"\u00e9"},"m":null}"#;
         let obj = RawObject::parse(text).unwrap();
-        assert_eq!(obj.get("a").unwrap().get(), r#"{"y": [1, 2.50],"b":"\u00e9"}"#);
+        assert_eq!(
+            obj.get("a").unwrap().get(),
+            r#"{"y": [1, 2.50],"b":"\u00e9"}"#
+        );
         let mut out = String::new();
         obj.write(&mut out);
         assert_eq!(out, r#"{"z":1,"a":{"y": [1, 2.50],"b":"\u00e9"},"m":null}"#);

@@ -105,7 +105,9 @@ pub fn parse(body: &[u8]) -> Result<Incoming, JsonRpcError> {
 #[derive(Debug)]
 pub enum Kind<'a> {
     /// `tools/list`; `first_page` when the request carries no cursor.
-    ToolsList { first_page: bool },
+    ToolsList {
+        first_page: bool,
+    },
     /// `tools/call` of `name` with its `arguments` (raw, if any).
     ToolsCall {
         name: String,
@@ -168,7 +170,10 @@ impl Message {
 
 /// `{"jsonrpc":"2.0","id":<id>,"result":<result>}` with the id's original bytes.
 pub fn result_response(id: &RawValue, result: &str) -> String {
-    format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{result}}}", id.get())
+    format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{result}}}",
+        id.get()
+    )
 }
 
 /// A JSON-RPC error response (`code` per JSON-RPC 2.0 §5.1).
@@ -193,8 +198,13 @@ mod tests {
         let msg = &m.messages()[0];
         assert!(matches!(msg.kind(), Kind::ToolsList { first_page: true }));
         assert_eq!(msg.id.as_ref().unwrap().get(), "\"a-1\"");
-        let m = parse(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"cursor":"abc"}}"#).unwrap();
-        assert!(matches!(m.messages()[0].kind(), Kind::ToolsList { first_page: false }));
+        let m =
+            parse(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"cursor":"abc"}}"#)
+                .unwrap();
+        assert!(matches!(
+            m.messages()[0].kind(),
+            Kind::ToolsList { first_page: false }
+        ));
         let m = parse(br#"{"jsonrpc":"2.0","id":1e0,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"x"},"_meta":{}}}"#).unwrap();
         match m.messages()[0].kind() {
             Kind::ToolsCall { name, arguments } => {
@@ -211,14 +221,20 @@ mod tests {
 
     #[test]
     fn batches_and_errors() {
-        let b = parse(br#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","method":"x"}]"#).unwrap();
+        let b = parse(
+            br#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","method":"x"}]"#,
+        )
+        .unwrap();
         assert!(b.is_batch());
         assert_eq!(b.messages().len(), 2);
         assert_eq!(parse(b"[]").unwrap_err(), JsonRpcError::EmptyBatch);
         assert!(matches!(parse(b"{"), Err(JsonRpcError::NotJson(_))));
         assert_eq!(parse(b"[1]").unwrap_err(), JsonRpcError::NotAMessage);
         assert_eq!(parse(b"\"x\"").unwrap_err(), JsonRpcError::NotAMessage);
-        assert!(matches!(parse(&[0xff, 0xfe]), Err(JsonRpcError::NotJson(_))));
+        assert!(matches!(
+            parse(&[0xff, 0xfe]),
+            Err(JsonRpcError::NotJson(_))
+        ));
     }
 
     #[test]

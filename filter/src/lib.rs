@@ -8,16 +8,16 @@ pub mod catalog;
 pub mod config;
 pub mod fnv;
 pub mod glob;
+pub mod glue;
 pub mod json;
-pub mod stem;
-pub mod tokenizer;
 pub mod jsonrpc;
-pub mod sse;
-pub mod search_tool;
 pub mod rewrite;
+pub mod search_tool;
+pub mod sse;
+pub mod stem;
 pub mod store;
 pub mod stream;
-pub mod glue;
+pub mod tokenizer;
 
 #[cfg(target_arch = "wasm32")]
 proxy_wasm::main! {{

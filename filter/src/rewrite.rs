@@ -162,7 +162,12 @@ fn rewrite_object(
 
     let mut list = String::with_capacity(tools_raw.get().len());
     list.push('[');
-    for (i, def) in search_def.iter().map(String::as_str).chain(kept).enumerate() {
+    for (i, def) in search_def
+        .iter()
+        .map(String::as_str)
+        .chain(kept)
+        .enumerate()
+    {
         if i > 0 {
             list.push(',');
         }
@@ -191,6 +196,9 @@ fn set_member(obj: &mut RawObject, key: &str, value: String) -> Result<(), Rewri
     }
     Ok(())
 }
+
+/// Rewrites one event's data: `Some(new data)` for the target response, `None` to keep it.
+pub type EventRewrite<'a> = dyn FnMut(&[u8]) -> Result<Option<Vec<u8>>, RewriteError> + 'a;
 
 /// Why an SSE rewrite stopped rewriting and let the rest of the stream through unchanged.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -228,7 +236,7 @@ impl SseRewriter {
         &mut self,
         chunk: &[u8],
         end_of_stream: bool,
-        rewrite: &mut dyn FnMut(&[u8]) -> Result<Option<Vec<u8>>, RewriteError>,
+        rewrite: &mut EventRewrite<'_>,
     ) -> Vec<u8> {
         if self.gave_up.is_some() {
             return chunk.to_vec();
@@ -291,10 +299,16 @@ mod tests {
     fn keeps_eager_hides_progressive_adds_search_tool_first() {
         let config = Config::parse(r#"{"eager_patterns":["get_*"]}"#).unwrap();
         let all = |_: &str| true;
-        let targets = [ListTarget { id: serde_json::json!(2), first_page: true }];
-        let out = rewrite_message(LIST.as_bytes(), &targets, &ctx(&config, &all)).unwrap().unwrap();
+        let targets = [ListTarget {
+            id: serde_json::json!(2),
+            first_page: true,
+        }];
+        let out = rewrite_message(LIST.as_bytes(), &targets, &ctx(&config, &all))
+            .unwrap()
+            .unwrap();
         let text = String::from_utf8(out.body).unwrap();
-        assert!(text.starts_with(r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"tool_search","#));
+        assert!(text
+            .starts_with(r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"tool_search","#));
         assert!(text.ends_with(r#"{"name":"get_a","description":"A", "inputSchema":{"type":"object"}},{"name":"get_c","x":[1, 2]}],"nextCursor":"abc","_meta":{"k":1}}}"#), "{text}");
         assert_eq!(out.hidden, 1);
         assert_eq!(out.learned.len(), 3);
@@ -305,12 +319,24 @@ mod tests {
     fn later_pages_get_no_search_tool_and_other_ids_are_untouched() {
         let config = Config::default();
         let all = |_: &str| true;
-        let later = [ListTarget { id: serde_json::json!(2), first_page: false }];
-        let out = rewrite_message(LIST.as_bytes(), &later, &ctx(&config, &all)).unwrap().unwrap();
+        let later = [ListTarget {
+            id: serde_json::json!(2),
+            first_page: false,
+        }];
+        let out = rewrite_message(LIST.as_bytes(), &later, &ctx(&config, &all))
+            .unwrap()
+            .unwrap();
         let v: Value = serde_json::from_slice(&out.body).unwrap();
         assert_eq!(v["result"]["tools"], serde_json::json!([]));
-        let other = [ListTarget { id: serde_json::json!("2"), first_page: true }];
-        assert!(rewrite_message(LIST.as_bytes(), &other, &ctx(&config, &all)).unwrap().is_none());
+        let other = [ListTarget {
+            id: serde_json::json!("2"),
+            first_page: true,
+        }];
+        assert!(
+            rewrite_message(LIST.as_bytes(), &other, &ctx(&config, &all))
+                .unwrap()
+                .is_none()
+        );
         assert!(rewrite_message(b"{nope", &other, &ctx(&config, &all)).is_err());
     }
 
@@ -318,10 +344,20 @@ mod tests {
     fn all_eager_means_no_search_tool() {
         let config = Config::parse(r#"{"default_disclosure_mode":"EAGER"}"#).unwrap();
         let all = |_: &str| true;
-        let targets = [ListTarget { id: serde_json::json!(2), first_page: true }];
-        let out = rewrite_message(LIST.as_bytes(), &targets, &ctx(&config, &all)).unwrap().unwrap();
+        let targets = [ListTarget {
+            id: serde_json::json!(2),
+            first_page: true,
+        }];
+        let out = rewrite_message(LIST.as_bytes(), &targets, &ctx(&config, &all))
+            .unwrap()
+            .unwrap();
         let v: Value = serde_json::from_slice(&out.body).unwrap();
-        let names: Vec<&str> = v["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+        let names: Vec<&str> = v["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
         assert_eq!(names, ["get_a", "do_b", "get_c"]);
     }
 
@@ -330,10 +366,18 @@ mod tests {
         let config = Config::default();
         let all = |_: &str| true;
         let body = format!(r#"[{{"jsonrpc":"2.0","id":1,"result":{{}}}},{LIST}]"#);
-        let targets = [ListTarget { id: serde_json::json!(2), first_page: true }];
-        let out = rewrite_message(body.as_bytes(), &targets, &ctx(&config, &all)).unwrap().unwrap();
+        let targets = [ListTarget {
+            id: serde_json::json!(2),
+            first_page: true,
+        }];
+        let out = rewrite_message(body.as_bytes(), &targets, &ctx(&config, &all))
+            .unwrap()
+            .unwrap();
         let v: Value = serde_json::from_slice(&out.body).unwrap();
-        assert_eq!(v[0], serde_json::json!({"jsonrpc":"2.0","id":1,"result":{}}));
+        assert_eq!(
+            v[0],
+            serde_json::json!({"jsonrpc":"2.0","id":1,"result":{}})
+        );
         assert_eq!(v[1]["result"]["tools"][0]["name"], "tool_search");
     }
 
@@ -345,11 +389,19 @@ mod tests {
             calls += 1;
             Ok((data == b"target").then(|| b"new".to_vec()))
         };
-        let mut out = r.push(b": ping\n\ndata: other\n\nevent: message\ndata: tar", false, &mut rw);
+        let mut out = r.push(
+            b": ping\n\ndata: other\n\nevent: message\ndata: tar",
+            false,
+            &mut rw,
+        );
         out.extend(r.push(b"get\n\n", true, &mut rw));
-        assert_eq!(out, b": ping\n\ndata: other\n\nevent: message\ndata: new\n\n".to_vec());
+        assert_eq!(
+            out,
+            b": ping\n\ndata: other\n\nevent: message\ndata: new\n\n".to_vec()
+        );
         let mut big = SseRewriter::new(8);
-        let mut never = |_: &[u8]| -> Result<Option<Vec<u8>>, RewriteError> { Ok(Some(b"x".to_vec())) };
+        let mut never =
+            |_: &[u8]| -> Result<Option<Vec<u8>>, RewriteError> { Ok(Some(b"x".to_vec())) };
         let a = big.push(b"data: 0123456789", false, &mut never);
         let b = big.push(b"\n\n", true, &mut never);
         assert_eq!([a, b].concat(), b"data: 0123456789\n\n".to_vec());

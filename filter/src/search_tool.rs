@@ -60,18 +60,28 @@ pub struct SearchArgs {
 }
 
 /// Reads a call's `arguments`. An error is a message for the model: it says what to change.
-pub fn parse_arguments(arguments: Option<&RawValue>, config: &Config) -> Result<SearchArgs, String> {
+pub fn parse_arguments(
+    arguments: Option<&RawValue>,
+    config: &Config,
+) -> Result<SearchArgs, String> {
     let max = config.search.max_allowable_results as usize;
     let value: Value = match arguments {
-        Some(raw) => serde_json::from_str(raw.get()).map_err(|e| format!("arguments are not valid JSON: {e}"))?,
+        Some(raw) => serde_json::from_str(raw.get())
+            .map_err(|e| format!("arguments are not valid JSON: {e}"))?,
         None => Value::Null,
     };
     let Some(args) = value.as_object() else {
-        return Err("Missing required argument `query`: pass {\"query\": \"what you want to do\"}.".to_string());
+        return Err(
+            "Missing required argument `query`: pass {\"query\": \"what you want to do\"}."
+                .to_string(),
+        );
     };
     let query = match args.get("query") {
         None | Some(Value::Null) => {
-            return Err("Missing required argument `query`: pass {\"query\": \"what you want to do\"}.".to_string())
+            return Err(
+                "Missing required argument `query`: pass {\"query\": \"what you want to do\"}."
+                    .to_string(),
+            )
         }
         Some(Value::String(q)) => q.trim(),
         Some(other) => {
@@ -94,7 +104,9 @@ pub fn parse_arguments(arguments: Option<&RawValue>, config: &Config) -> Result<
         Some(Value::String(ns)) if !ns.trim().is_empty() => Some(ns.trim().to_string()),
         Some(Value::String(_)) => None,
         Some(other) => {
-            return Err(format!("Argument `namespace` must be a string, not {other}."))
+            return Err(format!(
+                "Argument `namespace` must be a string, not {other}."
+            ))
         }
     };
     let limit = match args.get("limit") {
@@ -207,30 +219,66 @@ mod tests {
     fn argument_rules() {
         assert_eq!(
             args(r#"{"query":" refund ","limit":3}"#).unwrap(),
-            SearchArgs { query: "refund".into(), namespace: None, limit: 3 }
+            SearchArgs {
+                query: "refund".into(),
+                namespace: None,
+                limit: 3
+            }
         );
-        assert_eq!(args(r#"{"query":"x","limit":99}"#).unwrap().limit, 5, "clamped");
-        assert_eq!(args(r#"{"query":"x","namespace":"a"}"#).unwrap().namespace.as_deref(), Some("a"));
-        assert!(args(r#"{}"#).unwrap_err().contains("Missing required argument `query`"));
+        assert_eq!(
+            args(r#"{"query":"x","limit":99}"#).unwrap().limit,
+            5,
+            "clamped"
+        );
+        assert_eq!(
+            args(r#"{"query":"x","namespace":"a"}"#)
+                .unwrap()
+                .namespace
+                .as_deref(),
+            Some("a")
+        );
+        assert!(args(r#"{}"#)
+            .unwrap_err()
+            .contains("Missing required argument `query`"));
         assert!(args(r#"{"query":"  "}"#).unwrap_err().contains("empty"));
-        assert!(args(r#"{"query":5}"#).unwrap_err().contains("must be a string"));
-        assert!(args(&format!(r#"{{"query":"{}"}}"#, "a".repeat(501))).unwrap_err().contains("501 characters"));
+        assert!(args(r#"{"query":5}"#)
+            .unwrap_err()
+            .contains("must be a string"));
+        assert!(args(&format!(r#"{{"query":"{}"}}"#, "a".repeat(501)))
+            .unwrap_err()
+            .contains("501 characters"));
         assert!(args(&format!(r#"{{"query":"{}"}}"#, "é".repeat(500))).is_ok());
-        assert!(args(r#"{"query":"x","limit":2.5}"#).unwrap_err().contains("integer"));
-        assert!(args(r#"{"query":"x","limit":"3"}"#).unwrap_err().contains("integer"));
-        assert!(args(r#"{"query":"x","limit":0}"#).unwrap_err().contains("from 1 to 5"));
+        assert!(args(r#"{"query":"x","limit":2.5}"#)
+            .unwrap_err()
+            .contains("integer"));
+        assert!(args(r#"{"query":"x","limit":"3"}"#)
+            .unwrap_err()
+            .contains("integer"));
+        assert!(args(r#"{"query":"x","limit":0}"#)
+            .unwrap_err()
+            .contains("from 1 to 5"));
         assert!(parse_arguments(None, &Config::default()).is_err());
     }
 
     #[test]
     fn results() {
-        let raw: Box<RawValue> = serde_json::from_str(r#"{"name":"a", "description":"x"}"#).unwrap();
+        let raw: Box<RawValue> =
+            serde_json::from_str(r#"{"name":"a", "description":"x"}"#).unwrap();
         let tool = Tool::from_raw(&raw).unwrap();
-        let found = [Found { tool: &tool, score: 1.0 }];
-        let meta = SearchMeta { strategy: "bm25", candidates: 10 };
+        let found = [Found {
+            tool: &tool,
+            score: 1.0,
+        }];
+        let meta = SearchMeta {
+            strategy: "bm25",
+            candidates: 10,
+        };
         let r = result(&found, &meta, false);
         let v: Value = serde_json::from_str(&r).unwrap();
-        assert_eq!(v["content"][0]["text"], r#"[{"name":"a", "description":"x"}]"#);
+        assert_eq!(
+            v["content"][0]["text"],
+            r#"[{"name":"a", "description":"x"}]"#
+        );
         assert_eq!(v["isError"], false);
         assert_eq!(v["_meta"]["mcp-tool-search/search"]["returned"], 1);
         let modern: Value = serde_json::from_str(&result(&found, &meta, true)).unwrap();

@@ -93,7 +93,11 @@ fn lines(raw: &[u8]) -> Vec<&[u8]> {
     while let Some(&b) = raw.get(i) {
         if b == b'\n' || b == b'\r' {
             out.push(raw.get(start..i).unwrap_or_default());
-            i += if b == b'\r' && raw.get(i + 1) == Some(&b'\n') { 2 } else { 1 };
+            i += if b == b'\r' && raw.get(i + 1) == Some(&b'\n') {
+                2
+            } else {
+                1
+            };
             start = i;
         } else {
             i += 1;
@@ -233,9 +237,13 @@ mod tests {
 
     #[test]
     fn replace_keeps_other_lines_and_line_ending() {
-        let (events, _) = all_events(&[b"event: message\r\nid: 9\r\ndata: old\r\ndata: more\r\n\r\n"]);
+        let (events, _) =
+            all_events(&[b"event: message\r\nid: 9\r\ndata: old\r\ndata: more\r\n\r\n"]);
         let out = replace_data(&events[0], b"{\"new\":\n1}");
-        assert_eq!(out, b"event: message\r\nid: 9\r\ndata: {\"new\":\r\ndata: 1}\r\n\r\n".to_vec());
+        assert_eq!(
+            out,
+            b"event: message\r\nid: 9\r\ndata: {\"new\":\r\ndata: 1}\r\n\r\n".to_vec()
+        );
         let (again, _) = all_events(&[&out]);
         assert_eq!(again[0].data.as_deref(), Some(&b"{\"new\":\n1}"[..]));
     }

@@ -75,7 +75,10 @@ impl Word {
         }
         for i in 0..b.len() {
             let y_is_consonant = b.get(i) == Some(&b'y')
-                && (i == 0 || i.checked_sub(1).and_then(|p| b.get(p)).is_some_and(|&c| is_vowel(c)));
+                && (i == 0
+                    || i.checked_sub(1)
+                        .and_then(|p| b.get(p))
+                        .is_some_and(|&c| is_vowel(c)));
             if y_is_consonant {
                 if let Some(c) = b.get_mut(i) {
                     *c = b'Y';
@@ -83,11 +86,13 @@ impl Word {
             }
         }
         let mut w = Word { b, r1: 0, r2: 0 };
-        w.r1 = ["gener", "commun", "arsen", "past", "univers", "later", "emerg", "organ"]
-            .iter()
-            .find(|p| w.b.starts_with(p.as_bytes()))
-            .map(|p| p.len())
-            .unwrap_or_else(|| w.region_after(0));
+        w.r1 = [
+            "gener", "commun", "arsen", "past", "univers", "later", "emerg", "organ",
+        ]
+        .iter()
+        .find(|p| w.b.starts_with(p.as_bytes()))
+        .map(|p| p.len())
+        .unwrap_or_else(|| w.region_after(0));
         w.r2 = w.region_after(w.r1);
         w
     }
@@ -187,10 +192,8 @@ impl Word {
                 let with = if self.len() > 4 { "i" } else { "ie" };
                 self.replace_suffix(s, with);
             }
-            Some("s") => {
-                if self.len() >= 2 && self.has_vowel_before(self.len() - 2) {
-                    self.truncate_by(1);
-                }
+            Some("s") if self.len() >= 2 && self.has_vowel_before(self.len() - 2) => {
+                self.truncate_by(1);
             }
             _ => {}
         }
@@ -198,11 +201,8 @@ impl Word {
 
     fn step1b(&mut self) {
         match self.longest(&["eed", "eedly", "ed", "edly", "ing", "ingly"]) {
-            Some(s @ ("eed" | "eedly")) => {
-                if self.in_r1(s) {
-                    self.replace_suffix(s, "ee");
-                }
-            }
+            Some(s @ ("eed" | "eedly")) if self.in_r1(s) => self.replace_suffix(s, "ee"),
+            Some("eed" | "eedly") => {}
             Some(s) => {
                 if !self.has_vowel_before(self.len() - s.len()) {
                     return;
@@ -269,9 +269,16 @@ impl Word {
         let before = self.at(self.len() - s.len() - 1);
         match s {
             "ogi" if before != b'l' => {}
-            "li" if !matches!(before, b'c' | b'd' | b'e' | b'g' | b'h' | b'k' | b'm' | b'n' | b'r' | b't') => {}
+            "li" if !matches!(
+                before,
+                b'c' | b'd' | b'e' | b'g' | b'h' | b'k' | b'm' | b'n' | b'r' | b't'
+            ) => {}
             _ => {
-                let with = RULES.iter().find(|(x, _)| *x == s).map(|(_, w)| *w).unwrap_or("");
+                let with = RULES
+                    .iter()
+                    .find(|(x, _)| *x == s)
+                    .map(|(_, w)| *w)
+                    .unwrap_or("");
                 self.replace_suffix(s, with);
             }
         }
@@ -296,7 +303,11 @@ impl Word {
         if !self.in_r1(s) || (s == "ative" && !self.in_r2(s)) {
             return;
         }
-        let with = RULES.iter().find(|(x, _)| *x == s).map(|(_, w)| *w).unwrap_or("");
+        let with = RULES
+            .iter()
+            .find(|(x, _)| *x == s)
+            .map(|(_, w)| *w)
+            .unwrap_or("");
         self.replace_suffix(s, with);
     }
 

@@ -175,17 +175,35 @@ mod tests {
         let config = Config::default();
         let mut vm1 = CatalogCache::new();
         let mut vm2 = CatalogCache::new();
-        assert!(vm2.index(&shared, "ns", &config).unwrap().catalog.is_empty());
-        assert!(vm1.learn(&shared, "ns", &[tool("a", "alpha")], false).unwrap());
-        assert!(!vm1.learn(&shared, "ns", &[tool("a", "alpha")], false).unwrap(), "no change");
-        assert!(vm1.learn(&shared, "ns", &[tool("b", "beta")], false).unwrap());
+        assert!(vm2
+            .index(&shared, "ns", &config)
+            .unwrap()
+            .catalog
+            .is_empty());
+        assert!(vm1
+            .learn(&shared, "ns", &[tool("a", "alpha")], false)
+            .unwrap());
+        assert!(
+            !vm1.learn(&shared, "ns", &[tool("a", "alpha")], false)
+                .unwrap(),
+            "no change"
+        );
+        assert!(vm1
+            .learn(&shared, "ns", &[tool("b", "beta")], false)
+            .unwrap());
         let index = vm2.index(&shared, "ns", &config).unwrap();
         assert_eq!(index.catalog.len(), 2);
         let again = vm2.index(&shared, "ns", &config).unwrap();
         assert!(Rc::ptr_eq(&index, &again), "cached while the version holds");
-        assert!(vm1.learn(&shared, "ns", &[tool("c", "gamma")], true).unwrap());
+        assert!(vm1
+            .learn(&shared, "ns", &[tool("c", "gamma")], true)
+            .unwrap());
         assert_eq!(vm2.index(&shared, "ns", &config).unwrap().catalog.len(), 1);
-        assert!(vm2.index(&shared, "other", &config).unwrap().catalog.is_empty());
+        assert!(vm2
+            .index(&shared, "other", &config)
+            .unwrap()
+            .catalog
+            .is_empty());
     }
 
     /// A store whose first write always loses the race, as when another worker wrote between.
@@ -202,7 +220,8 @@ mod tests {
             if key.ends_with("/catalog") && self.lost.get() < 2 {
                 self.lost.set(self.lost.get() + 1);
                 // The other worker's write: a different tool.
-                let other = Catalog::from_tools(vec![tool(&format!("other{}", self.lost.get()), "x")]);
+                let other =
+                    Catalog::from_tools(vec![tool(&format!("other{}", self.lost.get()), "x")]);
                 let (_, c) = self.inner.get(key)?;
                 self.inner.set(key, other.to_json().as_bytes(), c)?;
                 let _ = cas;
@@ -214,20 +233,37 @@ mod tests {
 
     #[test]
     fn cas_conflicts_retry_and_merge() {
-        let shared = Racing { inner: MemorySharedData::default(), lost: std::cell::Cell::new(0) };
+        let shared = Racing {
+            inner: MemorySharedData::default(),
+            lost: std::cell::Cell::new(0),
+        };
         let mut vm = CatalogCache::new();
-        assert!(vm.learn(&shared, "ns", &[tool("mine", "m")], false).unwrap());
+        assert!(vm
+            .learn(&shared, "ns", &[tool("mine", "m")], false)
+            .unwrap());
         let index = vm.index(&shared, "ns", &Config::default()).unwrap();
-        let names: Vec<&str> = index.catalog.tools().iter().map(|t| t.name.as_str()).collect();
+        let names: Vec<&str> = index
+            .catalog
+            .tools()
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect();
         assert_eq!(names, ["mine", "other2"]);
     }
 
     #[test]
     fn corrupt_shared_data_is_an_error_not_a_panic() {
         let shared = MemorySharedData::default();
-        shared.set("mcp-tool-search/v1/ns/catalog", b"\xff", None).unwrap();
-        shared.set("mcp-tool-search/v1/ns/version", b"1", None).unwrap();
+        shared
+            .set("mcp-tool-search/v1/ns/catalog", b"\xff", None)
+            .unwrap();
+        shared
+            .set("mcp-tool-search/v1/ns/version", b"1", None)
+            .unwrap();
         let mut vm = CatalogCache::new();
-        assert!(matches!(vm.index(&shared, "ns", &Config::default()), Err(StoreError::Corrupt(_))));
+        assert!(matches!(
+            vm.index(&shared, "ns", &Config::default()),
+            Err(StoreError::Corrupt(_))
+        ));
     }
 }

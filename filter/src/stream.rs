@@ -162,7 +162,10 @@ impl Stream {
         let interesting = match head.mcp_method.as_deref() {
             None => true,
             Some("tools/list") => true,
-            Some("tools/call") => head.mcp_name.as_deref().is_none_or(|n| n == config.search.tool_name),
+            Some("tools/call") => head
+                .mcp_name
+                .as_deref()
+                .is_none_or(|n| n == config.search.tool_name),
             Some(_) => false,
         };
         if !interesting {
@@ -315,7 +318,10 @@ impl Stream {
             && !accept.contains("application/json")
             && !accept.contains("*/*");
         let (content_type, body) = if sse_only {
-            ("text/event-stream", format!("event: message\ndata: {body}\n\n"))
+            (
+                "text/event-stream",
+                format!("event: message\ndata: {body}\n\n"),
+            )
         } else {
             ("application/json", body)
         };
@@ -390,7 +396,9 @@ impl Stream {
             Ok(new) => new,
             Err(e) => {
                 env.record(Event::PassedThrough(PassReason::Unparseable));
-                env.log_warn(&format!("tools/list response passed through unchanged: {e}"));
+                env.log_warn(&format!(
+                    "tools/list response passed through unchanged: {e}"
+                ));
                 None
             }
         }

@@ -1,0 +1,207 @@
+//! A host-free harness for `Stream`: an in-memory `Env` and a driver that feeds an exchange
+//! the way Envoy does (buffered JSON, chunked SSE), shared by the native scenario tests.
+#![allow(
+    dead_code,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use mcp_tool_search::catalog::{CatalogIndex, Tool};
+use mcp_tool_search::config::Config;
+use mcp_tool_search::store::{CatalogCache, MemorySharedData, StoreError};
+use mcp_tool_search::stream::{
+    Env, Event, RequestBodyAction, RequestHead, RequestHeadersAction, ResponseHeadersAction, Stream,
+};
+use std::path::PathBuf;
+use std::rc::Rc;
+
+pub struct TestEnv {
+    pub config: Config,
+    pub shared: Rc<MemorySharedData>,
+    pub cache: CatalogCache,
+    pub events: Vec<Event>,
+    pub warnings: Vec<String>,
+    pub namespace: String,
+}
+
+impl TestEnv {
+    pub fn new(config: &str) -> Self {
+        TestEnv::sharing(config, Rc::new(MemorySharedData::default()))
+    }
+
+    /// A second "worker" over the same shared data.
+    pub fn sharing(config: &str, shared: Rc<MemorySharedData>) -> Self {
+        TestEnv {
+            config: Config::parse(config).unwrap(),
+            shared,
+            cache: CatalogCache::new(),
+            events: Vec::new(),
+            warnings: Vec::new(),
+            namespace: "upstream".into(),
+        }
+    }
+
+    pub fn count(&self, want: Event) -> usize {
+        self.events.iter().filter(|e| **e == want).count()
+    }
+}
+
+impl Env for TestEnv {
+    fn namespace(&self) -> String {
+        self.namespace.clone()
+    }
+    fn catalog(&mut self) -> Result<Rc<CatalogIndex>, StoreError> {
+        self.cache
+            .index(self.shared.as_ref(), &self.namespace, &self.config)
+    }
+    fn learn(&mut self, page: &[Tool], complete: bool) -> Result<bool, StoreError> {
+        self.cache
+            .learn(self.shared.as_ref(), &self.namespace, page, complete)
+    }
+    fn record(&mut self, event: Event) {
+        self.events.push(event);
+    }
+    fn log_warn(&mut self, message: &str) {
+        self.warnings.push(message.to_string());
+    }
+}
+
+pub fn post(path: &str) -> RequestHead {
+    RequestHead {
+        method: "POST".into(),
+        path: path.into(),
+        accept: Some("application/json, text/event-stream".into()),
+        ..RequestHead::default()
+    }
+}
+
+/// What the client ends up with.
+#[derive(Debug, PartialEq)]
+pub enum Outcome {
+    /// Answered by the filter; the upstream never saw the request.
+    Local {
+        status: u32,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+    },
+    /// The upstream's response as the client receives it.
+    Upstream { body: Vec<u8>, rewritten: bool },
+}
+
+impl Outcome {
+    pub fn body(&self) -> &[u8] {
+        match self {
+            Outcome::Local { body, .. } | Outcome::Upstream { body, .. } => body,
+        }
+    }
+    pub fn text(&self) -> String {
+        String::from_utf8(self.body().to_vec()).unwrap()
+    }
+}
+
+/// Runs one exchange through a fresh `Stream`. `response` is the upstream's status,
+/// content type and body chunks (as Envoy would deliver them).
+pub fn exchange(
+    env: &mut TestEnv,
+    head: RequestHead,
+    request: &[u8],
+    response: (&str, &str, &[&[u8]]),
+) -> Outcome {
+    let config = env.config.clone();
+    let mut stream = Stream::new();
+    let action = stream.on_request_headers(&config, head, request.is_empty());
+    let mut read_body = matches!(action, RequestHeadersAction::ReadBody { .. });
+    if read_body && stream.wants_request_body() {
+        match stream.on_request_body(&config, env, request) {
+            RequestBodyAction::Reply(r) => {
+                return Outcome::Local {
+                    status: r.status,
+                    headers: r.headers,
+                    body: r.body,
+                }
+            }
+            RequestBodyAction::Continue { .. } => {}
+        }
+        read_body = false;
+    }
+    let _ = read_body;
+    let (status, content_type, chunks) = response;
+    let action = stream.on_response_headers(&config, env, Some(status), Some(content_type), None);
+    let mut out = Vec::new();
+    match action {
+        ResponseHeadersAction::Continue => {
+            for c in chunks {
+                out.extend_from_slice(c);
+            }
+            Outcome::Upstream {
+                body: out,
+                rewritten: false,
+            }
+        }
+        ResponseHeadersAction::BufferJson => {
+            let whole: Vec<u8> = chunks.concat();
+            match stream.on_json_response(&config, env, &whole) {
+                Some(new) => Outcome::Upstream {
+                    body: new,
+                    rewritten: true,
+                },
+                None => Outcome::Upstream {
+                    body: whole,
+                    rewritten: false,
+                },
+            }
+        }
+        ResponseHeadersAction::StreamSse => {
+            let n = chunks.len();
+            for (i, c) in chunks.iter().enumerate() {
+                out.extend(stream.on_sse_chunk(&config, env, c, i + 1 == n));
+            }
+            if n == 0 {
+                out.extend(stream.on_sse_chunk(&config, env, &[], true));
+            }
+            let rewritten = out != chunks.concat();
+            Outcome::Upstream {
+                body: out,
+                rewritten,
+            }
+        }
+    }
+}
+
+pub fn wire_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/wire-samples")
+}
+
+pub fn wire(name: &str) -> Vec<u8> {
+    std::fs::read(wire_dir().join(name)).unwrap()
+}
+
+/// The content type recorded in a `.headers` file.
+pub fn wire_content_type(name: &str) -> String {
+    let text = String::from_utf8(wire(name)).unwrap();
+    text.lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-type")
+                .then(|| v.trim().to_string())
+        })
+        .unwrap()
+}
+
+/// The JSON-RPC messages in a body: the JSON itself, or each SSE event's data.
+pub fn messages(body: &[u8], sse: bool) -> Vec<serde_json::Value> {
+    if !sse {
+        return vec![serde_json::from_slice(body).unwrap()];
+    }
+    let mut parser = mcp_tool_search::sse::Parser::new();
+    let mut events = parser.push(body);
+    events.extend(parser.finish().0);
+    events
+        .into_iter()
+        .filter_map(|e| e.data)
+        .filter(|d| !d.is_empty())
+        .map(|d| serde_json::from_slice(&d).unwrap())
+        .collect()
+}
