@@ -348,7 +348,7 @@ impl HttpContext for Http {
             return Action::Continue;
         }
         let mut env = self.env();
-        if body_size > self.plugin.config.max_body_bytes {
+        if body_size > self.stream.request_cap(&self.plugin.config) {
             self.stream.request_too_large(&mut env);
             return Action::Continue;
         }
@@ -419,29 +419,14 @@ impl HttpContext for Http {
             return Action::Continue;
         }
         let mut env = self.env();
-        let config = &self.plugin.config;
-        if self.stream.buffering_json() {
-            if body_size > config.max_body_bytes {
-                self.stream.response_too_large(&mut env);
-                return Action::Continue;
-            }
-            if !end_of_stream {
-                return Action::Pause;
-            }
-            let Some(body) = self.read_body(BufferType::HttpResponseBody, body_size) else {
-                return Action::Continue;
-            };
-            if let Some(new) = self.stream.on_json_response(config, &mut env, &body) {
-                replace_body(BufferType::HttpResponseBody, body_size, &new, &self.plugin);
-            }
-            return Action::Continue;
-        }
+        // Always Continue: the core holds what it must (in the VM), so Envoy's buffer limit
+        // never turns a large list into a reset stream.
         let Some(chunk) = self.read_body(BufferType::HttpResponseBody, body_size) else {
             return Action::Continue;
         };
-        let out = self
-            .stream
-            .on_sse_chunk(config, &mut env, &chunk, end_of_stream);
+        let out =
+            self.stream
+                .on_response_chunk(&self.plugin.config, &mut env, &chunk, end_of_stream);
         if out != chunk {
             replace_body(BufferType::HttpResponseBody, body_size, &out, &self.plugin);
         }
@@ -450,18 +435,9 @@ impl HttpContext for Http {
 
     fn on_http_response_trailers(&mut self, _num_trailers: usize) -> Action {
         // HTTP/2 with trailers: the body never saw end_of_stream (DESIGN.md §6).
-        if self.stream.buffering_json() {
-            let size = hostcalls::get_buffer(BufferType::HttpResponseBody, 0, usize::MAX)
-                .ok()
-                .flatten()
-                .unwrap_or_default();
+        if self.stream.rewriting_response() {
             let mut env = self.env();
-            if let Some(new) = self
-                .stream
-                .on_json_response(&self.plugin.config, &mut env, &size)
-            {
-                replace_body(BufferType::HttpResponseBody, size.len(), &new, &self.plugin);
-            }
+            self.stream.on_response_trailers(&mut env);
         }
         Action::Continue
     }

@@ -23,3 +23,5 @@ pub mod tokenizer;
 proxy_wasm::main! {{
     glue::start();
 }}
+pub mod policy;
+pub mod vector;

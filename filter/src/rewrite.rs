@@ -225,6 +225,11 @@ impl SseRewriter {
         }
     }
 
+    /// Bytes held for an event not yet complete.
+    pub fn pending(&self) -> usize {
+        self.parser.pending()
+    }
+
     /// Why rewriting stopped, if it did (the first reason only).
     pub fn gave_up(&self) -> Option<&SseGiveUp> {
         self.gave_up.as_ref()

@@ -104,18 +104,23 @@ pub enum RequestBodyAction {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ResponseHeadersAction {
     Continue,
-    /// Remove `content-length` and buffer the body to its end.
-    BufferJson,
-    /// Remove `content-length` and rewrite the body chunk by chunk.
-    StreamSse,
+    /// Remove `content-length`: the body goes through `on_response_chunk`.
+    RewriteBody,
 }
+
+/// Requests larger than this are never a `tools/list` or a search: they go through unread
+/// (when no authorization needs the tool name), and Envoy's default 1 MiB buffer is never
+/// reached while the body is held.
+pub const REQUEST_CLASSIFY_CAP: usize = 256 * 1024;
 
 #[derive(Debug)]
 enum Phase {
     Ignored,
     RequestBody,
     AwaitResponse,
-    Json,
+    /// JSON is held in the VM, not in Envoy's buffer: Envoy resets a stream whose paused body
+    /// passes its buffer limit (1 MiB by default), long before our own cap.
+    Json(Vec<u8>),
     Sse(SseRewriter),
     Done,
 }
@@ -186,6 +191,15 @@ impl Stream {
     /// Whether the glue should buffer the request body for `on_request_body`.
     pub fn wants_request_body(&self) -> bool {
         matches!(self.phase, Phase::RequestBody)
+    }
+
+    /// The most request body the filter holds before letting the request go unread.
+    pub fn request_cap(&self, config: &Config) -> usize {
+        if config.authorization.is_some() {
+            config.max_body_bytes
+        } else {
+            REQUEST_CLASSIFY_CAP.min(config.max_body_bytes)
+        }
     }
 
     /// The request body was larger than the cap: let it go as it is.
@@ -361,12 +375,12 @@ impl Stream {
             .map(|c| c.trim().to_ascii_lowercase());
         match media.as_deref() {
             Some("application/json") => {
-                self.phase = Phase::Json;
-                ResponseHeadersAction::BufferJson
+                self.phase = Phase::Json(Vec::new());
+                ResponseHeadersAction::RewriteBody
             }
             Some("text/event-stream") => {
                 self.phase = Phase::Sse(SseRewriter::new(config.max_body_bytes));
-                ResponseHeadersAction::StreamSse
+                ResponseHeadersAction::RewriteBody
             }
             _ => {
                 env.record(Event::PassedThrough(PassReason::ContentType));
@@ -375,37 +389,9 @@ impl Stream {
         }
     }
 
-    /// A buffered JSON response passed the cap: it goes through as it is.
-    pub fn response_too_large(&mut self, env: &mut dyn Env) {
-        env.record(Event::PassedThrough(PassReason::TooLarge));
-        self.phase = Phase::Done;
-    }
-
-    /// The whole JSON response; `Some` replaces it.
-    pub fn on_json_response(
-        &mut self,
-        config: &Config,
-        env: &mut dyn Env,
-        body: &[u8],
-    ) -> Option<Vec<u8>> {
-        if !matches!(self.phase, Phase::Json) {
-            return None;
-        }
-        self.phase = Phase::Done;
-        match self.rewrite(config, env, body) {
-            Ok(new) => new,
-            Err(e) => {
-                env.record(Event::PassedThrough(PassReason::Unparseable));
-                env.log_warn(&format!(
-                    "tools/list response passed through unchanged: {e}"
-                ));
-                None
-            }
-        }
-    }
-
-    /// A chunk of an SSE response; returns the bytes to send in its place.
-    pub fn on_sse_chunk(
+    /// A chunk of the response body; returns the bytes the client gets in its place (JSON is
+    /// held until the end of the stream, SSE events go on as soon as they are complete).
+    pub fn on_response_chunk(
         &mut self,
         config: &Config,
         env: &mut dyn Env,
@@ -414,6 +400,27 @@ impl Stream {
     ) -> Vec<u8> {
         let mut phase = std::mem::replace(&mut self.phase, Phase::Done);
         let out = match &mut phase {
+            Phase::Json(held) => {
+                held.extend_from_slice(chunk);
+                if held.len() > config.max_body_bytes {
+                    env.record(Event::PassedThrough(PassReason::TooLarge));
+                    return std::mem::take(held);
+                }
+                if !end_of_stream {
+                    self.phase = phase;
+                    return Vec::new();
+                }
+                let whole = std::mem::take(held);
+                match self.rewrite(config, env, &whole) {
+                    Ok(Some(new)) => new,
+                    Ok(None) => whole,
+                    Err(e) => {
+                        env.record(Event::PassedThrough(PassReason::Unparseable));
+                        env.log_warn(&format!("tools/list response passed through unchanged: {e}"));
+                        whole
+                    }
+                }
+            }
             Phase::Sse(rewriter) => {
                 let before = rewriter.gave_up().is_some();
                 let out = rewriter.push(chunk, end_of_stream, &mut |data| {
@@ -433,14 +440,32 @@ impl Stream {
                         None => {}
                     }
                 }
+                if !end_of_stream {
+                    self.phase = phase;
+                }
                 out
             }
             _ => chunk.to_vec(),
         };
-        if !end_of_stream {
-            self.phase = phase;
-        }
         out
+    }
+
+    /// The stream ended in trailers (HTTP/2) with bytes still held: they can no longer be sent
+    /// (proxy-wasm cannot add body data in the trailers callback). Returns how many were lost.
+    pub fn on_response_trailers(&mut self, env: &mut dyn Env) -> usize {
+        let held = match &mut self.phase {
+            Phase::Json(held) => held.len(),
+            Phase::Sse(rewriter) => rewriter.pending(),
+            _ => 0,
+        };
+        self.phase = Phase::Done;
+        if held > 0 {
+            env.record(Event::Error);
+            env.log_warn(&format!(
+                "response ended in trailers with {held} body bytes held for rewriting; they were dropped"
+            ));
+        }
+        held
     }
 
     /// Whether a response to rewrite is expected.
@@ -448,14 +473,9 @@ impl Stream {
         matches!(self.phase, Phase::AwaitResponse)
     }
 
-    /// Whether the response body is buffered whole (JSON) rather than streamed (SSE).
-    pub fn buffering_json(&self) -> bool {
-        matches!(self.phase, Phase::Json)
-    }
-
     /// Whether the response body is still being rewritten.
     pub fn rewriting_response(&self) -> bool {
-        matches!(self.phase, Phase::Json | Phase::Sse(_))
+        matches!(self.phase, Phase::Json(_) | Phase::Sse(_))
     }
 
     fn rewrite(

@@ -457,3 +457,16 @@ fn a_catalog_learned_on_one_worker_is_searched_on_another() {
         serde_json::from_str(reply["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(defs[0]["name"], "slack_post_message");
 }
+
+#[test]
+fn oversized_json_passes_through_whole_and_is_counted() {
+    let mut env = TestEnv::new(r#"{"max_body_bytes":1024}"#);
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"result":{{"tools":[{{"name":"a","description":"{}"}}]}}}}"#,
+        "x".repeat(5000)
+    );
+    let chunks: Vec<&[u8]> = big.as_bytes().chunks(700).collect();
+    let out = exchange(&mut env, post("/mcp"), LIST, ("200", "application/json", &chunks));
+    assert_eq!(out.body(), big.as_bytes());
+    assert_eq!(env.count(Event::PassedThrough(PassReason::TooLarge)), 1);
+}

@@ -129,45 +129,19 @@ pub fn exchange(
     let _ = read_body;
     let (status, content_type, chunks) = response;
     let action = stream.on_response_headers(&config, env, Some(status), Some(content_type), None);
-    let mut out = Vec::new();
-    match action {
-        ResponseHeadersAction::Continue => {
-            for c in chunks {
-                out.extend_from_slice(c);
-            }
-            Outcome::Upstream {
-                body: out,
-                rewritten: false,
-            }
-        }
-        ResponseHeadersAction::BufferJson => {
-            let whole: Vec<u8> = chunks.concat();
-            match stream.on_json_response(&config, env, &whole) {
-                Some(new) => Outcome::Upstream {
-                    body: new,
-                    rewritten: true,
-                },
-                None => Outcome::Upstream {
-                    body: whole,
-                    rewritten: false,
-                },
-            }
-        }
-        ResponseHeadersAction::StreamSse => {
-            let n = chunks.len();
-            for (i, c) in chunks.iter().enumerate() {
-                out.extend(stream.on_sse_chunk(&config, env, c, i + 1 == n));
-            }
-            if n == 0 {
-                out.extend(stream.on_sse_chunk(&config, env, &[], true));
-            }
-            let rewritten = out != chunks.concat();
-            Outcome::Upstream {
-                body: out,
-                rewritten,
-            }
-        }
+    if action == ResponseHeadersAction::Continue {
+        return Outcome::Upstream { body: chunks.concat(), rewritten: false };
     }
+    let mut out = Vec::new();
+    let n = chunks.len();
+    for (i, c) in chunks.iter().enumerate() {
+        out.extend(stream.on_response_chunk(&config, env, c, i + 1 == n));
+    }
+    if n == 0 {
+        out.extend(stream.on_response_chunk(&config, env, &[], true));
+    }
+    let rewritten = out != chunks.concat();
+    Outcome::Upstream { body: out, rewritten }
 }
 
 pub fn wire_dir() -> PathBuf {
