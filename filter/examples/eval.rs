@@ -8,13 +8,14 @@
 
 use mcp_tool_search::catalog::{Catalog, CatalogIndex, Tool};
 use mcp_tool_search::config::Config;
+use mcp_tool_search::search::{self, Fallback, FallbackKind, Query};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::path::Path;
 use std::process::ExitCode;
 
 #[derive(Deserialize)]
-struct Query {
+struct Labeled {
     query: String,
     relevant: Vec<String>,
 }
@@ -89,19 +90,24 @@ fn run(folder: &Path) -> Result<(), String> {
     let queries_path = folder.join("queries.jsonl");
     let mut queries = Vec::new();
     for (i, line) in read_lines(&queries_path)?.iter().enumerate() {
-        let q: Query = serde_json::from_str(line)
+        let q: Labeled = serde_json::from_str(line)
             .map_err(|e| format!("{}:{}: {e}", queries_path.display(), i + 1))?;
         queries.push(q);
     }
-    let index = CatalogIndex::build("eval", Catalog::from_tools(tools), &Config::default());
+    let config = Config::default();
+    let index = CatalogIndex::build("eval", Catalog::from_tools(tools), &config);
     let all = index.catalog.len();
     let mut bm25 = Metrics::default();
     for q in &queries {
-        let ranked: Vec<&str> = index
-            .search_bm25(&q.query, all, |_| true)
-            .iter()
-            .map(|f| f.tool.name.as_str())
-            .collect();
+        let query = Query {
+            text: q.query.clone(),
+            limit: all,
+            offset: 0,
+            group: None,
+        };
+        let off = Fallback::new(FallbackKind::Unavailable, "lexical only");
+        let result = search::search(&index, &config, &query, &|_| true, Err(off));
+        let ranked: Vec<&str> = result.found.iter().map(|f| f.tool.name.as_str()).collect();
         bm25.add(&ranked, &q.relevant);
     }
     println!("{}", bm25.line("bm25"));

@@ -1,7 +1,7 @@
 //! The tools of one upstream (a namespace), as learned from its `tools/list` pages, and the
 //! search index built over them once per catalog version.
 
-use crate::bm25::{top_k, Bm25Index, Fields, Hit};
+use crate::bm25::{Bm25Index, Fields};
 use crate::config::{Config, DisclosureMode};
 use crate::fnv;
 use serde::Deserialize;
@@ -275,63 +275,6 @@ impl CatalogIndex {
             .map(|(_, t)| t.name.as_str())
             .collect()
     }
-
-    /// The best `limit` tools for `query` among those `allowed` admits: a tool whose name is
-    /// the query itself first, then by BM25 score, ties by name. No minimum score: weak
-    /// matches still fill the list, so the agent always has something to try.
-    pub fn search_bm25(
-        &self,
-        query: &str,
-        limit: usize,
-        allowed: impl Fn(&Tool) -> bool,
-    ) -> Vec<Found<'_>> {
-        let scores = self.bm25.scores(query);
-        self.rank(query, limit, allowed, |doc| {
-            scores.get(doc as usize).copied().unwrap_or(0.0)
-        })
-    }
-
-    /// Ranks the allowed tools by `score_of`, with the exact-name rule on top.
-    pub fn rank(
-        &self,
-        query: &str,
-        limit: usize,
-        allowed: impl Fn(&Tool) -> bool,
-        score_of: impl Fn(u32) -> f32,
-    ) -> Vec<Found<'_>> {
-        let tools = self.catalog.tools();
-        let wanted = query.trim();
-        let exact = tools
-            .iter()
-            .position(|t| t.name.eq_ignore_ascii_case(wanted) && allowed(t))
-            .and_then(|i| u32::try_from(i).ok());
-        let candidates = (0..tools.len())
-            .filter_map(|i| u32::try_from(i).ok())
-            .filter(|&i| Some(i) != exact)
-            .filter(|&i| tools.get(i as usize).is_some_and(&allowed));
-        let rest = limit.saturating_sub(usize::from(exact.is_some()));
-        let mut hits: Vec<Hit> = exact
-            .map(|doc| Hit {
-                doc,
-                score: score_of(doc),
-            })
-            .into_iter()
-            .collect();
-        hits.extend(top_k(
-            candidates,
-            &score_of,
-            |d| tools.get(d as usize).map(|t| t.name.as_str()).unwrap_or(""),
-            rest,
-        ));
-        hits.into_iter()
-            .filter_map(|h| {
-                tools.get(h.doc as usize).map(|tool| Found {
-                    tool,
-                    score: h.score,
-                })
-            })
-            .collect()
-    }
 }
 
 #[cfg(test)]
@@ -415,23 +358,13 @@ mod tests {
     }
 
     #[test]
-    fn search_ranks_exact_name_first_and_filters() {
+    fn progressive_names_follow_the_config() {
         let config = Config::parse(r#"{"eager_patterns":["weather"]}"#).unwrap();
         let index = CatalogIndex::build("ns", sample(), &config);
-        let found = index.search_bm25("refund a charge", 5, |_| true);
-        assert_eq!(found[0].tool.name, "stripe_refund_charge");
-        assert_eq!(found.len(), 3, "no minimum score");
-        let exact = index.search_bm25("weather", 1, |_| true);
-        assert_eq!(exact[0].tool.name, "weather");
-        let exact2 = index.search_bm25("  GitHub_Create_Issue ", 2, |_| true);
-        assert_eq!(exact2[0].tool.name, "github_create_issue");
-        let filtered = index.search_bm25("refund", 5, |t| t.name != "stripe_refund_charge");
-        assert!(filtered
-            .iter()
-            .all(|f| f.tool.name != "stripe_refund_charge"));
         assert_eq!(
             index.progressive_names(|_| true),
             ["github_create_issue", "stripe_refund_charge"]
         );
+        assert_eq!(index.progressive_names(|t| t.name != "github_create_issue"), ["stripe_refund_charge"]);
     }
 }

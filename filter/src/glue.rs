@@ -8,8 +8,11 @@
 use crate::catalog::{CatalogIndex, Tool};
 use crate::config::Config;
 use crate::store::{CatalogCache, SharedData, StoreError};
+use crate::config::Ranking;
+use crate::policy::{Caller, IdentitySource};
+use crate::search::FallbackKind;
 use crate::stream::{
-    Env, Event, PassReason, RequestBodyAction, RequestHead, RequestHeadersAction,
+    Env, Event, LocalReply, PassReason, RequestBodyAction, RequestHead, RequestHeadersAction,
     ResponseHeadersAction, Stream,
 };
 use proxy_wasm::hostcalls;
@@ -81,8 +84,11 @@ fn follow_host_log_level() {
 struct Metrics {
     lists_rewritten: Option<u32>,
     tools_hidden: Option<u32>,
-    searches_answered: Option<u32>,
+    searches: Vec<(Ranking, Option<u32>)>,
+    fallbacks: Vec<(FallbackKind, Option<u32>)>,
     searches_rejected: Option<u32>,
+    calls_refused: Option<u32>,
+    calls_forwarded: Option<u32>,
     errors: Option<u32>,
     passthrough: Vec<(PassReason, Option<u32>)>,
 }
@@ -102,8 +108,17 @@ impl Metrics {
         Metrics {
             lists_rewritten: counter("lists_rewritten"),
             tools_hidden: counter("tools_hidden"),
-            searches_answered: counter("searches_answered"),
+            searches: [Ranking::Bm25, Ranking::Vector, Ranking::Hybrid]
+                .iter()
+                .map(|&r| (r, counter(&format!("searches_answered.{}", r.name()))))
+                .collect(),
+            fallbacks: FallbackKind::ALL
+                .iter()
+                .map(|&k| (k, counter(&format!("search_fallbacks.{}", k.name()))))
+                .collect(),
             searches_rejected: counter("searches_rejected"),
+            calls_refused: counter("calls_refused"),
+            calls_forwarded: counter("calls_forwarded"),
             errors: counter("errors"),
             passthrough: PassReason::ALL
                 .iter()
@@ -116,16 +131,13 @@ impl Metrics {
         let (id, by) = match event {
             Event::ListRewritten => (self.lists_rewritten, 1),
             Event::ToolsHidden(n) => (self.tools_hidden, i64::try_from(n).unwrap_or(i64::MAX)),
-            Event::SearchAnswered => (self.searches_answered, 1),
+            Event::SearchAnswered(r) => (find(&self.searches, r), 1),
+            Event::SearchFallback(k) => (find(&self.fallbacks, k), 1),
             Event::SearchRejected => (self.searches_rejected, 1),
+            Event::CallRefused => (self.calls_refused, 1),
+            Event::CallForwarded => (self.calls_forwarded, 1),
             Event::Error => (self.errors, 1),
-            Event::PassedThrough(reason) => (
-                self.passthrough
-                    .iter()
-                    .find(|(r, _)| *r == reason)
-                    .and_then(|(_, id)| *id),
-                1,
-            ),
+            Event::PassedThrough(reason) => (find(&self.passthrough, reason), 1),
         };
         if let Some(id) = id {
             if by > 0 {
@@ -133,6 +145,10 @@ impl Metrics {
             }
         }
     }
+}
+
+fn find<K: PartialEq>(ids: &[(K, Option<u32>)], key: K) -> Option<u32> {
+    ids.iter().find(|(k, _)| *k == key).and_then(|(_, id)| *id)
 }
 
 /// What a VM's contexts share.
@@ -248,6 +264,85 @@ impl Http {
         ns
     }
 
+    /// The caller's claims, from the configured identity source.
+    fn caller(&self) -> Caller {
+        let Some(policy) = &self.plugin.config.authorization else {
+            return Caller::anonymous();
+        };
+        match &policy.identity {
+            IdentitySource::Header { header: name, claim } => header(MapType::HttpRequestHeaders, name)
+                .map(|v| Caller::from_header(claim, &v))
+                .unwrap_or_default(),
+            IdentitySource::JwtHeader { header: name } => header(MapType::HttpRequestHeaders, name)
+                .map(|v| Caller::from_base64url_json(&v))
+                .unwrap_or_default(),
+            IdentitySource::JwtMetadata { filter, key } => hostcalls::get_property(vec!["metadata"])
+                .ok()
+                .flatten()
+                .and_then(|bytes| crate::proto::filter_metadata(&bytes, filter))
+                .and_then(|v| v.get(key.as_str()).cloned())
+                .filter(serde_json::Value::is_object)
+                .map(Caller::from_payload)
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Sends a local reply; the stream ends here (a local reply is followed by Pause).
+    fn send(&mut self, reply: LocalReply) -> Action {
+        let headers: Vec<(&str, &str)> = reply
+            .headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        match hostcalls::send_http_response(reply.status, headers, Some(&reply.body)) {
+            Ok(()) => Action::Pause,
+            Err(status) => {
+                log::warn!("could not send the local reply: {status:?}");
+                self.plugin.metrics.record(Event::Error);
+                Action::Continue
+            }
+        }
+    }
+
+    fn carry_out(&mut self, action: RequestBodyAction, body_size: usize) -> Action {
+        match action {
+            RequestBodyAction::Continue {
+                strip_accept_encoding,
+            } => {
+                // The response will be rewritten: it must come back uncompressed. (Headers held
+                // by `hold_request_headers` can still change here.)
+                if strip_accept_encoding && self.plugin.config.hold_request_headers {
+                    let _ = hostcalls::remove_map_value(MapType::HttpRequestHeaders, "accept-encoding");
+                }
+                Action::Continue
+            }
+            RequestBodyAction::Reply(reply) => self.send(reply),
+            RequestBodyAction::Replace { body, mcp_name } => {
+                replace_body(BufferType::HttpRequestBody, body_size, &body, &self.plugin);
+                if self.plugin.config.hold_request_headers {
+                    let length = body.len().to_string();
+                    let _ = hostcalls::set_map_value(MapType::HttpRequestHeaders, "content-length", Some(&length));
+                    if let Some(name) = mcp_name {
+                        let _ = hostcalls::set_map_value(MapType::HttpRequestHeaders, "mcp-name", Some(&name));
+                    }
+                }
+                Action::Continue
+            }
+            RequestBodyAction::Embed { texts } => {
+                // Semantic ranking comes with the embeddings issue; until a call is dispatched the
+                // search is answered by BM25 at once.
+                let _ = texts;
+                let mut env = self.env();
+                let action = self.stream.on_query_embeddings(
+                    &self.plugin.config,
+                    &mut env,
+                    Err(crate::search::Fallback::new(FallbackKind::Unavailable, "embeddings are not wired yet")),
+                );
+                self.carry_out(action, body_size)
+            }
+        }
+    }
+
     fn env(&mut self) -> HostEnv {
         HostEnv {
             namespace: self.namespace(),
@@ -277,12 +372,16 @@ impl Env for HostEnv {
         self.namespace.clone()
     }
 
-    fn catalog(&mut self) -> Result<Rc<CatalogIndex>, StoreError> {
+    fn catalog_of(&mut self, namespace: &str) -> Result<Rc<CatalogIndex>, StoreError> {
         self.plugin
             .cache
             .try_borrow_mut()
             .map_err(|_| StoreError::Host("catalog cache busy".into()))?
-            .index(&HostSharedData, &self.namespace, &self.plugin.config)
+            .index(&HostSharedData, namespace, &self.plugin.config)
+    }
+
+    fn namespaces(&mut self) -> Vec<String> {
+        crate::store::namespaces(&HostSharedData).unwrap_or_default()
     }
 
     fn learn(&mut self, page: &[Tool], complete: bool) -> Result<bool, StoreError> {
@@ -315,20 +414,24 @@ impl HttpContext for Http {
             protocol_version: h("mcp-protocol-version"),
             accept: h("accept"),
             session_id: h("mcp-session-id"),
+            caller: self.caller(),
         };
-        log::debug!("request headers {head:?} end {end_of_stream}");
+        let mut env = self.env();
         match self
             .stream
-            .on_request_headers(&self.plugin.config, head, end_of_stream)
+            .on_request_headers(&self.plugin.config, &mut env, head, end_of_stream)
         {
             RequestHeadersAction::Continue => Action::Continue,
             RequestHeadersAction::ReadBody {
                 hold,
                 strip_accept_encoding,
+                drop_content_length,
             } => {
                 if strip_accept_encoding {
-                    let _ =
-                        hostcalls::remove_map_value(MapType::HttpRequestHeaders, "accept-encoding");
+                    let _ = hostcalls::remove_map_value(MapType::HttpRequestHeaders, "accept-encoding");
+                }
+                if drop_content_length {
+                    let _ = hostcalls::remove_map_value(MapType::HttpRequestHeaders, "content-length");
                 }
                 if hold {
                     Action::Pause
@@ -336,21 +439,24 @@ impl HttpContext for Http {
                     Action::Continue
                 }
             }
+            RequestHeadersAction::Reply(reply) => self.send(reply),
         }
     }
 
     fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
-        log::debug!(
-            "request body {body_size} bytes, end {end_of_stream}, wanted {}",
-            self.stream.wants_request_body()
-        );
+        if self.stream.awaiting_embeddings() {
+            return Action::Pause;
+        }
         if !self.stream.wants_request_body() {
             return Action::Continue;
         }
         let mut env = self.env();
-        if body_size > self.stream.request_cap(&self.plugin.config) {
-            self.stream.request_too_large(&mut env);
-            return Action::Continue;
+        let config = &self.plugin.config;
+        if body_size > self.stream.request_cap(config) {
+            return match self.stream.request_too_large(config, &mut env) {
+                Some(reply) => self.send(reply),
+                None => Action::Continue,
+            };
         }
         if !end_of_stream {
             // Envoy keeps the chunks while we pause; `body_size` then counts all of them.
@@ -359,39 +465,8 @@ impl HttpContext for Http {
         let Some(body) = self.read_body(BufferType::HttpRequestBody, body_size) else {
             return Action::Continue;
         };
-        match self
-            .stream
-            .on_request_body(&self.plugin.config, &mut env, &body)
-        {
-            RequestBodyAction::Continue {
-                strip_accept_encoding,
-            } => {
-                // The response will be rewritten: it must come back uncompressed. (Headers held
-                // by `hold_request_headers` can still change here.)
-                if strip_accept_encoding && self.plugin.config.hold_request_headers {
-                    let _ =
-                        hostcalls::remove_map_value(MapType::HttpRequestHeaders, "accept-encoding");
-                }
-                Action::Continue
-            }
-            RequestBodyAction::Reply(reply) => {
-                let headers: Vec<(&str, &str)> = reply
-                    .headers
-                    .iter()
-                    .map(|(k, v)| (k.as_str(), v.as_str()))
-                    .collect();
-                if let Err(status) =
-                    hostcalls::send_http_response(reply.status, headers, Some(&reply.body))
-                {
-                    log::warn!("could not send the local reply: {status:?}");
-                    self.plugin.metrics.record(Event::Error);
-                    return Action::Continue;
-                }
-                // A local reply ends the stream here; returning Pause keeps Envoy from also
-                // forwarding the request.
-                Action::Pause
-            }
-        }
+        let action = self.stream.on_request_body(config, &mut env, &body);
+        self.carry_out(action, body_size)
     }
 
     fn on_http_response_headers(&mut self, _num_headers: usize, end_of_stream: bool) -> Action {

@@ -12,7 +12,7 @@ pub mod glue;
 pub mod json;
 pub mod jsonrpc;
 pub mod rewrite;
-pub mod search_tool;
+pub mod injected;
 pub mod sse;
 pub mod stem;
 pub mod store;
@@ -25,3 +25,5 @@ proxy_wasm::main! {{
 }}
 pub mod policy;
 pub mod vector;
+pub mod search;
+pub mod proto;

@@ -3,9 +3,9 @@
 //! `nextCursor`, `_meta`, `resultType`, and every byte of the tools that stay) is kept.
 
 use crate::catalog::Tool;
-use crate::config::{Config, DisclosureMode};
+use crate::config::{Config, DisclosureMode, Mode};
+use crate::injected;
 use crate::json::RawObject;
-use crate::search_tool;
 use crate::sse;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -22,23 +22,27 @@ pub struct ListTarget {
 pub struct ListContext<'a> {
     pub config: &'a Config,
     pub namespace: &'a str,
-    /// Names of progressive tools already known for this namespace (from the shared catalog),
-    /// so the first page can announce tools that later pages will bring.
-    pub known_progressive: Vec<String>,
+    /// Names of the tools already known for this namespace (from the shared catalog), so the
+    /// first page can announce tools that later pages will bring.
+    pub known: Vec<String>,
     /// Whether the caller may see a tool (authorization; everything when unconfigured).
     pub allowed: &'a dyn Fn(&str) -> bool,
+    /// Whether an authorization policy is configured (then even list mode filters).
+    pub authorizing: bool,
 }
 
 /// A rewritten message, and what it taught about the catalog.
 #[derive(Debug, Default)]
 pub struct Outcome {
-    pub body: Vec<u8>,
+    /// The new message; `None` when it stays as the upstream sent it (list mode).
+    pub body: Option<Vec<u8>>,
     /// Every valid tool of the page(s), for the catalog.
     pub learned: Vec<Tool>,
     /// The page is the whole list (first page, no `nextCursor`): it replaces the catalog.
     pub complete: bool,
     pub hidden: usize,
     pub rewritten: usize,
+    changed: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,7 +96,9 @@ pub fn rewrite_message(
     if outcome.rewritten == 0 {
         return Ok(None);
     }
-    outcome.body = out.into_bytes();
+    if outcome.changed {
+        outcome.body = Some(out.into_bytes());
+    }
     Ok(Some(outcome))
 }
 
@@ -130,44 +136,65 @@ fn rewrite_object(
         .get("nextCursor")
         .is_some_and(|c| c.get().trim() != "null");
 
-    let mut kept: Vec<&str> = Vec::with_capacity(tools.len());
-    let mut hidden: Vec<String> = ctx.known_progressive.clone();
+    let mut page: Vec<(Option<Tool>, &str)> = Vec::with_capacity(tools.len());
     for raw in &tools {
-        match Tool::from_raw(raw) {
-            Ok(tool) => {
-                let allowed = (ctx.allowed)(&tool.name);
-                match ctx.config.disclosure_mode(ctx.namespace, &tool.name) {
-                    DisclosureMode::Eager if allowed => kept.push(raw.get()),
-                    DisclosureMode::Eager => outcome.hidden += 1,
-                    DisclosureMode::Progressive => {
-                        outcome.hidden += 1;
-                        if allowed {
-                            hidden.push(tool.name.clone());
-                        }
-                    }
-                }
-                outcome.learned.push(tool);
+        // A definition without a name cannot be searched or classified: it stays in place
+        // rather than be lost.
+        page.push((Tool::from_raw(raw).ok(), raw.get()));
+    }
+    // What the caller may use: the tools known so far and this page's.
+    let mut usable: Vec<&str> = ctx
+        .known
+        .iter()
+        .map(String::as_str)
+        .chain(page.iter().filter_map(|(t, _)| t.as_ref().map(|t| t.name.as_str())))
+        .filter(|n| (ctx.allowed)(n))
+        .collect();
+    usable.sort_unstable();
+    usable.dedup();
+    let config = ctx.config;
+    let searching = match config.mode {
+        Mode::Search => true,
+        Mode::List => false,
+        Mode::Auto => usable.len() > config.search_threshold,
+    };
+    let progressive = |name: &str| {
+        config.disclosure_mode(ctx.namespace, name) == DisclosureMode::Progressive
+    };
+
+    let mut kept: Vec<&str> = Vec::with_capacity(tools.len());
+    for (tool, raw) in &page {
+        match tool {
+            Some(t) if !(ctx.allowed)(&t.name) || (searching && progressive(&t.name)) => {
+                outcome.hidden += 1;
             }
-            // A definition without a name cannot be searched or classified: leave it in place
-            // rather than lose it.
-            Err(_) => kept.push(raw.get()),
+            _ => kept.push(raw),
         }
     }
-    hidden.sort_unstable();
-    hidden.dedup();
-    let search_def = (target.first_page && !hidden.is_empty()).then(|| {
-        let names: Vec<&str> = hidden.iter().map(String::as_str).collect();
-        search_tool::definition(ctx.config, &names)
-    });
+    outcome.learned.extend(page.iter().filter_map(|(t, _)| t.clone()));
+    let hidden: Vec<&str> = usable.iter().copied().filter(|n| progressive(n)).collect();
+    let injected = if searching && target.first_page && !hidden.is_empty() {
+        let mut groups: Vec<String> = usable
+            .iter()
+            .map(|n| config.group_of(ctx.namespace, n))
+            .collect();
+        groups.sort_unstable();
+        groups.dedup();
+        injected::definitions(config, &hidden, &groups)
+    } else {
+        Vec::new()
+    };
+    outcome.complete |= target.first_page && !has_next;
+    outcome.rewritten += 1;
+    if injected.is_empty() && outcome.hidden == 0 && !ctx.authorizing && !searching {
+        // List mode with nobody to filter: the message goes on untouched.
+        return Ok(Some(text.to_string()));
+    }
+    outcome.changed = true;
 
     let mut list = String::with_capacity(tools_raw.get().len());
     list.push('[');
-    for (i, def) in search_def
-        .iter()
-        .map(String::as_str)
-        .chain(kept)
-        .enumerate()
-    {
+    for (i, def) in injected.iter().map(String::as_str).chain(kept).enumerate() {
         if i > 0 {
             list.push(',');
         }
@@ -175,17 +202,15 @@ fn rewrite_object(
     }
     list.push(']');
     set_member(&mut result, "tools", list)?;
-    let mut result_text = String::with_capacity(list_len(&result));
+    let mut result_text = String::with_capacity(encoded_len(&result));
     result.write(&mut result_text);
     set_member(&mut message, "result", result_text)?;
     let mut out = String::new();
     message.write(&mut out);
-    outcome.complete |= target.first_page && !has_next;
-    outcome.rewritten += 1;
     Ok(Some(out))
 }
 
-fn list_len(obj: &RawObject) -> usize {
+fn encoded_len(obj: &RawObject) -> usize {
     obj.0.iter().map(|(k, v)| k.len() + v.get().len() + 4).sum()
 }
 
@@ -293,8 +318,9 @@ mod tests {
         ListContext {
             config,
             namespace: "ns",
-            known_progressive: Vec::new(),
+            known: Vec::new(),
             allowed,
+            authorizing: false,
         }
     }
 
@@ -311,7 +337,7 @@ mod tests {
         let out = rewrite_message(LIST.as_bytes(), &targets, &ctx(&config, &all))
             .unwrap()
             .unwrap();
-        let text = String::from_utf8(out.body).unwrap();
+        let text = String::from_utf8(out.body.unwrap()).unwrap();
         assert!(text
             .starts_with(r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"tool_search","#));
         assert!(text.ends_with(r#"{"name":"get_a","description":"A", "inputSchema":{"type":"object"}},{"name":"get_c","x":[1, 2]}],"nextCursor":"abc","_meta":{"k":1}}}"#), "{text}");
@@ -331,7 +357,7 @@ mod tests {
         let out = rewrite_message(LIST.as_bytes(), &later, &ctx(&config, &all))
             .unwrap()
             .unwrap();
-        let v: Value = serde_json::from_slice(&out.body).unwrap();
+        let v: Value = serde_json::from_slice(out.body.as_ref().unwrap()).unwrap();
         assert_eq!(v["result"]["tools"], serde_json::json!([]));
         let other = [ListTarget {
             id: serde_json::json!("2"),
@@ -356,7 +382,7 @@ mod tests {
         let out = rewrite_message(LIST.as_bytes(), &targets, &ctx(&config, &all))
             .unwrap()
             .unwrap();
-        let v: Value = serde_json::from_slice(&out.body).unwrap();
+        let v: Value = serde_json::from_slice(out.body.as_ref().unwrap()).unwrap();
         let names: Vec<&str> = v["result"]["tools"]
             .as_array()
             .unwrap()
@@ -378,7 +404,7 @@ mod tests {
         let out = rewrite_message(body.as_bytes(), &targets, &ctx(&config, &all))
             .unwrap()
             .unwrap();
-        let v: Value = serde_json::from_slice(&out.body).unwrap();
+        let v: Value = serde_json::from_slice(out.body.as_ref().unwrap()).unwrap();
         assert_eq!(
             v[0],
             serde_json::json!({"jsonrpc":"2.0","id":1,"result":{}})

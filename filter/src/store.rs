@@ -51,6 +51,40 @@ fn catalog_key(namespace: &str) -> String {
     format!("{PREFIX}{namespace}/catalog")
 }
 
+/// Shared data has no listing call (ABI 0.2.1): the namespaces are kept in a key of their own.
+const NAMESPACES_KEY: &str = "mcp-tool-search/v1/namespaces";
+
+/// Every namespace a catalog was learned for, sorted.
+pub fn namespaces(shared: &dyn SharedData) -> Result<Vec<String>, StoreError> {
+    let (data, _) = shared.get(NAMESPACES_KEY)?;
+    match data {
+        None => Ok(Vec::new()),
+        Some(bytes) => serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt(e.to_string())),
+    }
+}
+
+fn register_namespace(shared: &dyn SharedData, namespace: &str) -> Result<(), StoreError> {
+    for _ in 0..MAX_CAS_RETRIES {
+        let (data, cas) = shared.get(NAMESPACES_KEY)?;
+        let mut all: Vec<String> = match data {
+            None => Vec::new(),
+            Some(bytes) => serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+        };
+        if all.iter().any(|n| n == namespace) {
+            return Ok(());
+        }
+        all.push(namespace.to_string());
+        all.sort();
+        let bytes = serde_json::to_vec(&all).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        match shared.set(NAMESPACES_KEY, &bytes, cas) {
+            Ok(()) => return Ok(()),
+            Err(StoreError::CasMismatch) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(StoreError::Contended)
+}
+
 /// A VM's view of the shared catalogs: each namespace's index, rebuilt only when the shared
 /// version changes.
 #[derive(Default)]
@@ -113,6 +147,9 @@ impl CatalogCache {
                 Ok(()) => {
                     let version = format!("{:016x}", next.version());
                     shared.set(&version_key(namespace), version.as_bytes(), None)?;
+                    if current.is_empty() {
+                        register_namespace(shared, namespace)?;
+                    }
                     return Ok(true);
                 }
                 Err(StoreError::CasMismatch) => continue,

@@ -3,11 +3,17 @@
 //! feed it the same way, with no host at all.
 
 use crate::catalog::{CatalogIndex, Tool};
-use crate::config::Config;
-use crate::jsonrpc::{self, Incoming, Kind};
+use crate::config::{Config, Mode, Ranking};
+use crate::injected::{self, Injected};
+use crate::json::{self, RawObject};
+use crate::jsonrpc::{self, Incoming, Kind, Message};
+use crate::policy::Caller;
 use crate::rewrite::{self, ListContext, ListTarget, RewriteError, SseGiveUp, SseRewriter};
-use crate::search_tool::{self, SearchMeta};
+use crate::search::{self, Fallback, FallbackKind, Query, Ranked, Vectors};
 use crate::store::StoreError;
+use crate::vector::ToolVectors;
+use serde_json::value::RawValue;
+use serde_json::Value;
 use std::rc::Rc;
 
 /// Why a body the filter meant to change went through unchanged.
@@ -48,22 +54,45 @@ impl PassReason {
 pub enum Event {
     ListRewritten,
     ToolsHidden(u64),
-    SearchAnswered,
+    /// A search answered, by the ranking that ran.
+    SearchAnswered(Ranking),
+    /// A vector or hybrid search that ran as BM25, and why.
+    SearchFallback(FallbackKind),
     SearchRejected,
+    /// A `tools/call` of a tool the caller may not use, refused by the filter.
+    CallRefused,
+    /// A `call_tool` turned into a plain `tools/call` upstream.
+    CallForwarded,
     PassedThrough(PassReason),
     Error,
 }
 
-/// What a stream needs from its surroundings: its namespace's catalog, learning, and stats.
+/// What a stream needs from its surroundings: catalogs, learning, vectors and stats.
 pub trait Env {
+    /// This stream's catalog namespace (route metadata, else the upstream cluster).
     fn namespace(&self) -> String;
-    fn catalog(&mut self) -> Result<Rc<CatalogIndex>, StoreError>;
+    fn catalog_of(&mut self, namespace: &str) -> Result<Rc<CatalogIndex>, StoreError>;
     fn learn(&mut self, page: &[Tool], complete: bool) -> Result<bool, StoreError>;
+    /// Every namespace with a learned catalog.
+    fn namespaces(&mut self) -> Vec<String>;
+    /// The tool vectors known for a catalog (none without embeddings).
+    fn tool_vectors(&mut self, _index: &CatalogIndex) -> Option<Rc<ToolVectors>> {
+        None
+    }
+    /// Why semantic ranking is degraded right now, if it is.
+    fn embeddings_degraded(&mut self) -> Option<String> {
+        None
+    }
     fn record(&mut self, event: Event);
     fn log_warn(&mut self, message: &str);
+
+    fn catalog(&mut self) -> Result<Rc<CatalogIndex>, StoreError> {
+        let namespace = self.namespace();
+        self.catalog_of(&namespace)
+    }
 }
 
-/// The request line and headers the filter decides on (names lowercase).
+/// The request line and headers the filter decides on (names lowercase), and the caller.
 #[derive(Debug, Default, Clone)]
 pub struct RequestHead {
     pub method: String,
@@ -73,19 +102,7 @@ pub struct RequestHead {
     pub protocol_version: Option<String>,
     pub accept: Option<String>,
     pub session_id: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RequestHeadersAction {
-    /// Not ours, or not worth reading: let it through and forget the stream.
-    Continue,
-    /// Read the body before deciding. With `hold`, the headers wait for the body (pause);
-    /// otherwise they go upstream now, and `strip_accept_encoding` must be done now because
-    /// headers can only change in this callback.
-    ReadBody {
-        hold: bool,
-        strip_accept_encoding: bool,
-    },
+    pub caller: Caller,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,10 +112,46 @@ pub struct LocalReply {
     pub body: Vec<u8>,
 }
 
+impl LocalReply {
+    fn json(status: u32, body: String) -> Self {
+        LocalReply {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: body.into_bytes(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequestHeadersAction {
+    /// Not ours, or not worth reading: let it through and forget the stream.
+    Continue,
+    /// Read the body before deciding. With `hold`, the headers wait for the body (pause);
+    /// otherwise they go upstream now, and header changes must be made now because headers
+    /// can only change in this callback.
+    ReadBody {
+        hold: bool,
+        strip_accept_encoding: bool,
+        /// The body may be rewritten (`call_tool`): its length is not known yet.
+        drop_content_length: bool,
+    },
+    /// Answer now (the HTTP search endpoint's 405 and health).
+    Reply(LocalReply),
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RequestBodyAction {
-    Continue { strip_accept_encoding: bool },
+    Continue {
+        strip_accept_encoding: bool,
+    },
     Reply(LocalReply),
+    /// Send this body upstream instead (and, with held headers, this `mcp-name`).
+    Replace {
+        body: Vec<u8>,
+        mcp_name: Option<String>,
+    },
+    /// Embed these texts (one embeddings call), then call `on_query_embeddings`.
+    Embed { texts: Vec<String> },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,10 +166,17 @@ pub enum ResponseHeadersAction {
 /// reached while the body is held.
 pub const REQUEST_CLASSIFY_CAP: usize = 256 * 1024;
 
+/// MCP spec 2025-11-25, "Tools", Error Handling: an unknown tool is a JSON-RPC error -32602.
+/// A tool the caller may not use is, to that caller, unknown.
+const UNKNOWN_TOOL: i64 = jsonrpc::INVALID_PARAMS;
+
 #[derive(Debug)]
 enum Phase {
     Ignored,
-    RequestBody,
+    McpBody,
+    SearchEndpointBody,
+    /// Waiting for query vectors; the request body is kept to answer when they arrive.
+    Embedding(Pending),
     AwaitResponse,
     /// JSON is held in the VM, not in Envoy's buffer: Envoy resets a stream whose paused body
     /// passes its buffer limit (1 MiB by default), long before our own cap.
@@ -125,12 +185,31 @@ enum Phase {
     Done,
 }
 
+#[derive(Debug)]
+enum Pending {
+    Mcp(Vec<u8>),
+    Http(HttpSearch),
+}
+
+/// A request to the plain-HTTP search endpoint.
+#[derive(Debug, Clone)]
+struct HttpSearch {
+    query: Query,
+    namespace: Option<String>,
+}
+
 /// The state of one stream.
 #[derive(Debug)]
 pub struct Stream {
     phase: Phase,
     head: RequestHead,
     targets: Vec<ListTarget>,
+}
+
+impl Default for Stream {
+    fn default() -> Self {
+        Stream::new()
+    }
 }
 
 impl Stream {
@@ -150,16 +229,47 @@ impl Stream {
             .is_some_and(|v| v >= "2026-07-28")
     }
 
+    fn allowed<'c>(&'c self, config: &'c Config, namespace: &'c str) -> impl Fn(&str) -> bool + 'c {
+        move |name: &str| match &config.authorization {
+            Some(policy) => policy.allows(&self.head.caller, namespace, name),
+            None => true,
+        }
+    }
+
     pub fn on_request_headers(
         &mut self,
         config: &Config,
+        env: &mut dyn Env,
         head: RequestHead,
         end_of_stream: bool,
     ) -> RequestHeadersAction {
-        let path = head.path.split('?').next().unwrap_or("");
+        let path = head.path.split('?').next().unwrap_or("").to_string();
+        if let Some(search_path) = config.search.http_path.as_deref() {
+            if path == search_path {
+                self.head = head;
+                if self.head.method != "POST" {
+                    return RequestHeadersAction::Reply(method_not_allowed("POST"));
+                }
+                self.phase = Phase::SearchEndpointBody;
+                if end_of_stream {
+                    return RequestHeadersAction::Reply(bad_request("the body must be a JSON object with a \"query\""));
+                }
+                return RequestHeadersAction::ReadBody {
+                    hold: config.hold_request_headers,
+                    strip_accept_encoding: false,
+                    drop_content_length: false,
+                };
+            }
+            if path.strip_prefix(search_path) == Some("/health") {
+                if head.method != "GET" {
+                    return RequestHeadersAction::Reply(method_not_allowed("GET"));
+                }
+                return RequestHeadersAction::Reply(health(config, env));
+            }
+        }
         // GET streams and DELETE never carry a request we change (Streamable HTTP, spec
         // 2025-11-25 "Transports": only POST bodies hold client messages).
-        if !config.is_mcp_path(path) || head.method != "POST" || end_of_stream {
+        if !config.is_mcp_path(&path) || head.method != "POST" || end_of_stream {
             return RequestHeadersAction::Continue;
         }
         // Protocol 2026-07-28 names the method (and tool) in headers: skip the body when the
@@ -167,10 +277,15 @@ impl Stream {
         let interesting = match head.mcp_method.as_deref() {
             None => true,
             Some("tools/list") => true,
-            Some("tools/call") => head
-                .mcp_name
-                .as_deref()
-                .is_none_or(|n| n == config.search.tool_name),
+            Some("tools/call") => match head.mcp_name.as_deref() {
+                None => true,
+                Some(name) => {
+                    Injected::of(config, name).is_some() || {
+                        self.head.caller = head.caller.clone();
+                        !self.allowed(config, &env.namespace())(name)
+                    }
+                }
+            },
             Some(_) => false,
         };
         if !interesting {
@@ -180,17 +295,20 @@ impl Stream {
         // Forwarded headers cannot wait for the body: a response that may be rewritten must
         // come back uncompressed, so every candidate request asks for identity encoding.
         let strip_accept_encoding = !hold || head.mcp_method.as_deref() == Some("tools/list");
+        let drop_content_length =
+            !hold && Injected::of(config, injected::CALL) == Some(Injected::Call);
         self.head = head;
-        self.phase = Phase::RequestBody;
+        self.phase = Phase::McpBody;
         RequestHeadersAction::ReadBody {
             hold,
             strip_accept_encoding,
+            drop_content_length,
         }
     }
 
     /// Whether the glue should buffer the request body for `on_request_body`.
     pub fn wants_request_body(&self) -> bool {
-        matches!(self.phase, Phase::RequestBody)
+        matches!(self.phase, Phase::McpBody | Phase::SearchEndpointBody)
     }
 
     /// The most request body the filter holds before letting the request go unread.
@@ -202,30 +320,53 @@ impl Stream {
         }
     }
 
-    /// The request body was larger than the cap: let it go as it is.
-    pub fn request_too_large(&mut self, env: &mut dyn Env) {
+    /// The request body was larger than the cap: let it go as it is (or, for the search
+    /// endpoint and under authorization, refuse it: an unread call cannot be authorized).
+    pub fn request_too_large(&mut self, config: &Config, env: &mut dyn Env) -> Option<LocalReply> {
         env.record(Event::PassedThrough(PassReason::TooLarge));
+        let endpoint = matches!(self.phase, Phase::SearchEndpointBody);
         self.phase = Phase::Done;
+        if endpoint {
+            return Some(LocalReply::json(413, error_json("the search request body is too large")));
+        }
+        config.authorization.as_ref().map(|_| {
+            LocalReply::json(
+                413,
+                jsonrpc::error_response(None, jsonrpc::INVALID_REQUEST, "request too large to authorize"),
+            )
+        })
     }
 
     /// The whole request body.
-    pub fn on_request_body(
-        &mut self,
-        config: &Config,
-        env: &mut dyn Env,
-        body: &[u8],
-    ) -> RequestBodyAction {
+    pub fn on_request_body(&mut self, config: &Config, env: &mut dyn Env, body: &[u8]) -> RequestBodyAction {
+        match std::mem::replace(&mut self.phase, Phase::Done) {
+            Phase::SearchEndpointBody => self.on_search_endpoint(config, env, body),
+            Phase::McpBody => self.on_mcp_body(config, env, body),
+            other => {
+                self.phase = other;
+                RequestBodyAction::Continue {
+                    strip_accept_encoding: false,
+                }
+            }
+        }
+    }
+
+    fn on_mcp_body(&mut self, config: &Config, env: &mut dyn Env, body: &[u8]) -> RequestBodyAction {
         let pass = RequestBodyAction::Continue {
             strip_accept_encoding: false,
         };
-        self.phase = Phase::Done;
         let incoming = match jsonrpc::parse(body) {
             Ok(incoming) => incoming,
             // Not ours to judge: the upstream answers malformed requests with its own error.
             Err(_) => return pass,
         };
-        let search_name = config.search.tool_name.as_str();
-        let mut searches = 0;
+        if let Some(reply) = self.header_mismatch(&incoming) {
+            return RequestBodyAction::Reply(reply);
+        }
+        let namespace = env.namespace();
+        let listing = config.mode != Mode::List;
+        let mut local = 0;
+        let mut refused = 0;
         for m in incoming.messages() {
             match m.kind() {
                 Kind::ToolsList { first_page } => {
@@ -233,22 +374,45 @@ impl Stream {
                         self.targets.push(ListTarget { id, first_page });
                     }
                 }
-                Kind::ToolsCall { name, .. } if name == search_name => searches += 1,
-                _ => {}
+                Kind::ToolsCall { name, .. } => {
+                    if listing && Injected::of(config, &name).is_some() {
+                        local += 1;
+                    } else if !self.allowed(config, &namespace)(&name) {
+                        refused += 1;
+                    }
+                }
+                Kind::Other => {}
             }
         }
-        if let Some(reply) = self.header_mismatch(&incoming) {
-            return RequestBodyAction::Reply(reply);
-        }
-        if searches > 0 {
-            if searches == incoming.messages().len() {
-                return RequestBodyAction::Reply(self.answer_searches(config, env, &incoming));
+        let total = incoming.messages().len();
+        if local + refused > 0 {
+            if local + refused < total {
+                self.targets.clear();
+                if refused > 0 {
+                    // Nothing of a batch that calls a forbidden tool may reach the upstream.
+                    env.record(Event::CallRefused);
+                    return RequestBodyAction::Reply(self.refuse_batch(&incoming));
+                }
+                // A batch mixing our tools with upstream calls cannot be split without rewriting
+                // both directions; batches left the protocol in 2025-06-18, so it goes upstream.
+                env.record(Event::PassedThrough(PassReason::MixedBatch));
+                return pass;
             }
-            // A batch mixing our tool with upstream calls cannot be split without rewriting
-            // both directions; batches left the protocol in 2025-06-18, so it goes upstream.
-            env.record(Event::PassedThrough(PassReason::MixedBatch));
-            self.targets.clear();
-            return pass;
+            if let Incoming::Single(m) = &incoming {
+                if let Kind::ToolsCall { name, arguments } = m.kind() {
+                    if Injected::of(config, &name) == Some(Injected::Call) {
+                        return self.forward_call(config, env, m, arguments);
+                    }
+                }
+            }
+            if self.needs_query_vectors(config) {
+                let texts = search_texts(config, &incoming);
+                if !texts.is_empty() {
+                    self.phase = Phase::Embedding(Pending::Mcp(body.to_vec()));
+                    return RequestBodyAction::Embed { texts };
+                }
+            }
+            return RequestBodyAction::Reply(self.answer_locally(config, env, &incoming, Err(no_vectors())));
         }
         if self.targets.is_empty() {
             return pass;
@@ -257,6 +421,44 @@ impl Stream {
         RequestBodyAction::Continue {
             strip_accept_encoding: true,
         }
+    }
+
+    fn needs_query_vectors(&self, config: &Config) -> bool {
+        config.search.ranking != Ranking::Bm25 && config.search.embeddings.is_some()
+    }
+
+    /// The query vectors arrived (or failed): answer the request that waited for them.
+    pub fn on_query_embeddings(
+        &mut self,
+        config: &Config,
+        env: &mut dyn Env,
+        vectors: Result<Vec<Vec<f32>>, Fallback>,
+    ) -> RequestBodyAction {
+        match std::mem::replace(&mut self.phase, Phase::Done) {
+            Phase::Embedding(Pending::Mcp(body)) => match jsonrpc::parse(&body) {
+                Ok(incoming) => RequestBodyAction::Reply(self.answer_locally(config, env, &incoming, vectors)),
+                Err(_) => RequestBodyAction::Continue {
+                    strip_accept_encoding: false,
+                },
+            },
+            Phase::Embedding(Pending::Http(request)) => {
+                let vector = vectors.and_then(|mut v| {
+                    v.pop().ok_or_else(|| Fallback::new(FallbackKind::Malformed, "no vector returned"))
+                });
+                RequestBodyAction::Reply(self.answer_http_search(config, env, &request, vector))
+            }
+            other => {
+                self.phase = other;
+                RequestBodyAction::Continue {
+                    strip_accept_encoding: false,
+                }
+            }
+        }
+    }
+
+    /// Whether the stream waits for query vectors.
+    pub fn awaiting_embeddings(&self) -> bool {
+        matches!(self.phase, Phase::Embedding(_))
     }
 
     /// Protocol 2026-07-28: `mcp-method`/`mcp-name` must agree with the body, else 400.
@@ -276,52 +478,289 @@ impl Stream {
         let message = format!(
             "mcp-method header {header:?} does not match the request body (method {body_method:?})"
         );
-        Some(LocalReply {
-            status: 400,
-            headers: vec![("content-type".into(), "application/json".into())],
-            body: jsonrpc::error_response(m.id.as_deref(), jsonrpc::INVALID_REQUEST, &message)
-                .into_bytes(),
-        })
+        Some(LocalReply::json(
+            400,
+            jsonrpc::error_response(m.id.as_deref(), jsonrpc::INVALID_REQUEST, &message),
+        ))
     }
 
-    fn answer_searches(
+    fn refuse_batch(&self, incoming: &Incoming) -> LocalReply {
+        let replies: Vec<String> = incoming
+            .messages()
+            .iter()
+            .filter_map(|m| m.id.as_deref())
+            .map(|id| {
+                jsonrpc::error_response(
+                    Some(id),
+                    jsonrpc::INVALID_REQUEST,
+                    "batch refused: it calls a tool that is not available; send the requests one by one",
+                )
+            })
+            .collect();
+        self.reply(format!("[{}]", replies.join(",")))
+    }
+
+    /// Answers every message of a request made only of our tools and refused calls.
+    fn answer_locally(
         &mut self,
         config: &Config,
         env: &mut dyn Env,
         incoming: &Incoming,
+        vectors: Result<Vec<Vec<f32>>, Fallback>,
     ) -> LocalReply {
         let modern = self.modern();
-        let index = env.catalog();
+        let namespace = env.namespace();
+        let mut next_vector = 0;
         let mut replies = Vec::new();
         for m in incoming.messages() {
-            let (Some(id), Kind::ToolsCall { arguments, .. }) = (m.id.as_deref(), m.kind()) else {
+            let (Some(id), Kind::ToolsCall { name, arguments }) = (m.id.as_deref(), m.kind()) else {
                 continue;
             };
-            let result = match (&index, search_tool::parse_arguments(arguments, config)) {
-                (_, Err(message)) => {
-                    env.record(Event::SearchRejected);
-                    search_tool::error_result(&message, modern)
+            let reply = match Injected::of(config, &name) {
+                Some(Injected::Search) => {
+                    let vector = match &vectors {
+                        Ok(all) => {
+                            let v = all.get(next_vector).cloned().ok_or_else(|| {
+                                Fallback::new(FallbackKind::Malformed, "fewer vectors than queries")
+                            });
+                            next_vector += 1;
+                            v
+                        }
+                        Err(f) => Err(f.clone()),
+                    };
+                    jsonrpc::result_response(id, &self.answer_search(config, env, arguments, vector))
                 }
-                (Err(e), Ok(_)) => {
-                    env.record(Event::Error);
-                    env.log_warn(&format!("tool search could not read the catalog: {e}"));
-                    search_tool::error_result(
-                        "The tool catalog is unavailable right now; list tools again and retry.",
-                        modern,
-                    )
+                Some(Injected::ListGroups) => {
+                    jsonrpc::result_response(id, &self.answer_groups(config, env, &namespace))
                 }
-                (Ok(index), Ok(args)) => {
-                    env.record(Event::SearchAnswered);
-                    answer(index, &args, modern)
+                Some(Injected::Describe) => {
+                    jsonrpc::result_response(id, &self.answer_describe(config, env, &namespace, arguments))
+                }
+                Some(Injected::Call) => jsonrpc::result_response(
+                    id,
+                    &injected::error_result("call_tool cannot be used inside a batch; send it alone.", modern),
+                ),
+                None => {
+                    env.record(Event::CallRefused);
+                    jsonrpc::error_response(Some(id), UNKNOWN_TOOL, &format!("Unknown tool: {name}"))
                 }
             };
-            replies.push(jsonrpc::result_response(id, &result));
+            replies.push(reply);
         }
         let body = match incoming {
             Incoming::Single(_) => replies.concat(),
             Incoming::Batch(_) => format!("[{}]", replies.join(",")),
         };
         self.reply(body)
+    }
+
+    fn catalog_or_error(&self, env: &mut dyn Env, namespace: &str) -> Result<Rc<CatalogIndex>, String> {
+        match env.catalog_of(namespace) {
+            Ok(index) if index.catalog.is_empty() => Err(
+                "No tools are known for this server yet: call tools/list once, then search again."
+                    .to_string(),
+            ),
+            Ok(index) => Ok(index),
+            Err(e) => {
+                env.record(Event::Error);
+                env.log_warn(&format!("tool search could not read the catalog: {e}"));
+                Err("The tool catalog is unavailable right now; list tools again and retry.".to_string())
+            }
+        }
+    }
+
+    fn answer_search(
+        &self,
+        config: &Config,
+        env: &mut dyn Env,
+        arguments: Option<&RawValue>,
+        vector: Result<Vec<f32>, Fallback>,
+    ) -> String {
+        let modern = self.modern();
+        let args = match injected::parse_search(arguments, config) {
+            Ok(args) => args,
+            Err(message) => {
+                env.record(Event::SearchRejected);
+                return injected::error_result(&message, modern);
+            }
+        };
+        let namespace = env.namespace();
+        if let Some(ns) = &args.namespace {
+            if *ns != namespace {
+                env.record(Event::SearchRejected);
+                return injected::error_result(
+                    &format!("Namespace {ns:?} is not served here; this server's namespace is {namespace:?}. Search again without `namespace`."),
+                    modern,
+                );
+            }
+        }
+        let index = match self.catalog_or_error(env, &namespace) {
+            Ok(index) => index,
+            Err(message) => return injected::error_result(&message, modern),
+        };
+        let ranked = self.rank(config, env, &index, &args.query, vector);
+        injected::search_result(config, &args.query, &ranked, modern)
+    }
+
+    /// Runs a search over `index` for this caller and records how it ranked.
+    fn rank<'i>(
+        &self,
+        config: &Config,
+        env: &mut dyn Env,
+        index: &'i CatalogIndex,
+        query: &Query,
+        vector: Result<Vec<f32>, Fallback>,
+    ) -> Ranked<'i> {
+        let allowed = self.allowed(config, &index.namespace);
+        let table = if vector.is_ok() { env.tool_vectors(index) } else { None };
+        let lookup = |i: usize| table.as_ref().and_then(|t| t.get(i));
+        let vectors = match (&vector, &table) {
+            (Ok(q), Some(_)) => Ok(Vectors { query: q, tool: &lookup }),
+            (Ok(_), None) => Err(Fallback::new(FallbackKind::NotEmbedded, "no tool vectors yet")),
+            (Err(f), _) => Err(f.clone()),
+        };
+        let ranked = search::search(index, config, query, &|t: &Tool| allowed(&t.name), vectors);
+        env.record(Event::SearchAnswered(ranked.strategy));
+        if let Some(f) = &ranked.fallback {
+            if config.search.ranking != Ranking::Bm25 {
+                env.record(Event::SearchFallback(f.kind));
+            }
+        }
+        ranked
+    }
+
+    fn answer_groups(&self, config: &Config, env: &mut dyn Env, namespace: &str) -> String {
+        let modern = self.modern();
+        let index = match self.catalog_or_error(env, namespace) {
+            Ok(index) => index,
+            Err(message) => return injected::error_result(&message, modern),
+        };
+        let allowed = self.allowed(config, namespace);
+        let mut groups: Vec<(String, usize)> = Vec::new();
+        for t in index.catalog.tools().iter().filter(|t| allowed(&t.name)) {
+            let g = config.group_of(namespace, &t.name);
+            match groups.iter_mut().find(|(name, _)| *name == g) {
+                Some((_, n)) => *n += 1,
+                None => groups.push((g, 1)),
+            }
+        }
+        groups.sort();
+        injected::groups_result(&groups, modern)
+    }
+
+    fn answer_describe(
+        &self,
+        config: &Config,
+        env: &mut dyn Env,
+        namespace: &str,
+        arguments: Option<&RawValue>,
+    ) -> String {
+        let modern = self.modern();
+        let names = match injected::parse_describe(arguments) {
+            Ok(names) => names,
+            Err(message) => return injected::error_result(&message, modern),
+        };
+        let index = match self.catalog_or_error(env, namespace) {
+            Ok(index) => index,
+            Err(message) => return injected::error_result(&message, modern),
+        };
+        let allowed = self.allowed(config, namespace);
+        let mut found = Vec::new();
+        let mut missing = Vec::new();
+        for name in names {
+            match index.catalog.get(&name).filter(|t| allowed(&t.name)) {
+                Some(t) => found.push(t),
+                None => missing.push(name),
+            }
+        }
+        injected::describe_result(&found, &missing, modern)
+    }
+
+    /// `call_tool`: the same request, as a plain `tools/call` of the named tool.
+    fn forward_call(
+        &mut self,
+        config: &Config,
+        env: &mut dyn Env,
+        message: &Message,
+        arguments: Option<&RawValue>,
+    ) -> RequestBodyAction {
+        let modern = self.modern();
+        let fail = |stream: &Self, text: &str| {
+            let id = message.id.as_deref();
+            let body = match id {
+                Some(id) => jsonrpc::result_response(id, &injected::error_result(text, modern)),
+                None => jsonrpc::error_response(None, jsonrpc::INVALID_REQUEST, text),
+            };
+            RequestBodyAction::Reply(stream.reply(body))
+        };
+        let (target, target_args) = match injected::parse_call(arguments) {
+            Ok(call) => call,
+            Err(text) => return fail(self, &text),
+        };
+        let namespace = env.namespace();
+        if Injected::of(config, &target).is_some() {
+            return fail(self, &format!("{target} is not called through call_tool; call it directly."));
+        }
+        if !self.allowed(config, &namespace)(&target) {
+            env.record(Event::CallRefused);
+            return fail(self, &format!("Unknown tool: {target}. Use the search tool to find available tools."));
+        }
+        // Headers already forwarded still name call_tool in `mcp-name` (2026-07-28): the
+        // upstream would refuse the rewritten body.
+        if self.head.mcp_name.is_some() && !config.hold_request_headers {
+            return fail(self, &format!("Call {target} directly (this proxy cannot rename the request in flight)."));
+        }
+        match rewrite_call(message, &target, target_args.as_deref()) {
+            Some(body) => {
+                env.record(Event::CallForwarded);
+                // Its response is the upstream's own; nothing to rewrite on the way back.
+                RequestBodyAction::Replace {
+                    body: body.into_bytes(),
+                    mcp_name: self.head.mcp_name.as_ref().map(|_| target),
+                }
+            }
+            None => fail(self, "call_tool could not be rewritten; call the tool directly."),
+        }
+    }
+
+    fn on_search_endpoint(&mut self, config: &Config, env: &mut dyn Env, body: &[u8]) -> RequestBodyAction {
+        let request = match parse_http_search(body, config) {
+            Ok(request) => request,
+            Err(problem) => {
+                env.record(Event::SearchRejected);
+                return RequestBodyAction::Reply(bad_request(&problem));
+            }
+        };
+        if self.needs_query_vectors(config) {
+            let texts = vec![request.query.text.clone()];
+            self.phase = Phase::Embedding(Pending::Http(request));
+            return RequestBodyAction::Embed { texts };
+        }
+        RequestBodyAction::Reply(self.answer_http_search(config, env, &request, Err(no_vectors())))
+    }
+
+    fn answer_http_search(
+        &self,
+        config: &Config,
+        env: &mut dyn Env,
+        request: &HttpSearch,
+        vector: Result<Vec<f32>, Fallback>,
+    ) -> LocalReply {
+        let namespace = request.namespace.clone().unwrap_or_else(|| env.namespace());
+        let index = match env.catalog_of(&namespace) {
+            Ok(index) => index,
+            Err(e) => {
+                env.record(Event::Error);
+                return LocalReply::json(503, error_json(&format!("catalog unavailable: {e}")));
+            }
+        };
+        let ranked = self.rank(config, env, &index, &request.query, vector);
+        let body = format!(
+            "{{\"tools\":{},\"metadata\":{}}}",
+            injected::definitions_array(ranked.found.iter().map(|f| f.tool)),
+            injected::metadata_json(&ranked, request.query.offset)
+        );
+        LocalReply::json(200, body)
     }
 
     /// A 200 carrying JSON-RPC: JSON unless the client accepts only SSE (Streamable HTTP lets
@@ -332,10 +771,7 @@ impl Stream {
             && !accept.contains("application/json")
             && !accept.contains("*/*");
         let (content_type, body) = if sse_only {
-            (
-                "text/event-stream",
-                format!("event: message\ndata: {body}\n\n"),
-            )
+            ("text/event-stream", format!("event: message\ndata: {body}\n\n"))
         } else {
             ("application/json", body)
         };
@@ -399,7 +835,7 @@ impl Stream {
         end_of_stream: bool,
     ) -> Vec<u8> {
         let mut phase = std::mem::replace(&mut self.phase, Phase::Done);
-        let out = match &mut phase {
+        match &mut phase {
             Phase::Json(held) => {
                 held.extend_from_slice(chunk);
                 if held.len() > config.max_body_bytes {
@@ -423,19 +859,13 @@ impl Stream {
             }
             Phase::Sse(rewriter) => {
                 let before = rewriter.gave_up().is_some();
-                let out = rewriter.push(chunk, end_of_stream, &mut |data| {
-                    self.rewrite(config, env, data)
-                });
+                let out = rewriter.push(chunk, end_of_stream, &mut |data| self.rewrite(config, env, data));
                 if !before {
                     match rewriter.gave_up() {
-                        Some(SseGiveUp::TooLarge) => {
-                            env.record(Event::PassedThrough(PassReason::TooLarge))
-                        }
+                        Some(SseGiveUp::TooLarge) => env.record(Event::PassedThrough(PassReason::TooLarge)),
                         Some(SseGiveUp::Unparseable(e)) => {
                             env.record(Event::PassedThrough(PassReason::Unparseable));
-                            env.log_warn(&format!(
-                                "tools/list event passed through unchanged: {e}"
-                            ));
+                            env.log_warn(&format!("tools/list event passed through unchanged: {e}"));
                         }
                         None => {}
                     }
@@ -446,8 +876,7 @@ impl Stream {
                 out
             }
             _ => chunk.to_vec(),
-        };
-        out
+        }
     }
 
     /// The stream ended in trailers (HTTP/2) with bytes still held: they can no longer be sent
@@ -478,18 +907,9 @@ impl Stream {
         matches!(self.phase, Phase::Json(_) | Phase::Sse(_))
     }
 
-    fn rewrite(
-        &self,
-        config: &Config,
-        env: &mut dyn Env,
-        message: &[u8],
-    ) -> Result<Option<Vec<u8>>, RewriteError> {
+    fn rewrite(&self, config: &Config, env: &mut dyn Env, message: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
         let known = match env.catalog() {
-            Ok(index) => index
-                .progressive_names(|_| true)
-                .into_iter()
-                .map(str::to_string)
-                .collect(),
+            Ok(index) => index.catalog.tools().iter().map(|t| t.name.clone()).collect(),
             Err(e) => {
                 env.record(Event::Error);
                 env.log_warn(&format!("catalog unavailable while listing: {e}"));
@@ -497,56 +917,133 @@ impl Stream {
             }
         };
         let namespace = env.namespace();
+        let allowed = self.allowed(config, &namespace);
         let ctx = ListContext {
             config,
             namespace: &namespace,
-            known_progressive: known,
-            allowed: &|_| true,
+            known,
+            allowed: &allowed,
+            authorizing: config.authorization.is_some(),
         };
         let Some(outcome) = rewrite::rewrite_message(message, &self.targets, &ctx)? else {
             return Ok(None);
         };
-        for _ in 0..outcome.rewritten {
-            env.record(Event::ListRewritten);
-        }
-        env.record(Event::ToolsHidden(outcome.hidden as u64));
         if let Err(e) = env.learn(&outcome.learned, outcome.complete) {
             env.record(Event::Error);
             env.log_warn(&format!("could not store the learned tools: {e}"));
         }
-        Ok(Some(outcome.body))
+        if outcome.body.is_some() {
+            for _ in 0..outcome.rewritten {
+                env.record(Event::ListRewritten);
+            }
+            env.record(Event::ToolsHidden(outcome.hidden as u64));
+        }
+        Ok(outcome.body)
     }
 }
 
-impl Default for Stream {
-    fn default() -> Self {
-        Stream::new()
-    }
+fn no_vectors() -> Fallback {
+    Fallback::new(FallbackKind::Unavailable, "embeddings are not configured")
 }
 
-/// Answers one validated search from the index.
-pub fn answer(index: &CatalogIndex, args: &search_tool::SearchArgs, modern: bool) -> String {
-    if index.catalog.is_empty() {
-        return search_tool::error_result(
-            "No tools are known for this server yet: call tools/list once, then search again.",
-            modern,
-        );
+/// The queries of the search calls in a request, in order (for one embeddings call).
+fn search_texts(config: &Config, incoming: &Incoming) -> Vec<String> {
+    incoming
+        .messages()
+        .iter()
+        .filter_map(|m| match m.kind() {
+            Kind::ToolsCall { name, arguments } if Injected::of(config, &name) == Some(Injected::Search) => {
+                injected::parse_search(arguments, config).ok().map(|a| a.query.text)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The request with `params.name` set to `target` and `params.arguments` to `arguments`;
+/// every other member (`jsonrpc`, `id`, `params._meta`) kept.
+fn rewrite_call(message: &Message, target: &str, arguments: Option<&RawValue>) -> Option<String> {
+    let params = message.params.as_deref()?;
+    let mut params = RawObject::parse(params.get()).ok()?;
+    params.0.retain(|(k, _)| k != "name" && k != "arguments");
+    params.0.insert(0, ("name".to_string(), RawValue::from_string(json::string(target)).ok()?));
+    if let Some(args) = arguments {
+        params.0.insert(1, ("arguments".to_string(), args.to_owned()));
     }
-    if let Some(ns) = &args.namespace {
-        if *ns != index.namespace {
-            return search_tool::error_result(
-                &format!(
-                    "Namespace {ns:?} is not served here; this server's namespace is {:?}. Search again without `namespace`.",
-                    index.namespace
-                ),
-                modern,
-            );
+    let mut params_text = String::new();
+    params.write(&mut params_text);
+    let mut out = String::from("{\"jsonrpc\":\"2.0\"");
+    if let Some(id) = message.id.as_deref() {
+        out.push_str(",\"id\":");
+        out.push_str(id.get());
+    }
+    out.push_str(",\"method\":\"tools/call\",\"params\":");
+    out.push_str(&params_text);
+    out.push('}');
+    Some(out)
+}
+
+fn error_json(message: &str) -> String {
+    format!("{{\"error\":{}}}", json::string(message))
+}
+
+fn bad_request(problem: &str) -> LocalReply {
+    LocalReply::json(400, error_json(problem))
+}
+
+fn method_not_allowed(allow: &str) -> LocalReply {
+    let mut reply = LocalReply::json(405, error_json(&format!("method not allowed; use {allow}")));
+    reply.headers.push(("allow".to_string(), allow.to_string()));
+    reply
+}
+
+/// `{"query": "...", "limit": N, "namespace": "...", "offset": N, "group": "..."}`.
+fn parse_http_search(body: &[u8], config: &Config) -> Result<HttpSearch, String> {
+    let value: Value = serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
+    let Value::Object(map) = &value else {
+        return Err("the body must be a JSON object with a \"query\"".to_string());
+    };
+    for key in map.keys() {
+        if !["query", "limit", "namespace", "offset", "group"].contains(&key.as_str()) {
+            return Err(format!("unknown field \"{key}\"; allowed: query, limit, offset, namespace, group"));
         }
     }
-    let found = index.search_bm25(&args.query, args.limit, |_| true);
-    let meta = SearchMeta {
-        strategy: "bm25",
-        candidates: index.catalog.len(),
+    let raw = RawValue::from_string(value.to_string()).map_err(|e| e.to_string())?;
+    // The same rules as the search tool, worded for an HTTP client.
+    let args = injected::parse_search(Some(&raw), config).map_err(|m| m.replace("Argument `", "field `"))?;
+    Ok(HttpSearch {
+        query: args.query,
+        namespace: args.namespace,
+    })
+}
+
+/// `GET <search path>/health`.
+fn health(config: &Config, env: &mut dyn Env) -> LocalReply {
+    let mode = match config.search.ranking {
+        Ranking::Bm25 => "lexical",
+        Ranking::Vector => "semantic",
+        Ranking::Hybrid => "hybrid",
     };
-    search_tool::result(&found, &meta, modern)
+    let degraded = if config.search.ranking == Ranking::Bm25 { None } else { env.embeddings_degraded() };
+    let mut search = format!(
+        "{{\"status\":{},\"mode\":\"{mode}\"",
+        if degraded.is_some() { "\"degraded\"" } else { "\"ok\"" }
+    );
+    if let Some(reason) = &degraded {
+        search.push_str(",\"reason\":");
+        search.push_str(&json::string(reason));
+    }
+    search.push('}');
+    let mut catalogs = Vec::new();
+    for ns in env.namespaces() {
+        let (tools, embedded) = match env.catalog_of(&ns) {
+            Ok(index) => {
+                let embedded = env.tool_vectors(&index).map(|v| v.count()).unwrap_or(0);
+                (index.catalog.len(), embedded)
+            }
+            Err(_) => (0, 0),
+        };
+        catalogs.push(format!("{}:{{\"tools\":{tools},\"embedded\":{embedded}}}", json::string(&ns)));
+    }
+    LocalReply::json(200, format!("{{\"search\":{search},\"catalogs\":{{{}}}}}", catalogs.join(",")))
 }

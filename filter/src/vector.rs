@@ -32,3 +32,20 @@ mod tests {
         assert!(normalize(&mut [f32::NAN, 1.0]).is_none());
     }
 }
+
+/// The vectors of a catalog's tools, by catalog position (`None`: not embedded yet).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ToolVectors {
+    pub by_position: Vec<Option<Vec<f32>>>,
+}
+
+impl ToolVectors {
+    pub fn get(&self, position: usize) -> Option<&[f32]> {
+        self.by_position.get(position).and_then(|v| v.as_deref())
+    }
+
+    /// How many tools have a vector.
+    pub fn count(&self) -> usize {
+        self.by_position.iter().filter(|v| v.is_some()).count()
+    }
+}

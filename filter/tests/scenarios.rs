@@ -99,9 +99,10 @@ fn non_mcp_traffic_get_streams_and_bodyless_requests_are_not_touched() {
             true,
         ),
     ];
+    let mut env = TestEnv::new("{}");
     for (head, end_of_stream) in cases {
         let mut stream = Stream::new();
-        let action = stream.on_request_headers(&config, head.clone(), end_of_stream);
+        let action = stream.on_request_headers(&config, &mut env, head.clone(), end_of_stream);
         assert_eq!(action, RequestHeadersAction::Continue, "{head:?}");
         assert!(!stream.wants_request_body());
     }
@@ -112,10 +113,11 @@ fn non_mcp_traffic_get_streams_and_bodyless_requests_are_not_touched() {
         ..Default::default()
     };
     assert!(matches!(
-        stream.on_request_headers(&config, q, false),
+        stream.on_request_headers(&config, &mut env, q, false),
         RequestHeadersAction::ReadBody {
             hold: false,
-            strip_accept_encoding: true
+            strip_accept_encoding: true,
+            drop_content_length: false
         }
     ));
 }
@@ -132,7 +134,8 @@ fn protocol_2026_headers_decide_before_the_body() {
         protocol_version: Some("2026-07-28".into()),
         ..Default::default()
     };
-    let action = |h| Stream::new().on_request_headers(&config, h, false);
+    let mut env = TestEnv::new("{}");
+    let mut action = |h| Stream::new().on_request_headers(&config, &mut env, h, false);
     assert_eq!(
         action(head("tools/call", Some("github_get_issue"))),
         RequestHeadersAction::Continue
@@ -145,14 +148,16 @@ fn protocol_2026_headers_decide_before_the_body() {
         action(head("tools/list", None)),
         RequestHeadersAction::ReadBody {
             hold: true,
-            strip_accept_encoding: true
+            strip_accept_encoding: true,
+            drop_content_length: false
         }
     );
     assert_eq!(
         action(head("tools/call", Some("tool_search"))),
         RequestHeadersAction::ReadBody {
             hold: true,
-            strip_accept_encoding: false
+            strip_accept_encoding: false,
+            drop_content_length: false
         }
     );
 }
@@ -213,7 +218,11 @@ fn search_replies_and_argument_errors() {
     let defs: Value =
         serde_json::from_str(reply["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(defs[0]["name"], "stripe_refund_charge");
-    assert_eq!(defs.as_array().unwrap().len(), 3, "no minimum score");
+    // Every tool with any matching term, however weak; none that match nothing.
+    assert_eq!(defs.as_array().unwrap().len(), 1);
+    let weak = search(&mut env, r#"{"query":"refund a message"}"#);
+    let defs: Value = serde_json::from_str(weak["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(defs.as_array().unwrap().len(), 2, "no minimum score");
     let exact = search(&mut env, r#"{"query":"slack_post_message","limit":1}"#);
     let defs: Value =
         serde_json::from_str(exact["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
@@ -297,7 +306,7 @@ fn bodies_that_cannot_be_rewritten_pass_through_unchanged_and_are_counted() {
     // Compressed responses are not ours to read.
     let config = env.config.clone();
     let mut stream = Stream::new();
-    let _ = stream.on_request_headers(&config, post("/mcp"), false);
+    let _ = stream.on_request_headers(&config, &mut env, post("/mcp"), false);
     let _ = stream.on_request_body(&config, &mut env, LIST);
     let action = stream.on_response_headers(
         &config,
@@ -349,7 +358,7 @@ fn notifications_calls_and_other_methods_are_not_buffered_on_the_way_back() {
     ] {
         let config = env.config.clone();
         let mut stream = Stream::new();
-        let _ = stream.on_request_headers(&config, post("/mcp"), false);
+        let _ = stream.on_request_headers(&config, &mut env, post("/mcp"), false);
         let _ = stream.on_request_body(&config, &mut env, body);
         assert!(!stream.awaiting_response());
         let action = stream.on_response_headers(&config, &mut env, Some("200"), Some("text/event-stream"), None);
@@ -438,7 +447,10 @@ fn paginated_lists_learn_every_page_and_only_the_first_gets_the_search_tool() {
     let defs: Value =
         serde_json::from_str(reply["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(defs[0]["name"], "b_two");
-    assert_eq!(defs.as_array().unwrap().len(), 2);
+    let reply = search(&mut env, r#"{"query":"first second"}"#);
+    let defs: Value =
+        serde_json::from_str(reply["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(defs.as_array().unwrap().len(), 2, "both pages learned");
 }
 
 #[test]

@@ -24,6 +24,9 @@ pub struct TestEnv {
     pub events: Vec<Event>,
     pub warnings: Vec<String>,
     pub namespace: String,
+    /// The embeddings service, when up: text to vector.
+    pub query_vectors: Option<Rc<dyn Fn(&str) -> Vec<f32>>>,
+    pub tool_vectors: Option<Rc<mcp_tool_search::vector::ToolVectors>>,
 }
 
 impl TestEnv {
@@ -40,6 +43,8 @@ impl TestEnv {
             events: Vec::new(),
             warnings: Vec::new(),
             namespace: "upstream".into(),
+            query_vectors: None,
+            tool_vectors: None,
         }
     }
 
@@ -52,13 +57,18 @@ impl Env for TestEnv {
     fn namespace(&self) -> String {
         self.namespace.clone()
     }
-    fn catalog(&mut self) -> Result<Rc<CatalogIndex>, StoreError> {
-        self.cache
-            .index(self.shared.as_ref(), &self.namespace, &self.config)
+    fn catalog_of(&mut self, namespace: &str) -> Result<Rc<CatalogIndex>, StoreError> {
+        self.cache.index(self.shared.as_ref(), namespace, &self.config)
+    }
+    fn namespaces(&mut self) -> Vec<String> {
+        mcp_tool_search::store::namespaces(self.shared.as_ref()).unwrap()
     }
     fn learn(&mut self, page: &[Tool], complete: bool) -> Result<bool, StoreError> {
         self.cache
             .learn(self.shared.as_ref(), &self.namespace, page, complete)
+    }
+    fn tool_vectors(&mut self, _index: &CatalogIndex) -> Option<Rc<mcp_tool_search::vector::ToolVectors>> {
+        self.tool_vectors.clone()
     }
     fn record(&mut self, event: Event) {
         self.events.push(event);
@@ -77,6 +87,15 @@ pub fn post(path: &str) -> RequestHead {
     }
 }
 
+/// The JSON-RPC result of a local reply, and the JSON array in its first text content.
+pub fn local_result(out: &Outcome) -> (serde_json::Value, serde_json::Value) {
+    let Outcome::Local { status: 200, body, .. } = out else { panic!("not a local reply: {out:?}") };
+    let reply: serde_json::Value = serde_json::from_slice(body).unwrap();
+    let text = reply["result"]["content"][0]["text"].as_str().unwrap_or("null").to_string();
+    let parsed = serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text));
+    (reply, parsed)
+}
+
 /// What the client ends up with.
 #[derive(Debug, PartialEq)]
 pub enum Outcome {
@@ -88,6 +107,16 @@ pub enum Outcome {
     },
     /// The upstream's response as the client receives it.
     Upstream { body: Vec<u8>, rewritten: bool },
+}
+
+// What reached the upstream in the last exchange of this thread (`None`: nothing).
+thread_local! {
+    pub static SENT_UPSTREAM: std::cell::RefCell<Option<Vec<u8>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The request body the upstream received in this thread's last exchange.
+pub fn sent_upstream() -> Option<Vec<u8>> {
+    SENT_UPSTREAM.with(|s| s.borrow().clone())
 }
 
 impl Outcome {
@@ -109,24 +138,38 @@ pub fn exchange(
     request: &[u8],
     response: (&str, &str, &[&[u8]]),
 ) -> Outcome {
+    SENT_UPSTREAM.with(|s| *s.borrow_mut() = None);
     let config = env.config.clone();
     let mut stream = Stream::new();
-    let action = stream.on_request_headers(&config, head, request.is_empty());
-    let mut read_body = matches!(action, RequestHeadersAction::ReadBody { .. });
-    if read_body && stream.wants_request_body() {
-        match stream.on_request_body(&config, env, request) {
-            RequestBodyAction::Reply(r) => {
-                return Outcome::Local {
-                    status: r.status,
-                    headers: r.headers,
-                    body: r.body,
-                }
-            }
-            RequestBodyAction::Continue { .. } => {}
+    let action = stream.on_request_headers(&config, env, head, request.is_empty());
+    let mut sent = request.to_vec();
+    match action {
+        RequestHeadersAction::Reply(r) => {
+            return Outcome::Local { status: r.status, headers: r.headers, body: r.body }
         }
-        read_body = false;
+        RequestHeadersAction::ReadBody { .. } if stream.wants_request_body() => {
+            let mut action = stream.on_request_body(&config, env, request);
+            if let RequestBodyAction::Embed { texts } = &action {
+                let vectors = env.query_vectors.clone().map(|f| texts.iter().map(|t| f(t)).collect());
+                action = stream.on_query_embeddings(&config, env, vectors.ok_or_else(|| {
+                    mcp_tool_search::search::Fallback::new(
+                        mcp_tool_search::search::FallbackKind::Unavailable,
+                        "test: embeddings down",
+                    )
+                }));
+            }
+            match action {
+                RequestBodyAction::Reply(r) => {
+                    return Outcome::Local { status: r.status, headers: r.headers, body: r.body }
+                }
+                RequestBodyAction::Replace { body, .. } => sent = body,
+                RequestBodyAction::Continue { .. } => {}
+                RequestBodyAction::Embed { .. } => panic!("embedding twice"),
+            }
+        }
+        _ => {}
     }
-    let _ = read_body;
+    SENT_UPSTREAM.with(|s| *s.borrow_mut() = Some(sent));
     let (status, content_type, chunks) = response;
     let action = stream.on_response_headers(&config, env, Some(status), Some(content_type), None);
     if action == ResponseHeadersAction::Continue {
