@@ -17,6 +17,9 @@ use mcp_tool_search::stream::{
 use std::path::PathBuf;
 use std::rc::Rc;
 
+/// Text to vector, standing for the embeddings service in native tests.
+pub type Embedder = dyn Fn(&str) -> Vec<f32>;
+
 pub struct TestEnv {
     pub config: Config,
     pub shared: Rc<MemorySharedData>,
@@ -25,7 +28,7 @@ pub struct TestEnv {
     pub warnings: Vec<String>,
     pub namespace: String,
     /// The embeddings service, when up: text to vector.
-    pub query_vectors: Option<Rc<dyn Fn(&str) -> Vec<f32>>>,
+    pub query_vectors: Option<Rc<Embedder>>,
     pub tool_vectors: Option<Rc<mcp_tool_search::vector::ToolVectors>>,
 }
 
