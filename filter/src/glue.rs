@@ -8,7 +8,12 @@
 use crate::catalog::{CatalogIndex, Tool};
 use crate::config::Config;
 use crate::store::{CatalogCache, SharedData, StoreError};
-use crate::config::Ranking;
+use crate::config::{EmbeddingsConfig, Ranking};
+use crate::embeddings::{self, InFlight, Worker};
+use crate::search::Fallback;
+use crate::store;
+use crate::vector::ToolVectors;
+use std::time::{Duration, UNIX_EPOCH};
 use crate::policy::{Caller, IdentitySource};
 use crate::search::FallbackKind;
 use crate::stream::{
@@ -63,7 +68,12 @@ pub fn start() {
             &format!("mcp-tool-search panicked: {info}"),
         );
     }));
-    proxy_wasm::set_root_context(|_| Box::new(Root::default()));
+    proxy_wasm::set_root_context(|context_id| {
+        Box::new(Root {
+            context_id,
+            plugin: None,
+        })
+    });
 }
 
 /// Follows Envoy's log level: formatting a message Envoy would drop is wasted work.
@@ -90,6 +100,7 @@ struct Metrics {
     calls_refused: Option<u32>,
     calls_forwarded: Option<u32>,
     errors: Option<u32>,
+    embedding_failures: Option<u32>,
     passthrough: Vec<(PassReason, Option<u32>)>,
 }
 
@@ -120,10 +131,17 @@ impl Metrics {
             calls_refused: counter("calls_refused"),
             calls_forwarded: counter("calls_forwarded"),
             errors: counter("errors"),
+            embedding_failures: counter("embedding_failures_total"),
             passthrough: PassReason::ALL
                 .iter()
                 .map(|&r| (r, counter(&format!("passthrough.{}", r.name()))))
                 .collect(),
+        }
+    }
+
+    fn record_embedding_failure(&self) {
+        if let Some(id) = self.embedding_failures {
+            let _ = hostcalls::increment_metric(id, 1);
         }
     }
 
@@ -156,14 +174,170 @@ struct Plugin {
     config: Config,
     metrics: Metrics,
     cache: RefCell<CatalogCache>,
+    worker: RefCell<Worker>,
+    /// Why semantic ranking last failed (cleared by the next success), for health.
+    degraded: RefCell<Option<String>>,
+    /// Names this VM in embedding leases.
+    vm_id: String,
+}
+
+impl Plugin {
+    fn embedding_failed(&self, reason: &str) {
+        if let Ok(mut d) = self.degraded.try_borrow_mut() {
+            *d = Some(reason.to_string());
+        }
+    }
+
+    fn embedding_worked(&self) {
+        if let Ok(mut d) = self.degraded.try_borrow_mut() {
+            *d = None;
+        }
+    }
 }
 
 #[derive(Default)]
 struct Root {
+    context_id: u32,
     plugin: Option<Rc<Plugin>>,
 }
 
-impl Context for Root {}
+/// How often a VM looks for tools to embed.
+const EMBED_TICK: Duration = Duration::from_millis(500);
+
+fn now_ms() -> u64 {
+    hostcalls::get_current_time()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// Sends an embeddings request through Envoy; the token identifies the answer.
+fn dispatch_embeddings(config: &EmbeddingsConfig, texts: &[String]) -> Result<u32, String> {
+    let headers = embeddings::request_headers(config);
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let body = embeddings::request_body(config, texts);
+    hostcalls::dispatch_http_call(
+        &config.cluster,
+        headers,
+        Some(&body),
+        Vec::new(),
+        Duration::from_millis(config.timeout_ms),
+    )
+    .map_err(|status| format!("could not call embeddings cluster {:?}: {status:?}", config.cluster))
+}
+
+/// The answer to a dispatched call: its `:status` (if any) and body.
+fn call_response(body_size: usize) -> (Option<String>, Vec<u8>) {
+    let status = header(MapType::HttpCallResponseHeaders, ":status");
+    let body = hostcalls::get_buffer(BufferType::HttpCallResponseBody, 0, body_size)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    (status, body)
+}
+
+impl Root {
+    /// One step of background embedding: at most one batch in flight per VM.
+    fn embed_next(&self, plugin: &Plugin, config: &EmbeddingsConfig) {
+        let now = now_ms();
+        let Ok(mut worker) = plugin.worker.try_borrow_mut() else {
+            return;
+        };
+        if !worker.due(now) {
+            return;
+        }
+        for namespace in worker.pending() {
+            let Ok(mut cache) = plugin.cache.try_borrow_mut() else {
+                return;
+            };
+            let found = cache
+                .index(&HostSharedData, &namespace, &plugin.config)
+                .and_then(|index| {
+                    let (_, missing) = cache.vectors(&HostSharedData, &index, &plugin.config)?;
+                    Ok((index, missing))
+                });
+            let (index, missing) = match found {
+                Ok(found) => found,
+                Err(e) => {
+                    log::warn!("embedding: catalog {namespace:?} unreadable: {e}");
+                    worker.done(&namespace);
+                    continue;
+                }
+            };
+            if missing.is_empty() {
+                worker.done(&namespace);
+                continue;
+            }
+            let lease_ms = config.timeout_ms.saturating_add(1000);
+            match store::take_lease(&HostSharedData, &namespace, &plugin.vm_id, now, lease_ms) {
+                Ok(true) => {}
+                // Another worker embeds this namespace; look again on a later tick.
+                Ok(false) => continue,
+                Err(e) => {
+                    log::warn!("embedding: lease for {namespace:?} failed: {e}");
+                    continue;
+                }
+            }
+            let (texts, items) = Worker::batch(&index, &missing, config.max_batch_size);
+            match dispatch_embeddings(config, &texts) {
+                Ok(token) => worker.sent(InFlight {
+                    token,
+                    namespace,
+                    items,
+                }),
+                Err(reason) => {
+                    worker.failed(now);
+                    plugin.metrics.record_embedding_failure();
+                    plugin.embedding_failed(&reason);
+                    log::warn!("embedding: {reason}");
+                }
+            }
+            return;
+        }
+    }
+}
+
+impl Context for Root {
+    fn on_http_call_response(&mut self, token: u32, _headers: usize, body_size: usize, _trailers: usize) {
+        let Some(plugin) = self.plugin.as_ref() else {
+            return;
+        };
+        let Some(config) = plugin.config.search.embeddings.as_ref() else {
+            return;
+        };
+        let Ok(mut worker) = plugin.worker.try_borrow_mut() else {
+            return;
+        };
+        let Some(batch) = worker.take(token) else {
+            return;
+        };
+        let (status, body) = call_response(body_size);
+        match embeddings::parse_response(config, status.as_deref(), &body, batch.items.len()) {
+            Ok(vectors) => {
+                let items = batch
+                    .items
+                    .into_iter()
+                    .zip(vectors)
+                    .map(|((name, hash), v)| (name, hash, v))
+                    .collect();
+                match store::store_vectors(&HostSharedData, &batch.namespace, items) {
+                    Ok(()) => {
+                        worker.succeeded();
+                        plugin.embedding_worked();
+                    }
+                    Err(e) => log::warn!("embedding: could not store vectors: {e}"),
+                }
+            }
+            Err(fallback) => {
+                let backoff = worker.failed(now_ms());
+                plugin.metrics.record_embedding_failure();
+                plugin.embedding_failed(&fallback.reason);
+                log::warn!("embedding {:?} failed ({}); retrying in {backoff} ms", batch.namespace, fallback.reason);
+            }
+        }
+    }
+}
 
 impl RootContext for Root {
     fn on_configure(&mut self, size: usize) -> bool {
@@ -184,10 +358,19 @@ impl RootContext for Root {
         };
         match Config::parse(&text) {
             Ok(config) => {
+                if config.search.embeddings.is_some() {
+                    if let Err(status) = hostcalls::set_tick_period(EMBED_TICK) {
+                        log::error!("could not start the embedding timer: {status:?}");
+                        return false;
+                    }
+                }
                 self.plugin = Some(Rc::new(Plugin {
                     config,
                     metrics: Metrics::define(),
                     cache: RefCell::new(CatalogCache::new()),
+                    worker: RefCell::new(Worker::default()),
+                    degraded: RefCell::new(None),
+                    vm_id: format!("{:x}-{}", now_ms(), self.context_id),
                 }));
                 true
             }
@@ -199,12 +382,21 @@ impl RootContext for Root {
         }
     }
 
+    fn on_tick(&mut self) {
+        if let Some(plugin) = &self.plugin {
+            if let Some(config) = &plugin.config.search.embeddings {
+                self.embed_next(plugin, config);
+            }
+        }
+    }
+
     fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
         let plugin = Rc::clone(self.plugin.as_ref()?);
         Some(Box::new(Http {
             plugin,
             stream: Stream::new(),
             namespace: None,
+            query_call: None,
         }))
     }
 
@@ -217,6 +409,9 @@ struct Http {
     plugin: Rc<Plugin>,
     stream: Stream,
     namespace: Option<String>,
+    /// The embeddings call of this stream's query: token, number of texts, and the size of
+    /// the request body being held.
+    query_call: Option<(u32, usize, usize)>,
 }
 
 /// Shared data through the host.
@@ -329,18 +524,29 @@ impl Http {
                 Action::Continue
             }
             RequestBodyAction::Embed { texts } => {
-                // Semantic ranking comes with the embeddings issue; until a call is dispatched the
-                // search is answered by BM25 at once.
-                let _ = texts;
-                let mut env = self.env();
-                let action = self.stream.on_query_embeddings(
-                    &self.plugin.config,
-                    &mut env,
-                    Err(crate::search::Fallback::new(FallbackKind::Unavailable, "embeddings are not wired yet")),
-                );
-                self.carry_out(action, body_size)
+                let Some(config) = self.plugin.config.search.embeddings.clone() else {
+                    return self.answer_without_vectors("embeddings are not configured", body_size);
+                };
+                match dispatch_embeddings(&config, &texts) {
+                    Ok(token) => {
+                        self.query_call = Some((token, texts.len(), body_size));
+                        // The reply is sent from on_http_call_response.
+                        Action::Pause
+                    }
+                    Err(reason) => self.answer_without_vectors(&reason, body_size),
+                }
             }
         }
+    }
+
+    fn answer_without_vectors(&mut self, reason: &str, body_size: usize) -> Action {
+        self.plugin.embedding_failed(reason);
+        let mut env = self.env();
+        let fallback = Fallback::new(FallbackKind::Unavailable, reason);
+        let action = self
+            .stream
+            .on_query_embeddings(&self.plugin.config, &mut env, Err(fallback));
+        self.carry_out(action, body_size)
     }
 
     fn env(&mut self) -> HostEnv {
@@ -384,12 +590,39 @@ impl Env for HostEnv {
         crate::store::namespaces(&HostSharedData).unwrap_or_default()
     }
 
+    fn tool_vectors(&mut self, index: &CatalogIndex) -> Option<Rc<ToolVectors>> {
+        self.plugin.config.search.embeddings.as_ref()?;
+        let mut cache = self.plugin.cache.try_borrow_mut().ok()?;
+        // Vectors are resolved against the cached index (the same Rc a search holds).
+        let shared_index = cache.index(&HostSharedData, &index.namespace, &self.plugin.config).ok()?;
+        let (vectors, missing) = cache
+            .vectors(&HostSharedData, &shared_index, &self.plugin.config)
+            .ok()?;
+        if !missing.is_empty() {
+            if let Ok(mut worker) = self.plugin.worker.try_borrow_mut() {
+                worker.mark(&index.namespace);
+            }
+        }
+        Some(vectors)
+    }
+
+    fn embeddings_degraded(&mut self) -> Option<String> {
+        self.plugin.degraded.try_borrow().ok().and_then(|d| d.clone())
+    }
+
     fn learn(&mut self, page: &[Tool], complete: bool) -> Result<bool, StoreError> {
         self.plugin
             .cache
             .try_borrow_mut()
             .map_err(|_| StoreError::Host("catalog cache busy".into()))?
             .learn(&HostSharedData, &self.namespace, page, complete)
+            .inspect(|_| {
+                if self.plugin.config.search.embeddings.is_some() {
+                    if let Ok(mut worker) = self.plugin.worker.try_borrow_mut() {
+                        worker.mark(&self.namespace);
+                    }
+                }
+            })
     }
 
     fn record(&mut self, event: Event) {
@@ -401,7 +634,32 @@ impl Env for HostEnv {
     }
 }
 
-impl Context for Http {}
+impl Context for Http {
+    fn on_http_call_response(&mut self, token: u32, _headers: usize, body_size: usize, _trailers: usize) {
+        let Some((expected, inputs, request_size)) = self.query_call.take() else {
+            return;
+        };
+        if token != expected {
+            return;
+        }
+        let Some(config) = self.plugin.config.search.embeddings.clone() else {
+            return;
+        };
+        let (status, body) = call_response(body_size);
+        let vectors = embeddings::parse_response(&config, status.as_deref(), &body, inputs);
+        match &vectors {
+            Ok(_) => self.plugin.embedding_worked(),
+            Err(f) => self.plugin.embedding_failed(&f.reason),
+        }
+        let mut env = self.env();
+        let action = self
+            .stream
+            .on_query_embeddings(&self.plugin.config, &mut env, vectors);
+        if self.carry_out(action, request_size) == Action::Continue {
+            let _ = hostcalls::resume_http_request();
+        }
+    }
+}
 
 impl HttpContext for Http {
     fn on_http_request_headers(&mut self, _num_headers: usize, end_of_stream: bool) -> Action {

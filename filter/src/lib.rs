@@ -27,3 +27,4 @@ pub mod policy;
 pub mod vector;
 pub mod search;
 pub mod proto;
+pub mod embeddings;

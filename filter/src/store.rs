@@ -5,6 +5,8 @@
 
 use crate::catalog::{Catalog, CatalogIndex, Tool};
 use crate::config::Config;
+use crate::embeddings::{self, Missing, VectorStore};
+use crate::vector::ToolVectors;
 use crate::fnv::FnvHashMap;
 use std::fmt;
 use std::rc::Rc;
@@ -85,11 +87,32 @@ fn register_namespace(shared: &dyn SharedData, namespace: &str) -> Result<(), St
     Err(StoreError::Contended)
 }
 
+fn vectors_key(namespace: &str) -> String {
+    format!("{PREFIX}{namespace}/vectors")
+}
+
+fn vectors_version_key(namespace: &str) -> String {
+    format!("{PREFIX}{namespace}/vectors-version")
+}
+
+fn lease_key(namespace: &str) -> String {
+    format!("{PREFIX}{namespace}/embed-lease")
+}
+
+/// A namespace's tool vectors as resolved against one catalog version.
+struct ResolvedVectors {
+    catalog: Rc<CatalogIndex>,
+    version: Vec<u8>,
+    vectors: Rc<ToolVectors>,
+    missing: Rc<Missing>,
+}
+
 /// A VM's view of the shared catalogs: each namespace's index, rebuilt only when the shared
-/// version changes.
+/// version changes; likewise its tool vectors.
 #[derive(Default)]
 pub struct CatalogCache {
     entries: FnvHashMap<String, (Vec<u8>, Rc<CatalogIndex>)>,
+    vectors: FnvHashMap<String, ResolvedVectors>,
 }
 
 impl CatalogCache {
@@ -157,6 +180,100 @@ impl CatalogCache {
             }
         }
         Err(StoreError::Contended)
+    }
+}
+
+impl CatalogCache {
+    /// The vectors of `index`'s tools (stored or precomputed) and the tools still to embed
+    /// (catalog position, text).
+    pub fn vectors(
+        &mut self,
+        shared: &dyn SharedData,
+        index: &Rc<CatalogIndex>,
+        config: &Config,
+    ) -> Result<(Rc<ToolVectors>, Rc<Missing>), StoreError> {
+        let namespace = index.namespace.as_str();
+        let (version, _) = shared.get(&vectors_version_key(namespace))?;
+        let version = version.unwrap_or_default();
+        if let Some(r) = self.vectors.get(namespace) {
+            if r.version == version && Rc::ptr_eq(&r.catalog, index) {
+                return Ok((Rc::clone(&r.vectors), Rc::clone(&r.missing)));
+            }
+        }
+        let store = load_vectors(shared, namespace)?;
+        let (vectors, missing) = embeddings::resolve(index, config, &store);
+        let resolved = ResolvedVectors {
+            catalog: Rc::clone(index),
+            version,
+            vectors: Rc::new(vectors),
+            missing: Rc::new(missing),
+        };
+        let out = (Rc::clone(&resolved.vectors), Rc::clone(&resolved.missing));
+        self.vectors.insert(namespace.to_string(), resolved);
+        Ok(out)
+    }
+}
+
+fn load_vectors(shared: &dyn SharedData, namespace: &str) -> Result<VectorStore, StoreError> {
+    match shared.get(&vectors_key(namespace))?.0 {
+        None => Ok(VectorStore::default()),
+        Some(bytes) => VectorStore::decode(&bytes)
+            .ok_or_else(|| StoreError::Corrupt("tool vectors blob".to_string())),
+    }
+}
+
+/// Adds freshly embedded vectors (name, text hash, unit vector) to the namespace's store.
+pub fn store_vectors(
+    shared: &dyn SharedData,
+    namespace: &str,
+    items: Vec<(String, u64, Vec<f32>)>,
+) -> Result<(), StoreError> {
+    let key = vectors_key(namespace);
+    for _ in 0..MAX_CAS_RETRIES {
+        let (data, cas) = shared.get(&key)?;
+        let mut store = match data {
+            None => VectorStore::default(),
+            Some(bytes) => VectorStore::decode(&bytes)
+                .ok_or_else(|| StoreError::Corrupt("tool vectors blob".to_string()))?,
+        };
+        store.merge(items.clone());
+        match shared.set(&key, &store.encode(), cas) {
+            Ok(()) => {
+                let version = format!("{:016x}", crate::fnv::hash(&store.encode()));
+                return shared.set(&vectors_version_key(namespace), version.as_bytes(), None);
+            }
+            Err(StoreError::CasMismatch) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(StoreError::Contended)
+}
+
+/// Takes (or renews) the right to embed `namespace`'s tools until `now_ms + ttl_ms`, so that
+/// one worker embeds while the others wait. `false`: another worker holds it.
+pub fn take_lease(
+    shared: &dyn SharedData,
+    namespace: &str,
+    owner: &str,
+    now_ms: u64,
+    ttl_ms: u64,
+) -> Result<bool, StoreError> {
+    let key = lease_key(namespace);
+    let (data, cas) = shared.get(&key)?;
+    if let Some(bytes) = data {
+        let text = String::from_utf8_lossy(&bytes);
+        if let Some((holder, until)) = text.split_once(' ') {
+            let until: u64 = until.parse().unwrap_or(0);
+            if holder != owner && until > now_ms {
+                return Ok(false);
+            }
+        }
+    }
+    let value = format!("{owner} {}", now_ms.saturating_add(ttl_ms));
+    match shared.set(&key, value.as_bytes(), cas) {
+        Ok(()) => Ok(true),
+        Err(StoreError::CasMismatch) => Ok(false),
+        Err(e) => Err(e),
     }
 }
 
@@ -286,6 +403,30 @@ mod tests {
             .map(|t| t.name.as_str())
             .collect();
         assert_eq!(names, ["mine", "other2"]);
+    }
+
+    #[test]
+    fn vectors_are_shared_and_leases_exclusive() {
+        let shared = MemorySharedData::default();
+        let config = Config::parse(r#"{"search":{"embeddings":{"cluster":"e","model_id":"m","dimensions":2}}}"#).unwrap();
+        let mut vm1 = CatalogCache::new();
+        let mut vm2 = CatalogCache::new();
+        vm1.learn(&shared, "ns", &[tool("a", "alpha"), tool("b", "beta")], true).unwrap();
+        let index = vm2.index(&shared, "ns", &config).unwrap();
+        let (vectors, missing) = vm2.vectors(&shared, &index, &config).unwrap();
+        assert_eq!((vectors.count(), missing.len()), (0, 2));
+        let items = missing
+            .iter()
+            .map(|(i, text)| (index.catalog.tools()[*i].name.clone(), embeddings::text_hash(text), vec![1.0, 0.0]))
+            .collect();
+        store_vectors(&shared, "ns", items).unwrap();
+        let index1 = vm1.index(&shared, "ns", &config).unwrap();
+        let (vectors, missing) = vm1.vectors(&shared, &index1, &config).unwrap();
+        assert_eq!((vectors.count(), missing.len()), (2, 0));
+        assert!(take_lease(&shared, "ns", "vm1", 1000, 500).unwrap());
+        assert!(!take_lease(&shared, "ns", "vm2", 1200, 500).unwrap());
+        assert!(take_lease(&shared, "ns", "vm1", 1200, 500).unwrap(), "renewal");
+        assert!(take_lease(&shared, "ns", "vm2", 1800, 500).unwrap(), "expired");
     }
 
     #[test]

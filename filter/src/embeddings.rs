@@ -1,0 +1,458 @@
+//! Semantic ranking's plumbing: the text a tool is embedded from, the OpenAI-compatible
+//! embeddings request and response (`POST /v1/embeddings`), and the shared store of tool
+//! vectors (one blob per namespace, so each tool is embedded once per Envoy, not per worker).
+
+use crate::catalog::{CatalogIndex, Tool};
+use crate::config::{Config, EmbeddingsConfig};
+use crate::fnv;
+use crate::json;
+use crate::search::{Fallback, FallbackKind};
+use crate::vector::{self, ToolVectors};
+use serde::Deserialize;
+
+/// The most text sent for one tool: enough for name, description and arguments, and a bound
+/// on the request size whatever the upstream declares.
+pub const MAX_TOOL_TEXT_BYTES: usize = 2000;
+
+/// What a tool is embedded from: its name (split into words, then as written), title,
+/// description, and input-schema property names and descriptions, capped at 2000 bytes.
+pub fn tool_text(tool: &Tool) -> String {
+    let words = crate::tokenizer::words(&tool.name).join(" ");
+    let mut text = format!("{words} ({}): {}", tool.name, tool.about);
+    if !tool.schema_text.is_empty() {
+        text.push_str(" Arguments: ");
+        text.push_str(tool.schema_text.trim());
+    }
+    truncate(&mut text, MAX_TOOL_TEXT_BYTES);
+    text
+}
+
+fn truncate(text: &mut String, max: usize) {
+    if text.len() > max {
+        let cut = (0..=max).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+        text.truncate(cut);
+    }
+}
+
+/// The request body for `texts`.
+pub fn request_body(config: &EmbeddingsConfig, texts: &[String]) -> Vec<u8> {
+    let inputs: Vec<String> = texts.iter().map(|t| json::string(t)).collect();
+    format!(
+        "{{\"model\":{},\"input\":[{}],\"encoding_format\":\"float\"}}",
+        json::string(&config.model_id),
+        inputs.join(",")
+    )
+    .into_bytes()
+}
+
+/// The headers of an embeddings call (`dispatch_http_call` needs the pseudo-headers).
+pub fn request_headers(config: &EmbeddingsConfig) -> Vec<(String, String)> {
+    let mut headers = vec![
+        (":method".to_string(), "POST".to_string()),
+        (":path".to_string(), config.path.clone()),
+        (":authority".to_string(), config.authority.clone()),
+        ("content-type".to_string(), "application/json".to_string()),
+    ];
+    headers.extend(config.headers.iter().cloned());
+    headers
+}
+
+#[derive(Deserialize)]
+struct Response {
+    data: Vec<Item>,
+}
+
+#[derive(Deserialize)]
+struct Item {
+    #[serde(default)]
+    index: Option<usize>,
+    embedding: Vec<f64>,
+}
+
+/// Reads an embeddings response: one unit vector per input, in input order. Any problem is a
+/// fallback reason (the search then ranks by BM25).
+pub fn parse_response(
+    config: &EmbeddingsConfig,
+    status: Option<&str>,
+    body: &[u8],
+    inputs: usize,
+) -> Result<Vec<Vec<f32>>, Fallback> {
+    let status = match status {
+        None => {
+            return Err(Fallback::new(
+                FallbackKind::Unavailable,
+                format!("embeddings cluster {:?} did not answer", config.cluster),
+            ))
+        }
+        Some(s) => s,
+    };
+    if status == "504" {
+        return Err(Fallback::new(
+            FallbackKind::Timeout,
+            format!("embeddings service did not answer within {} ms", config.timeout_ms),
+        ));
+    }
+    if !status.starts_with('2') {
+        return Err(Fallback::new(
+            FallbackKind::Status,
+            format!("embeddings service answered {status}"),
+        ));
+    }
+    let response: Response = serde_json::from_slice(body).map_err(|e| {
+        Fallback::new(
+            FallbackKind::Malformed,
+            format!("embeddings response is not the OpenAI shape: {e}"),
+        )
+    })?;
+    if response.data.len() != inputs {
+        return Err(Fallback::new(
+            FallbackKind::Malformed,
+            format!("embeddings response has {} vectors for {inputs} inputs", response.data.len()),
+        ));
+    }
+    let mut out: Vec<Option<Vec<f32>>> = vec![None; inputs];
+    for (position, item) in response.data.into_iter().enumerate() {
+        let at = item.index.unwrap_or(position);
+        if item.embedding.len() != config.dimensions {
+            return Err(Fallback::new(
+                FallbackKind::Dimensions,
+                format!(
+                    "embeddings service returned {} dimensions; the configuration says {}",
+                    item.embedding.len(),
+                    config.dimensions
+                ),
+            ));
+        }
+        let mut v: Vec<f32> = item.embedding.iter().map(|&x| x as f32).collect();
+        if v.iter().any(|x| !x.is_finite()) || vector::normalize(&mut v).is_none() {
+            return Err(Fallback::new(
+                FallbackKind::Dimensions,
+                "embeddings service returned a vector with non-finite or zero values",
+            ));
+        }
+        match out.get_mut(at) {
+            Some(slot @ None) => *slot = Some(v),
+            _ => {
+                return Err(Fallback::new(
+                    FallbackKind::Malformed,
+                    format!("embeddings response has a bad or repeated index {at}"),
+                ))
+            }
+        }
+    }
+    out.into_iter()
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| Fallback::new(FallbackKind::Malformed, "embeddings response misses an index"))
+}
+
+/// Stored tool vectors of one namespace: by tool name, each with the hash of the text it was
+/// embedded from (a changed description is re-embedded).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct VectorStore {
+    /// Sorted by name.
+    entries: Vec<(String, u64, Vec<f32>)>,
+}
+
+const MAGIC: &[u8; 4] = b"MTV1";
+
+impl VectorStore {
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    fn find(&self, name: &str) -> Option<&(String, u64, Vec<f32>)> {
+        self.entries
+            .binary_search_by(|(n, _, _)| n.as_str().cmp(name))
+            .ok()
+            .and_then(|i| self.entries.get(i))
+    }
+
+    /// Adds or replaces vectors.
+    pub fn merge(&mut self, items: Vec<(String, u64, Vec<f32>)>) {
+        for item in items {
+            match self.entries.binary_search_by(|(n, _, _)| n.as_str().cmp(&item.0)) {
+                Ok(i) => {
+                    if let Some(slot) = self.entries.get_mut(i) {
+                        *slot = item;
+                    }
+                }
+                Err(i) => self.entries.insert(i, item),
+            }
+        }
+    }
+
+    /// Binary: magic, then per entry: name length (u16), name, text hash (u64), dimensions
+    /// (u16), f32 values; little-endian. JSON would triple the size of 10k×384 floats.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(4 + self.entries.iter().map(|(n, _, v)| n.len() + 12 + v.len() * 4).sum::<usize>());
+        out.extend_from_slice(MAGIC);
+        for (name, hash, v) in &self.entries {
+            out.extend_from_slice(&u16::try_from(name.len()).unwrap_or(0).to_le_bytes());
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(&hash.to_le_bytes());
+            out.extend_from_slice(&u16::try_from(v.len()).unwrap_or(0).to_le_bytes());
+            for x in v {
+                out.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        out
+    }
+
+    pub fn decode(bytes: &[u8]) -> Option<VectorStore> {
+        let mut rest = bytes.strip_prefix(MAGIC.as_slice())?;
+        let mut take = |n: usize| -> Option<&[u8]> {
+            let (head, tail) = (rest.get(..n)?, rest.get(n..)?);
+            rest = tail;
+            Some(head)
+        };
+        let mut entries = Vec::new();
+        while let Some(len) = take(2) {
+            let len = usize::from(u16::from_le_bytes(len.try_into().ok()?));
+            let name = String::from_utf8(take(len)?.to_vec()).ok()?;
+            let hash = u64::from_le_bytes(take(8)?.try_into().ok()?);
+            let dims = usize::from(u16::from_le_bytes(take(2)?.try_into().ok()?));
+            let raw = take(dims * 4)?;
+            let v: Vec<f32> = raw
+                .chunks_exact(4)
+                .filter_map(|c| c.try_into().ok().map(f32::from_le_bytes))
+                .collect();
+            entries.push((name, hash, v));
+        }
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        Some(VectorStore { entries })
+    }
+}
+
+/// The hash of the text a tool is embedded from.
+pub fn text_hash(text: &str) -> u64 {
+    fnv::hash(text.as_bytes())
+}
+
+/// Tools still to embed: catalog position and the text to embed.
+pub type Missing = Vec<(usize, String)>;
+
+/// Each catalog tool's vector: configured (precomputed) first, else stored with the current
+/// text's hash. Also the tools still to embed: (catalog position, text).
+pub fn resolve(
+    index: &CatalogIndex,
+    config: &Config,
+    store: &VectorStore,
+) -> (ToolVectors, Missing) {
+    let mut by_position = Vec::with_capacity(index.catalog.len());
+    let mut missing = Vec::new();
+    for (i, tool) in index.catalog.tools().iter().enumerate() {
+        if let Some(v) = config
+            .tool_setting(&index.namespace, &tool.name)
+            .and_then(|t| t.embedding.clone())
+        {
+            by_position.push(Some(v));
+            continue;
+        }
+        let text = tool_text(tool);
+        let hash = text_hash(&text);
+        match store.find(&tool.name) {
+            Some((_, h, v)) if *h == hash => by_position.push(Some(v.clone())),
+            _ => {
+                by_position.push(None);
+                missing.push((i, text));
+            }
+        }
+    }
+    (ToolVectors { by_position }, missing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Catalog;
+    use serde_json::value::RawValue;
+
+    fn emb(dims: usize) -> EmbeddingsConfig {
+        match Config::parse(&format!(r#"{{"search":{{"embeddings":{{"cluster":"e","model_id":"m","dimensions":{dims}}}}}}}"#)).unwrap().search.embeddings {
+            Some(e) => e,
+            None => unreachable!(),
+        }
+    }
+
+    fn tool(def: &str) -> Tool {
+        let raw: Box<RawValue> = serde_json::from_str(def).unwrap();
+        Tool::from_raw(&raw).unwrap()
+    }
+
+    #[test]
+    fn tool_text_is_words_name_about_and_arguments_capped() {
+        let t = tool(r#"{"name":"github_createIssue","title":"Create","description":"Open one.","inputSchema":{"properties":{"repo":{"description":"Repository"}}}}"#);
+        assert_eq!(tool_text(&t), "github create issue (github_createIssue): Create. Open one. Arguments: repo Repository");
+        let long = tool(&format!(r#"{{"name":"x","description":"{}"}}"#, "é".repeat(1500)));
+        let text = tool_text(&long);
+        assert!(text.len() <= MAX_TOOL_TEXT_BYTES && text.len() > 1990);
+    }
+
+    #[test]
+    fn requests_and_responses() {
+        let e = emb(2);
+        let body: serde_json::Value = serde_json::from_slice(&request_body(&e, &["a\"b".into()])).unwrap();
+        assert_eq!(body, serde_json::json!({"model":"m","input":["a\"b"],"encoding_format":"float"}));
+        assert_eq!(request_headers(&e)[2], (":authority".to_string(), "e".to_string()));
+        let ok = br#"{"object":"list","data":[{"index":1,"embedding":[0,2]},{"index":0,"embedding":[3,4]}]}"#;
+        let v = parse_response(&e, Some("200"), ok, 2).unwrap();
+        assert_eq!(v, vec![vec![0.6, 0.8], vec![0.0, 1.0]]);
+        let kind = |status: Option<&str>, body: &[u8], n| parse_response(&e, status, body, n).unwrap_err().kind;
+        assert_eq!(kind(None, b"", 1), FallbackKind::Unavailable);
+        assert_eq!(kind(Some("504"), b"upstream request timeout", 1), FallbackKind::Timeout);
+        assert_eq!(kind(Some("500"), b"", 1), FallbackKind::Status);
+        assert_eq!(kind(Some("200"), b"garbage", 1), FallbackKind::Malformed);
+        assert_eq!(kind(Some("200"), ok, 3), FallbackKind::Malformed);
+        assert_eq!(kind(Some("200"), br#"{"data":[{"embedding":[1,2,3]}]}"#, 1), FallbackKind::Dimensions);
+        assert_eq!(kind(Some("200"), br#"{"data":[{"embedding":[0,0]}]}"#, 1), FallbackKind::Dimensions);
+        assert_eq!(kind(Some("200"), br#"{"data":[{"index":0,"embedding":[1,0]},{"index":0,"embedding":[1,0]}]}"#, 2), FallbackKind::Malformed);
+    }
+
+    #[test]
+    fn store_round_trips_and_resolves_changed_texts() {
+        let config = Config::parse(r#"{"search":{"embeddings":{"cluster":"e","model_id":"m","dimensions":2}},
+            "tools":[{"name":"pre","embedding":[1,0]}]}"#).unwrap();
+        let catalog = Catalog::from_tools(vec![
+            tool(r#"{"name":"a","description":"alpha"}"#),
+            tool(r#"{"name":"b","description":"beta"}"#),
+            tool(r#"{"name":"pre","description":"given"}"#),
+        ]);
+        let index = CatalogIndex::build("ns", catalog, &config);
+        let a = &index.catalog.tools()[0];
+        let mut store = VectorStore::default();
+        store.merge(vec![
+            ("a".into(), text_hash(&tool_text(a)), vec![0.0, 1.0]),
+            ("b".into(), 12345, vec![1.0, 0.0]),
+        ]);
+        let back = VectorStore::decode(&store.encode()).unwrap();
+        assert_eq!(back, store);
+        assert!(VectorStore::decode(b"nope").is_none());
+        assert!(VectorStore::decode(&store.encode()[..9]).is_none(), "truncated");
+        let (vectors, missing) = resolve(&index, &config, &back);
+        assert_eq!(vectors.get(0), Some(&[0.0, 1.0][..]));
+        assert_eq!(vectors.get(1), None, "stale hash: re-embed");
+        assert_eq!(vectors.get(2), Some(&[1.0, 0.0][..]), "precomputed");
+        assert_eq!(missing.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [1]);
+    }
+}
+
+/// One VM's background embedding of catalog tools: which namespaces have work, the batch in
+/// flight, and the backoff after failures. The glue drives it from the root context's tick, so
+/// catalog embedding never depends on a client stream staying open.
+#[derive(Debug, Default)]
+pub struct Worker {
+    pending: std::collections::BTreeSet<String>,
+    in_flight: Option<InFlight>,
+    failures: u32,
+    retry_at_ms: u64,
+}
+
+/// A batch sent to the embeddings service.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InFlight {
+    pub token: u32,
+    pub namespace: String,
+    /// Tool name and text hash, in input order.
+    pub items: Vec<(String, u64)>,
+}
+
+/// The longest wait between retries of a failing embeddings service.
+pub const MAX_BACKOFF_MS: u64 = 60_000;
+
+impl Worker {
+    /// A list or a search saw this namespace: embed what it lacks on the next tick.
+    pub fn mark(&mut self, namespace: &str) {
+        if !self.pending.contains(namespace) {
+            self.pending.insert(namespace.to_string());
+        }
+    }
+
+    pub fn pending(&self) -> Vec<String> {
+        self.pending.iter().cloned().collect()
+    }
+
+    pub fn done(&mut self, namespace: &str) {
+        self.pending.remove(namespace);
+    }
+
+    /// Whether a new batch may be sent now.
+    pub fn due(&self, now_ms: u64) -> bool {
+        self.in_flight.is_none() && now_ms >= self.retry_at_ms
+    }
+
+    /// The first batch of `missing` tools: their texts, and (name, hash) to store them under.
+    pub fn batch(
+        index: &CatalogIndex,
+        missing: &[(usize, String)],
+        max: usize,
+    ) -> (Vec<String>, Vec<(String, u64)>) {
+        missing
+            .iter()
+            .take(max)
+            .filter_map(|(i, text)| {
+                let tool = index.catalog.tools().get(*i)?;
+                Some((text.clone(), (tool.name.clone(), text_hash(text))))
+            })
+            .unzip()
+    }
+
+    pub fn sent(&mut self, batch: InFlight) {
+        self.in_flight = Some(batch);
+    }
+
+    /// The batch a response answers, if it is ours.
+    pub fn take(&mut self, token: u32) -> Option<InFlight> {
+        match &self.in_flight {
+            Some(b) if b.token == token => self.in_flight.take(),
+            _ => None,
+        }
+    }
+
+    pub fn succeeded(&mut self) {
+        self.failures = 0;
+        self.retry_at_ms = 0;
+    }
+
+    /// A failed batch: retry after 1 s, 2 s, 4 s, ... up to a minute.
+    pub fn failed(&mut self, now_ms: u64) -> u64 {
+        self.in_flight = None;
+        self.failures = self.failures.saturating_add(1);
+        let shift = self.failures.saturating_sub(1).min(16);
+        let backoff = (1000u64 << shift).min(MAX_BACKOFF_MS);
+        self.retry_at_ms = now_ms.saturating_add(backoff);
+        backoff
+    }
+}
+
+#[cfg(test)]
+mod worker_tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_and_resets() {
+        let mut w = Worker::default();
+        w.mark("ns");
+        w.mark("ns");
+        assert_eq!(w.pending(), ["ns"]);
+        assert!(w.due(0));
+        w.sent(InFlight { token: 7, namespace: "ns".into(), items: vec![] });
+        assert!(!w.due(0), "one batch at a time");
+        assert!(w.take(8).is_none());
+        assert!(w.take(7).is_some());
+        assert_eq!(w.failed(100), 1000);
+        assert!(!w.due(1099) && w.due(1100));
+        assert_eq!(w.failed(2000), 2000);
+        for _ in 0..10 {
+            w.failed(0);
+        }
+        assert_eq!(w.failed(0), MAX_BACKOFF_MS);
+        w.succeeded();
+        assert!(w.due(0));
+        w.done("ns");
+        assert!(w.pending().is_empty());
+    }
+}
