@@ -11,12 +11,12 @@
 use mcp_tool_search::catalog::{Catalog, CatalogIndex, Tool};
 use mcp_tool_search::config::{Config, Ranking};
 use mcp_tool_search::embeddings;
-use mcp_tool_search::vector::ToolVectors;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use mcp_tool_search::search::{self, Fallback, FallbackKind, Query};
+use mcp_tool_search::vector::ToolVectors;
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -85,8 +85,13 @@ fn read_lines(path: &Path) -> Result<Vec<String>, String> {
 
 /// Embeds `texts` through an OpenAI-compatible endpoint (`http://host:port/path`), 64 at a time.
 fn embed(url: &str, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
-    let rest = url.strip_prefix("http://").ok_or("only http:// embeddings URLs")?;
-    let (authority, path) = rest.split_once('/').map(|(a, p)| (a, format!("/{p}"))).unwrap_or((rest, "/v1/embeddings".to_string()));
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or("only http:// embeddings URLs")?;
+    let (authority, path) = rest
+        .split_once('/')
+        .map(|(a, p)| (a, format!("/{p}")))
+        .unwrap_or((rest, "/v1/embeddings".to_string()));
     let config = Config::parse(&format!(
         r#"{{"search":{{"embeddings":{{"cluster":"eval","model_id":"all-MiniLM-L6-v2","dimensions":384}}}}}}"#
     ))
@@ -100,15 +105,31 @@ fn embed(url: &str, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
             "POST {path} HTTP/1.1\r\nhost: {authority}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
             body.len()
         );
-        stream.write_all(head.as_bytes()).and_then(|_| stream.write_all(&body)).map_err(|e| e.to_string())?;
+        stream
+            .write_all(head.as_bytes())
+            .and_then(|_| stream.write_all(&body))
+            .map_err(|e| e.to_string())?;
         let mut response = Vec::new();
-        stream.read_to_end(&mut response).map_err(|e| e.to_string())?;
-        let split = response.windows(4).position(|w| w == b"\r\n\r\n").ok_or("no HTTP header end")?;
+        stream
+            .read_to_end(&mut response)
+            .map_err(|e| e.to_string())?;
+        let split = response
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .ok_or("no HTTP header end")?;
         let (head, body) = response.split_at(split + 4);
         let head = String::from_utf8_lossy(head);
         let status = head.split_whitespace().nth(1).map(str::to_string);
-        let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") { dechunk(body) } else { body.to_vec() };
-        let vectors = embeddings::parse_response(&emb, status.as_deref(), &body, batch.len()).map_err(|f| f.reason)?;
+        let body = if head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked")
+        {
+            dechunk(body)
+        } else {
+            body.to_vec()
+        };
+        let vectors = embeddings::parse_response(&emb, status.as_deref(), &body, batch.len())
+            .map_err(|f| f.reason)?;
         out.extend(vectors);
     }
     Ok(out)
@@ -117,7 +138,10 @@ fn embed(url: &str, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
 fn dechunk(mut body: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     while let Some(end) = body.windows(2).position(|w| w == b"\r\n") {
-        let size = std::str::from_utf8(body.get(..end).unwrap_or_default()).ok().and_then(|s| usize::from_str_radix(s.trim(), 16).ok()).unwrap_or(0);
+        let size = std::str::from_utf8(body.get(..end).unwrap_or_default())
+            .ok()
+            .and_then(|s| usize::from_str_radix(s.trim(), 16).ok())
+            .unwrap_or(0);
         if size == 0 {
             break;
         }
@@ -127,14 +151,27 @@ fn dechunk(mut body: &[u8]) -> Vec<u8> {
     out
 }
 
-fn evaluate(index: &CatalogIndex, config: &Config, queries: &[Labeled], vectors: Option<(&ToolVectors, &[Vec<f32>])>) -> Metrics {
+fn evaluate(
+    index: &CatalogIndex,
+    config: &Config,
+    queries: &[Labeled],
+    vectors: Option<(&ToolVectors, &[Vec<f32>])>,
+) -> Metrics {
     let all = index.catalog.len();
     let mut metrics = Metrics::default();
     for (i, q) in queries.iter().enumerate() {
-        let query = Query { text: q.query.clone(), limit: all, offset: 0, group: None };
+        let query = Query {
+            text: q.query.clone(),
+            limit: all,
+            offset: 0,
+            group: None,
+        };
         let lookup = |p: usize| vectors.and_then(|(t, _)| t.get(p));
         let v = match vectors.and_then(|(_, qs)| qs.get(i)) {
-            Some(qv) => Ok(search::Vectors { query: qv, tool: &lookup }),
+            Some(qv) => Ok(search::Vectors {
+                query: qv,
+                tool: &lookup,
+            }),
             None => Err(Fallback::new(FallbackKind::Unavailable, "lexical only")),
         };
         let result = search::search(index, config, &query, &|_| true, v);
@@ -175,19 +212,38 @@ fn run(folder: &Path, embeddings_url: Option<&str>, sweep: bool) -> Result<(), S
         return Ok(());
     };
     // The filter's own tool text and vectors, as it would embed them.
-    let texts: Vec<String> = index.catalog.tools().iter().map(embeddings::tool_text).collect();
-    let tool_vectors = ToolVectors { by_position: embed(url, &texts)?.into_iter().map(Some).collect() };
+    let texts: Vec<String> = index
+        .catalog
+        .tools()
+        .iter()
+        .map(embeddings::tool_text)
+        .collect();
+    let tool_vectors = ToolVectors {
+        by_position: embed(url, &texts)?.into_iter().map(Some).collect(),
+    };
     let query_texts: Vec<String> = queries.iter().map(|q| q.query.clone()).collect();
     let query_vectors = embed(url, &query_texts)?;
     let vectors = Some((&tool_vectors, query_vectors.as_slice()));
     let vector = with_ranking(Ranking::Vector, 1.0);
-    println!("{}", evaluate(&index, &vector, &queries, vectors).line("vector"));
-    let hybrid = with_ranking(Ranking::Hybrid, mcp_tool_search::config::DEFAULT_HYBRID_VECTOR_WEIGHT);
-    println!("{}", evaluate(&index, &hybrid, &queries, vectors).line("hybrid"));
+    println!(
+        "{}",
+        evaluate(&index, &vector, &queries, vectors).line("vector")
+    );
+    let hybrid = with_ranking(
+        Ranking::Hybrid,
+        mcp_tool_search::config::DEFAULT_HYBRID_VECTOR_WEIGHT,
+    );
+    println!(
+        "{}",
+        evaluate(&index, &hybrid, &queries, vectors).line("hybrid")
+    );
     if sweep {
         for w in [0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9] {
             let c = with_ranking(Ranking::Hybrid, w);
-            eprintln!("{}", evaluate(&index, &c, &queries, vectors).line(&format!("hybrid(w={w})")));
+            eprintln!(
+                "{}",
+                evaluate(&index, &c, &queries, vectors).line(&format!("hybrid(w={w})"))
+            );
         }
     }
     Ok(())
@@ -196,10 +252,15 @@ fn run(folder: &Path, embeddings_url: Option<&str>, sweep: bool) -> Result<(), S
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(folder) = args.first() else {
-        eprintln!("usage: eval <folder with tools.jsonl and queries.jsonl> [--embeddings URL] [--sweep]");
+        eprintln!(
+            "usage: eval <folder with tools.jsonl and queries.jsonl> [--embeddings URL] [--sweep]"
+        );
         return ExitCode::from(2);
     };
-    let url = args.iter().position(|a| a == "--embeddings").and_then(|i| args.get(i + 1));
+    let url = args
+        .iter()
+        .position(|a| a == "--embeddings")
+        .and_then(|i| args.get(i + 1));
     let sweep = args.iter().any(|a| a == "--sweep");
     match run(Path::new(folder), url.map(String::as_str), sweep) {
         Ok(()) => ExitCode::SUCCESS,

@@ -123,12 +123,25 @@ fn collect_schema_text(schema: &Value, depth: usize, out: &mut String) {
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
     tools: Vec<Tool>,
+    /// A last page (no `nextCursor`) has been learned: the catalog holds the whole list.
+    complete: bool,
+}
+
+/// Where a learned `tools/list` page stands in its listing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Page {
+    /// No cursor in the request.
+    pub first: bool,
+    /// No `nextCursor` in the response.
+    pub last: bool,
 }
 
 #[derive(Deserialize)]
 struct StoredCatalog<'a> {
     #[serde(borrow)]
     tools: Vec<&'a RawValue>,
+    #[serde(default)]
+    complete: bool,
 }
 
 impl Catalog {
@@ -137,7 +150,15 @@ impl Catalog {
         tools.reverse();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
         tools.dedup_by(|later, kept| later.name == kept.name);
-        Catalog { tools }
+        Catalog {
+            tools,
+            complete: false,
+        }
+    }
+
+    /// Whether the whole list has been seen (a last page learned).
+    pub fn is_complete(&self) -> bool {
+        self.complete
     }
 
     pub fn tools(&self) -> &[Tool] {
@@ -159,24 +180,28 @@ impl Catalog {
             .and_then(|i| self.tools.get(i))
     }
 
-    /// The catalog after learning `page`: with `replace`, `page` is the complete list; otherwise
-    /// its tools are added or updated. `None` when nothing changes (no write needed).
-    pub fn merged(&self, page: &[Tool], replace: bool) -> Option<Catalog> {
-        let next = if replace {
+    /// The catalog after learning `page`: a first page that is also the last is the whole
+    /// list and replaces the catalog; other pages add or update tools. `None` when nothing
+    /// changes (no write needed).
+    pub fn merged(&self, page: &[Tool], at: Page) -> Option<Catalog> {
+        let complete = self.complete || at.last;
+        let mut next = if at.first && at.last {
             Catalog::from_tools(page.to_vec())
         } else {
             let unchanged = page.iter().all(|t| {
                 self.get(&t.name)
                     .is_some_and(|known| known.definition.get() == t.definition.get())
             });
-            if unchanged {
+            if unchanged && complete == self.complete {
                 return None;
             }
             let mut all = self.tools.clone();
             all.extend(page.iter().cloned());
             Catalog::from_tools(all)
         };
-        let same = next.tools.len() == self.tools.len()
+        next.complete = complete;
+        let same = next.complete == self.complete
+            && next.tools.len() == self.tools.len()
             && next
                 .tools
                 .iter()
@@ -185,7 +210,7 @@ impl Catalog {
         (!same).then_some(next)
     }
 
-    /// The stored form: `{"tools":[...]}` with each definition's original bytes.
+    /// The stored form: `{"complete":bool,"tools":[...]}` with each definition's original bytes.
     pub fn to_json(&self) -> String {
         let size: usize = self
             .tools
@@ -193,7 +218,11 @@ impl Catalog {
             .map(|t| t.definition.get().len() + 1)
             .sum();
         let mut out = String::with_capacity(size + 12);
-        out.push_str("{\"tools\":[");
+        out.push_str(if self.complete {
+            "{\"complete\":true,\"tools\":["
+        } else {
+            "{\"complete\":false,\"tools\":["
+        });
         for (i, tool) in self.tools.iter().enumerate() {
             if i > 0 {
                 out.push(',');
@@ -214,7 +243,9 @@ impl Catalog {
             .into_iter()
             .map(Tool::from_raw)
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Catalog::from_tools(tools))
+        let mut catalog = Catalog::from_tools(tools);
+        catalog.complete = stored.complete;
+        Ok(catalog)
     }
 
     /// A version that changes whenever any definition changes.
@@ -324,6 +355,29 @@ mod tests {
             names,
             ["github_create_issue", "stripe_refund_charge", "weather"]
         );
+        let mut complete = c
+            .merged(
+                &[],
+                Page {
+                    first: false,
+                    last: true,
+                },
+            )
+            .unwrap();
+        assert!(complete.is_complete() && !c.is_complete());
+        assert!(Catalog::from_json(&complete.to_json())
+            .unwrap()
+            .is_complete());
+        complete = Catalog::from_json(&complete.to_json()).unwrap();
+        assert!(complete
+            .merged(
+                &[],
+                Page {
+                    first: false,
+                    last: true
+                }
+            )
+            .is_none());
         let back = Catalog::from_json(&c.to_json()).unwrap();
         assert_eq!(back.to_json(), c.to_json());
         assert_eq!(back.version(), c.version());
@@ -338,16 +392,33 @@ mod tests {
                 &[tool(
                     r#"{"name":"weather","description":"Forecast for a city.","title":"Weather"}"#
                 )],
-                false
+                Page {
+                    first: false,
+                    last: false
+                }
             )
             .is_none());
         let updated = c
-            .merged(&[tool(r#"{"name":"weather","description":"New."}"#)], false)
+            .merged(
+                &[tool(r#"{"name":"weather","description":"New."}"#)],
+                Page {
+                    first: false,
+                    last: false,
+                },
+            )
             .unwrap();
         assert_eq!(updated.len(), 3);
         assert_eq!(updated.get("weather").unwrap().description, "New.");
         assert_ne!(updated.version(), c.version());
-        let replaced = c.merged(&[tool(r#"{"name":"only"}"#)], true).unwrap();
+        let replaced = c
+            .merged(
+                &[tool(r#"{"name":"only"}"#)],
+                Page {
+                    first: true,
+                    last: true,
+                },
+            )
+            .unwrap();
         assert_eq!(replaced.len(), 1);
         let dup = Catalog::from_tools(vec![
             tool(r#"{"name":"a","description":"1"}"#),
@@ -365,6 +436,9 @@ mod tests {
             index.progressive_names(|_| true),
             ["github_create_issue", "stripe_refund_charge"]
         );
-        assert_eq!(index.progressive_names(|t| t.name != "github_create_issue"), ["stripe_refund_charge"]);
+        assert_eq!(
+            index.progressive_names(|t| t.name != "github_create_issue"),
+            ["stripe_refund_charge"]
+        );
     }
 }

@@ -234,7 +234,13 @@ impl Config {
                 Some("search") => Mode::Search,
                 Some("list") => Mode::List,
                 Some("auto") => Mode::Auto,
-                _ => return Err(ConfigError::invalid("mode", v, "\"search\", \"list\" or \"auto\"")),
+                _ => {
+                    return Err(ConfigError::invalid(
+                        "mode",
+                        v,
+                        "\"search\", \"list\" or \"auto\"",
+                    ))
+                }
             };
         }
         if let Some(v) = obj.take("search_threshold") {
@@ -263,7 +269,10 @@ impl Config {
     /// A tool's disclosure mode: its explicit setting (namespace-specific first), else the first
     /// eager pattern it matches, else the default (DESIGN.md §3).
     pub fn disclosure_mode(&self, namespace: &str, tool_name: &str) -> DisclosureMode {
-        if let Some(mode) = self.tool_setting(namespace, tool_name).and_then(|t| t.disclosure_mode) {
+        if let Some(mode) = self
+            .tool_setting(namespace, tool_name)
+            .and_then(|t| t.disclosure_mode)
+        {
             return mode;
         }
         if self.eager_patterns.iter().any(|g| g.matches(tool_name)) {
@@ -284,7 +293,10 @@ impl Config {
 
     /// A tool's group: set in its settings, else from its name, else its namespace.
     pub fn group_of(&self, namespace: &str, tool_name: &str) -> String {
-        if let Some(group) = self.tool_setting(namespace, tool_name).and_then(|t| t.group.clone()) {
+        if let Some(group) = self
+            .tool_setting(namespace, tool_name)
+            .and_then(|t| t.group.clone())
+        {
             return group;
         }
         match &self.group_separator {
@@ -421,7 +433,11 @@ fn parse_embedding(
         ));
     }
     crate::vector::normalize(&mut vector).ok_or_else(|| {
-        ConfigError::invalid(field, &Value::String("a zero vector".into()), "a non-zero vector")
+        ConfigError::invalid(
+            field,
+            &Value::String("a zero vector".into()),
+            "a non-zero vector",
+        )
     })?;
     Ok(vector)
 }
@@ -440,13 +456,27 @@ fn parse_search(value: &Value) -> Result<SearchConfig, ConfigError> {
         search.result_format = match v.as_str() {
             Some("definitions") => ResultFormat::Definitions,
             Some("summary") => ResultFormat::Summary,
-            _ => return Err(ConfigError::invalid("search.result_format", v, "\"definitions\" or \"summary\"")),
+            _ => {
+                return Err(ConfigError::invalid(
+                    "search.result_format",
+                    v,
+                    "\"definitions\" or \"summary\"",
+                ))
+            }
         };
     }
     if let Some(v) = obj.take("score_threshold") {
         match v.as_f64() {
-            Some(t) if t.is_finite() && (-1.0..=1.0).contains(&t) => search.score_threshold = Some(t as f32),
-            _ => return Err(ConfigError::invalid("search.score_threshold", v, "a number from -1 to 1 (normalized score; see the README)")),
+            Some(t) if t.is_finite() && (-1.0..=1.0).contains(&t) => {
+                search.score_threshold = Some(t as f32)
+            }
+            _ => {
+                return Err(ConfigError::invalid(
+                    "search.score_threshold",
+                    v,
+                    "a number from -1 to 1 (normalized score; see the README)",
+                ))
+            }
         }
     }
     if let Some(v) = obj.take("http_path") {
@@ -464,16 +494,32 @@ fn parse_search(value: &Value) -> Result<SearchConfig, ConfigError> {
             Some("bm25") => Ranking::Bm25,
             Some("vector") => Ranking::Vector,
             Some("hybrid") => Ranking::Hybrid,
-            _ => return Err(ConfigError::invalid("search.ranking", v, "\"bm25\", \"vector\" or \"hybrid\"")),
+            _ => {
+                return Err(ConfigError::invalid(
+                    "search.ranking",
+                    v,
+                    "\"bm25\", \"vector\" or \"hybrid\"",
+                ))
+            }
         };
         if search.ranking != Ranking::Bm25 && search.embeddings.is_none() {
-            return Err(ConfigError::invalid("search.ranking", v, "\"bm25\" (vector and hybrid ranking need a `search.embeddings` block)"));
+            return Err(ConfigError::invalid(
+                "search.ranking",
+                v,
+                "\"bm25\" (vector and hybrid ranking need a `search.embeddings` block)",
+            ));
         }
     }
     if let Some(v) = obj.take("hybrid_vector_weight") {
         match v.as_f64() {
             Some(w) if (0.0..=1.0).contains(&w) => search.hybrid_vector_weight = w as f32,
-            _ => return Err(ConfigError::invalid("search.hybrid_vector_weight", v, "a number from 0 to 1")),
+            _ => {
+                return Err(ConfigError::invalid(
+                    "search.hybrid_vector_weight",
+                    v,
+                    "a number from 0 to 1",
+                ))
+            }
         }
     }
     if let Some(v) = obj.take("weights") {
@@ -503,17 +549,30 @@ fn parse_search(value: &Value) -> Result<SearchConfig, ConfigError> {
 
 fn parse_embeddings(value: &Value) -> Result<EmbeddingsConfig, ConfigError> {
     let mut obj = Object::new("search.embeddings", value)?;
-    let required = |obj: &mut Object, key: &'static str, what: &str| -> Result<String, ConfigError> {
-        match obj.take(key) {
-            Some(v) => non_empty_string(&format!("search.embeddings.{key}"), v),
-            None => Err(ConfigError::missing(&format!("search.embeddings.{key}"), what)),
-        }
-    };
-    let cluster = required(&mut obj, "cluster", "the name of the Envoy cluster of the embeddings service")?;
+    let required =
+        |obj: &mut Object, key: &'static str, what: &str| -> Result<String, ConfigError> {
+            match obj.take(key) {
+                Some(v) => non_empty_string(&format!("search.embeddings.{key}"), v),
+                None => Err(ConfigError::missing(
+                    &format!("search.embeddings.{key}"),
+                    what,
+                )),
+            }
+        };
+    let cluster = required(
+        &mut obj,
+        "cluster",
+        "the name of the Envoy cluster of the embeddings service",
+    )?;
     let model_id = required(&mut obj, "model_id", "the model name sent in each request")?;
     let dimensions = match obj.take("dimensions") {
         Some(v) => integer("search.embeddings.dimensions", v, 1, 8192)?,
-        None => return Err(ConfigError::missing("search.embeddings.dimensions", "the vector size the model returns, e.g. 384")),
+        None => {
+            return Err(ConfigError::missing(
+                "search.embeddings.dimensions",
+                "the vector size the model returns, e.g. 384",
+            ))
+        }
     };
     let path = match obj.take("path") {
         Some(v) => parse_paths("search.embeddings.path", &Value::Array(vec![v.clone()]))?.remove(0),
@@ -535,7 +594,11 @@ fn parse_embeddings(value: &Value) -> Result<EmbeddingsConfig, ConfigError> {
     let mut headers = Vec::new();
     if let Some(v) = obj.take("headers") {
         let map = v.as_object().ok_or_else(|| {
-            ConfigError::invalid("search.embeddings.headers", v, "an object of header name to value")
+            ConfigError::invalid(
+                "search.embeddings.headers",
+                v,
+                "an object of header name to value",
+            )
         })?;
         for (name, value) in map {
             let field = format!("search.embeddings.headers.{name}");
@@ -543,7 +606,11 @@ fn parse_embeddings(value: &Value) -> Result<EmbeddingsConfig, ConfigError> {
                 .as_str()
                 .ok_or_else(|| ConfigError::invalid(&field, value, "a string"))?;
             if name.is_empty() || name.starts_with(':') {
-                return Err(ConfigError::invalid(&field, &Value::String(name.clone()), "a regular header name"));
+                return Err(ConfigError::invalid(
+                    &field,
+                    &Value::String(name.clone()),
+                    "a regular header name",
+                ));
             }
             headers.push((name.to_ascii_lowercase(), value.to_string()));
         }
@@ -579,7 +646,11 @@ fn duration_ms(field: &str, value: &Value) -> Result<u64, ConfigError> {
     };
     match ms {
         Some(ms) if ms.is_finite() && (1.0..=600_000.0).contains(&ms) => Ok(ms as u64),
-        _ => Err(ConfigError::invalid(field, value, "a duration from 1ms to 600s, such as \"5s\" or \"250ms\"")),
+        _ => Err(ConfigError::invalid(
+            field,
+            value,
+            "a duration from 1ms to 600s, such as \"5s\" or \"250ms\"",
+        )),
     }
 }
 
@@ -824,17 +895,38 @@ mod tests {
         assert_eq!(c.mode, Mode::Auto);
         assert_eq!(c.search_threshold, 10);
         assert_eq!(c.search.result_format, ResultFormat::Summary);
-        assert_eq!(c.search.ranking, Ranking::Hybrid, "embeddings make hybrid the default");
+        assert_eq!(
+            c.search.ranking,
+            Ranking::Hybrid,
+            "embeddings make hybrid the default"
+        );
         assert_eq!(c.search.http_path.as_deref(), Some("/find"));
         let e = c.search.embeddings.as_ref().unwrap();
-        assert_eq!((e.timeout_ms, e.authority.as_str(), e.path.as_str(), e.max_batch_size), (250, "emb", "/v1/embeddings", 64));
-        assert_eq!(e.headers, vec![("authorization".to_string(), "Bearer k".to_string())]);
+        assert_eq!(
+            (
+                e.timeout_ms,
+                e.authority.as_str(),
+                e.path.as_str(),
+                e.max_batch_size
+            ),
+            (250, "emb", "/v1/embeddings", 64)
+        );
+        assert_eq!(
+            e.headers,
+            vec![("authorization".to_string(), "Bearer k".to_string())]
+        );
         let v = c.tools[0].embedding.as_ref().unwrap();
         assert!((v[0] - 0.6).abs() < 1e-6);
         assert_eq!(c.group_of("ns", "x_tool"), "special");
         assert_eq!(c.group_of("ns", "github_get_issue"), "github");
         assert_eq!(Config::default().group_of("ns", "github_get_issue"), "ns");
-        assert_eq!(Config::parse(r#"{"search":{"http_path":false}}"#).unwrap().search.http_path, None);
+        assert_eq!(
+            Config::parse(r#"{"search":{"http_path":false}}"#)
+                .unwrap()
+                .search
+                .http_path,
+            None
+        );
     }
 
     #[test]
@@ -880,16 +972,29 @@ mod tests {
             error(r#"{"tools":[{"disclosure_mode":"EAGER"}]}"#),
             "plugin configuration field `tools[0].name` is missing; expected the tool's name"
         );
-        assert!(error(r#"{"tools":[{"name":"x","embedding":[1,2]}]}"#).contains("needs a `search.embeddings` block"));
+        assert!(error(r#"{"tools":[{"name":"x","embedding":[1,2]}]}"#)
+            .contains("needs a `search.embeddings` block"));
         let emb = r#""search":{"embeddings":{"cluster":"e","model_id":"m","dimensions":3}}"#;
-        assert!(error(&format!(r#"{{{emb},"tools":[{{"name":"x","embedding":[1,2]}}]}}"#)).contains("is \"a list of 2 numbers\"; expected a list of 3 finite numbers"));
-        assert!(error(&format!(r#"{{{emb},"tools":[{{"name":"x","embedding":[0,0,0]}}]}}"#)).contains("non-zero"));
-        assert!(error(r#"{"search":{"embeddings":{"cluster":"e","model_id":"m"}}}"#).contains("`search.embeddings.dimensions` is missing"));
+        assert!(error(&format!(
+            r#"{{{emb},"tools":[{{"name":"x","embedding":[1,2]}}]}}"#
+        ))
+        .contains("is \"a list of 2 numbers\"; expected a list of 3 finite numbers"));
+        assert!(error(&format!(
+            r#"{{{emb},"tools":[{{"name":"x","embedding":[0,0,0]}}]}}"#
+        ))
+        .contains("non-zero"));
+        assert!(
+            error(r#"{"search":{"embeddings":{"cluster":"e","model_id":"m"}}}"#)
+                .contains("`search.embeddings.dimensions` is missing")
+        );
         assert!(error(r#"{"search":{"embeddings":{"cluster":"e","model_id":"m","dimensions":3,"timeout":"5 minutes"}}}"#).contains("`search.embeddings.timeout`"));
-        assert!(error(r#"{"search":{"ranking":"vector"}}"#).contains("need a `search.embeddings` block"));
+        assert!(error(r#"{"search":{"ranking":"vector"}}"#)
+            .contains("need a `search.embeddings` block"));
         assert!(error(r#"{"mode":"off"}"#).contains("`mode` is \"off\""));
         assert!(error(r#"{"search":{"result_format":"table"}}"#).contains("`search.result_format`"));
-        assert!(error(r#"{"search":{"score_threshold":2}}"#).contains("`search.score_threshold` is 2"));
+        assert!(
+            error(r#"{"search":{"score_threshold":2}}"#).contains("`search.score_threshold` is 2")
+        );
         assert!(error(r#"{"mcp_paths":["mcp"]}"#).contains("`mcp_paths[0]` is \"mcp\""));
         assert!(error(r#"{"mcp_paths":[]}"#).contains("non-empty list"));
         assert!(error(r#"{"search":{"tool_name":"has space"}}"#).contains("`search.tool_name`"));

@@ -29,7 +29,10 @@ pub fn tool_text(tool: &Tool) -> String {
 
 fn truncate(text: &mut String, max: usize) {
     if text.len() > max {
-        let cut = (0..=max).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+        let cut = (0..=max)
+            .rev()
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(0);
         text.truncate(cut);
     }
 }
@@ -89,7 +92,10 @@ pub fn parse_response(
     if status == "504" {
         return Err(Fallback::new(
             FallbackKind::Timeout,
-            format!("embeddings service did not answer within {} ms", config.timeout_ms),
+            format!(
+                "embeddings service did not answer within {} ms",
+                config.timeout_ms
+            ),
         ));
     }
     if !status.starts_with('2') {
@@ -107,7 +113,10 @@ pub fn parse_response(
     if response.data.len() != inputs {
         return Err(Fallback::new(
             FallbackKind::Malformed,
-            format!("embeddings response has {} vectors for {inputs} inputs", response.data.len()),
+            format!(
+                "embeddings response has {} vectors for {inputs} inputs",
+                response.data.len()
+            ),
         ));
     }
     let mut out: Vec<Option<Vec<f32>>> = vec![None; inputs];
@@ -140,9 +149,12 @@ pub fn parse_response(
             }
         }
     }
-    out.into_iter()
-        .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| Fallback::new(FallbackKind::Malformed, "embeddings response misses an index"))
+    out.into_iter().collect::<Option<Vec<_>>>().ok_or_else(|| {
+        Fallback::new(
+            FallbackKind::Malformed,
+            "embeddings response misses an index",
+        )
+    })
 }
 
 /// Stored tool vectors of one namespace: by tool name, each with the hash of the text it was
@@ -174,7 +186,10 @@ impl VectorStore {
     /// Adds or replaces vectors.
     pub fn merge(&mut self, items: Vec<(String, u64, Vec<f32>)>) {
         for item in items {
-            match self.entries.binary_search_by(|(n, _, _)| n.as_str().cmp(&item.0)) {
+            match self
+                .entries
+                .binary_search_by(|(n, _, _)| n.as_str().cmp(&item.0))
+            {
                 Ok(i) => {
                     if let Some(slot) = self.entries.get_mut(i) {
                         *slot = item;
@@ -188,7 +203,13 @@ impl VectorStore {
     /// Binary: magic, then per entry: name length (u16), name, text hash (u64), dimensions
     /// (u16), f32 values; little-endian. JSON would triple the size of 10k×384 floats.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(4 + self.entries.iter().map(|(n, _, v)| n.len() + 12 + v.len() * 4).sum::<usize>());
+        let mut out = Vec::with_capacity(
+            4 + self
+                .entries
+                .iter()
+                .map(|(n, _, v)| n.len() + 12 + v.len() * 4)
+                .sum::<usize>(),
+        );
         out.extend_from_slice(MAGIC);
         for (name, hash, v) in &self.entries {
             out.extend_from_slice(&u16::try_from(name.len()).unwrap_or(0).to_le_bytes());
@@ -272,7 +293,13 @@ mod tests {
     use serde_json::value::RawValue;
 
     fn emb(dims: usize) -> EmbeddingsConfig {
-        match Config::parse(&format!(r#"{{"search":{{"embeddings":{{"cluster":"e","model_id":"m","dimensions":{dims}}}}}}}"#)).unwrap().search.embeddings {
+        match Config::parse(&format!(
+            r#"{{"search":{{"embeddings":{{"cluster":"e","model_id":"m","dimensions":{dims}}}}}}}"#
+        ))
+        .unwrap()
+        .search
+        .embeddings
+        {
             Some(e) => e,
             None => unreachable!(),
         }
@@ -285,9 +312,14 @@ mod tests {
 
     #[test]
     fn tool_text_is_words_name_about_and_arguments_capped() {
-        let t = tool(r#"{"name":"github_createIssue","title":"Create","description":"Open one.","inputSchema":{"properties":{"repo":{"description":"Repository"}}}}"#);
+        let t = tool(
+            r#"{"name":"github_createIssue","title":"Create","description":"Open one.","inputSchema":{"properties":{"repo":{"description":"Repository"}}}}"#,
+        );
         assert_eq!(tool_text(&t), "github create issue (github_createIssue): Create. Open one. Arguments: repo Repository");
-        let long = tool(&format!(r#"{{"name":"x","description":"{}"}}"#, "é".repeat(1500)));
+        let long = tool(&format!(
+            r#"{{"name":"x","description":"{}"}}"#,
+            "é".repeat(1500)
+        ));
         let text = tool_text(&long);
         assert!(text.len() <= MAX_TOOL_TEXT_BYTES && text.len() > 1990);
     }
@@ -295,27 +327,55 @@ mod tests {
     #[test]
     fn requests_and_responses() {
         let e = emb(2);
-        let body: serde_json::Value = serde_json::from_slice(&request_body(&e, &["a\"b".into()])).unwrap();
-        assert_eq!(body, serde_json::json!({"model":"m","input":["a\"b"],"encoding_format":"float"}));
-        assert_eq!(request_headers(&e)[2], (":authority".to_string(), "e".to_string()));
+        let body: serde_json::Value =
+            serde_json::from_slice(&request_body(&e, &["a\"b".into()])).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({"model":"m","input":["a\"b"],"encoding_format":"float"})
+        );
+        assert_eq!(
+            request_headers(&e)[2],
+            (":authority".to_string(), "e".to_string())
+        );
         let ok = br#"{"object":"list","data":[{"index":1,"embedding":[0,2]},{"index":0,"embedding":[3,4]}]}"#;
         let v = parse_response(&e, Some("200"), ok, 2).unwrap();
         assert_eq!(v, vec![vec![0.6, 0.8], vec![0.0, 1.0]]);
-        let kind = |status: Option<&str>, body: &[u8], n| parse_response(&e, status, body, n).unwrap_err().kind;
+        let kind = |status: Option<&str>, body: &[u8], n| {
+            parse_response(&e, status, body, n).unwrap_err().kind
+        };
         assert_eq!(kind(None, b"", 1), FallbackKind::Unavailable);
-        assert_eq!(kind(Some("504"), b"upstream request timeout", 1), FallbackKind::Timeout);
+        assert_eq!(
+            kind(Some("504"), b"upstream request timeout", 1),
+            FallbackKind::Timeout
+        );
         assert_eq!(kind(Some("500"), b"", 1), FallbackKind::Status);
         assert_eq!(kind(Some("200"), b"garbage", 1), FallbackKind::Malformed);
         assert_eq!(kind(Some("200"), ok, 3), FallbackKind::Malformed);
-        assert_eq!(kind(Some("200"), br#"{"data":[{"embedding":[1,2,3]}]}"#, 1), FallbackKind::Dimensions);
-        assert_eq!(kind(Some("200"), br#"{"data":[{"embedding":[0,0]}]}"#, 1), FallbackKind::Dimensions);
-        assert_eq!(kind(Some("200"), br#"{"data":[{"index":0,"embedding":[1,0]},{"index":0,"embedding":[1,0]}]}"#, 2), FallbackKind::Malformed);
+        assert_eq!(
+            kind(Some("200"), br#"{"data":[{"embedding":[1,2,3]}]}"#, 1),
+            FallbackKind::Dimensions
+        );
+        assert_eq!(
+            kind(Some("200"), br#"{"data":[{"embedding":[0,0]}]}"#, 1),
+            FallbackKind::Dimensions
+        );
+        assert_eq!(
+            kind(
+                Some("200"),
+                br#"{"data":[{"index":0,"embedding":[1,0]},{"index":0,"embedding":[1,0]}]}"#,
+                2
+            ),
+            FallbackKind::Malformed
+        );
     }
 
     #[test]
     fn store_round_trips_and_resolves_changed_texts() {
-        let config = Config::parse(r#"{"search":{"embeddings":{"cluster":"e","model_id":"m","dimensions":2}},
-            "tools":[{"name":"pre","embedding":[1,0]}]}"#).unwrap();
+        let config = Config::parse(
+            r#"{"search":{"embeddings":{"cluster":"e","model_id":"m","dimensions":2}},
+            "tools":[{"name":"pre","embedding":[1,0]}]}"#,
+        )
+        .unwrap();
         let catalog = Catalog::from_tools(vec![
             tool(r#"{"name":"a","description":"alpha"}"#),
             tool(r#"{"name":"b","description":"beta"}"#),
@@ -331,7 +391,10 @@ mod tests {
         let back = VectorStore::decode(&store.encode()).unwrap();
         assert_eq!(back, store);
         assert!(VectorStore::decode(b"nope").is_none());
-        assert!(VectorStore::decode(&store.encode()[..9]).is_none(), "truncated");
+        assert!(
+            VectorStore::decode(&store.encode()[..9]).is_none(),
+            "truncated"
+        );
         let (vectors, missing) = resolve(&index, &config, &back);
         assert_eq!(vectors.get(0), Some(&[0.0, 1.0][..]));
         assert_eq!(vectors.get(1), None, "stale hash: re-embed");
@@ -439,7 +502,11 @@ mod worker_tests {
         w.mark("ns");
         assert_eq!(w.pending(), ["ns"]);
         assert!(w.due(0));
-        w.sent(InFlight { token: 7, namespace: "ns".into(), items: vec![] });
+        w.sent(InFlight {
+            token: 7,
+            namespace: "ns".into(),
+            items: vec![],
+        });
         assert!(!w.due(0), "one batch at a time");
         assert!(w.take(8).is_none());
         assert!(w.take(7).is_some());

@@ -5,26 +5,26 @@
 //! convenience trait methods, which unwrap), and a failed hostcall degrades to "let the traffic
 //! through": a panic here would trap the VM and take the listener's filter chain down with it.
 
-use crate::catalog::{CatalogIndex, Tool};
+use crate::catalog::{CatalogIndex, Page, Tool};
 use crate::config::Config;
-use crate::store::{CatalogCache, SharedData, StoreError};
 use crate::config::{EmbeddingsConfig, Ranking};
 use crate::embeddings::{self, InFlight, Worker};
-use crate::search::Fallback;
-use crate::store;
-use crate::vector::ToolVectors;
-use std::time::{Duration, UNIX_EPOCH};
 use crate::policy::{Caller, IdentitySource};
+use crate::search::Fallback;
 use crate::search::FallbackKind;
+use crate::store;
+use crate::store::{CatalogCache, SharedData, StoreError};
 use crate::stream::{
     Env, Event, LocalReply, PassReason, RequestBodyAction, RequestHead, RequestHeadersAction,
     ResponseHeadersAction, Stream,
 };
+use crate::vector::ToolVectors;
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{Action, BufferType, ContextType, LogLevel, MapType, MetricType, Status};
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::time::{Duration, UNIX_EPOCH};
 
 /// The route metadata the filter reads its namespace from:
 /// `metadata.filter_metadata.mcp_tool_search.namespace` on the route.
@@ -215,7 +215,10 @@ fn now_ms() -> u64 {
 /// Sends an embeddings request through Envoy; the token identifies the answer.
 fn dispatch_embeddings(config: &EmbeddingsConfig, texts: &[String]) -> Result<u32, String> {
     let headers = embeddings::request_headers(config);
-    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let headers: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
     let body = embeddings::request_body(config, texts);
     hostcalls::dispatch_http_call(
         &config.cluster,
@@ -224,7 +227,12 @@ fn dispatch_embeddings(config: &EmbeddingsConfig, texts: &[String]) -> Result<u3
         Vec::new(),
         Duration::from_millis(config.timeout_ms),
     )
-    .map_err(|status| format!("could not call embeddings cluster {:?}: {status:?}", config.cluster))
+    .map_err(|status| {
+        format!(
+            "could not call embeddings cluster {:?}: {status:?}",
+            config.cluster
+        )
+    })
 }
 
 /// The answer to a dispatched call: its `:status` (if any) and body.
@@ -299,7 +307,13 @@ impl Root {
 }
 
 impl Context for Root {
-    fn on_http_call_response(&mut self, token: u32, _headers: usize, body_size: usize, _trailers: usize) {
+    fn on_http_call_response(
+        &mut self,
+        token: u32,
+        _headers: usize,
+        body_size: usize,
+        _trailers: usize,
+    ) {
         let Some(plugin) = self.plugin.as_ref() else {
             return;
         };
@@ -333,7 +347,11 @@ impl Context for Root {
                 let backoff = worker.failed(now_ms());
                 plugin.metrics.record_embedding_failure();
                 plugin.embedding_failed(&fallback.reason);
-                log::warn!("embedding {:?} failed ({}); retrying in {backoff} ms", batch.namespace, fallback.reason);
+                log::warn!(
+                    "embedding {:?} failed ({}); retrying in {backoff} ms",
+                    batch.namespace,
+                    fallback.reason
+                );
             }
         }
     }
@@ -465,20 +483,25 @@ impl Http {
             return Caller::anonymous();
         };
         match &policy.identity {
-            IdentitySource::Header { header: name, claim } => header(MapType::HttpRequestHeaders, name)
+            IdentitySource::Header {
+                header: name,
+                claim,
+            } => header(MapType::HttpRequestHeaders, name)
                 .map(|v| Caller::from_header(claim, &v))
                 .unwrap_or_default(),
             IdentitySource::JwtHeader { header: name } => header(MapType::HttpRequestHeaders, name)
                 .map(|v| Caller::from_base64url_json(&v))
                 .unwrap_or_default(),
-            IdentitySource::JwtMetadata { filter, key } => hostcalls::get_property(vec!["metadata"])
-                .ok()
-                .flatten()
-                .and_then(|bytes| crate::proto::filter_metadata(&bytes, filter))
-                .and_then(|v| v.get(key.as_str()).cloned())
-                .filter(serde_json::Value::is_object)
-                .map(Caller::from_payload)
-                .unwrap_or_default(),
+            IdentitySource::JwtMetadata { filter, key } => {
+                hostcalls::get_property(vec!["metadata"])
+                    .ok()
+                    .flatten()
+                    .and_then(|bytes| crate::proto::filter_metadata(&bytes, filter))
+                    .and_then(|v| v.get(key.as_str()).cloned())
+                    .filter(serde_json::Value::is_object)
+                    .map(Caller::from_payload)
+                    .unwrap_or_default()
+            }
         }
     }
 
@@ -507,7 +530,8 @@ impl Http {
                 // The response will be rewritten: it must come back uncompressed. (Headers held
                 // by `hold_request_headers` can still change here.)
                 if strip_accept_encoding && self.plugin.config.hold_request_headers {
-                    let _ = hostcalls::remove_map_value(MapType::HttpRequestHeaders, "accept-encoding");
+                    let _ =
+                        hostcalls::remove_map_value(MapType::HttpRequestHeaders, "accept-encoding");
                 }
                 Action::Continue
             }
@@ -516,9 +540,17 @@ impl Http {
                 replace_body(BufferType::HttpRequestBody, body_size, &body, &self.plugin);
                 if self.plugin.config.hold_request_headers {
                     let length = body.len().to_string();
-                    let _ = hostcalls::set_map_value(MapType::HttpRequestHeaders, "content-length", Some(&length));
+                    let _ = hostcalls::set_map_value(
+                        MapType::HttpRequestHeaders,
+                        "content-length",
+                        Some(&length),
+                    );
                     if let Some(name) = mcp_name {
-                        let _ = hostcalls::set_map_value(MapType::HttpRequestHeaders, "mcp-name", Some(&name));
+                        let _ = hostcalls::set_map_value(
+                            MapType::HttpRequestHeaders,
+                            "mcp-name",
+                            Some(&name),
+                        );
                     }
                 }
                 Action::Continue
@@ -594,7 +626,9 @@ impl Env for HostEnv {
         self.plugin.config.search.embeddings.as_ref()?;
         let mut cache = self.plugin.cache.try_borrow_mut().ok()?;
         // Vectors are resolved against the cached index (the same Rc a search holds).
-        let shared_index = cache.index(&HostSharedData, &index.namespace, &self.plugin.config).ok()?;
+        let shared_index = cache
+            .index(&HostSharedData, &index.namespace, &self.plugin.config)
+            .ok()?;
         let (vectors, missing) = cache
             .vectors(&HostSharedData, &shared_index, &self.plugin.config)
             .ok()?;
@@ -607,15 +641,19 @@ impl Env for HostEnv {
     }
 
     fn embeddings_degraded(&mut self) -> Option<String> {
-        self.plugin.degraded.try_borrow().ok().and_then(|d| d.clone())
+        self.plugin
+            .degraded
+            .try_borrow()
+            .ok()
+            .and_then(|d| d.clone())
     }
 
-    fn learn(&mut self, page: &[Tool], complete: bool) -> Result<bool, StoreError> {
+    fn learn(&mut self, page: &[Tool], at: Page) -> Result<bool, StoreError> {
         self.plugin
             .cache
             .try_borrow_mut()
             .map_err(|_| StoreError::Host("catalog cache busy".into()))?
-            .learn(&HostSharedData, &self.namespace, page, complete)
+            .learn(&HostSharedData, &self.namespace, page, at)
             .inspect(|_| {
                 if self.plugin.config.search.embeddings.is_some() {
                     if let Ok(mut worker) = self.plugin.worker.try_borrow_mut() {
@@ -635,7 +673,13 @@ impl Env for HostEnv {
 }
 
 impl Context for Http {
-    fn on_http_call_response(&mut self, token: u32, _headers: usize, body_size: usize, _trailers: usize) {
+    fn on_http_call_response(
+        &mut self,
+        token: u32,
+        _headers: usize,
+        body_size: usize,
+        _trailers: usize,
+    ) {
         let Some((expected, inputs, request_size)) = self.query_call.take() else {
             return;
         };
@@ -686,10 +730,12 @@ impl HttpContext for Http {
                 drop_content_length,
             } => {
                 if strip_accept_encoding {
-                    let _ = hostcalls::remove_map_value(MapType::HttpRequestHeaders, "accept-encoding");
+                    let _ =
+                        hostcalls::remove_map_value(MapType::HttpRequestHeaders, "accept-encoding");
                 }
                 if drop_content_length {
-                    let _ = hostcalls::remove_map_value(MapType::HttpRequestHeaders, "content-length");
+                    let _ =
+                        hostcalls::remove_map_value(MapType::HttpRequestHeaders, "content-length");
                 }
                 if hold {
                     Action::Pause
@@ -743,6 +789,14 @@ impl HttpContext for Http {
         if action != ResponseHeadersAction::Continue {
             // The body's length changes; headers can only change in this callback.
             let _ = hostcalls::remove_map_value(MapType::HttpResponseHeaders, "content-length");
+        }
+        if action == ResponseHeadersAction::Refuse {
+            let _ = hostcalls::remove_map_value(MapType::HttpResponseHeaders, "content-encoding");
+            let _ = hostcalls::set_map_value(
+                MapType::HttpResponseHeaders,
+                "content-type",
+                Some("application/json"),
+            );
         }
         Action::Continue
     }

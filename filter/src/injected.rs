@@ -67,8 +67,15 @@ fn definition(name: &str, title: &str, description: &str, schema: &str, read_onl
 
 /// The injected tools for a listing, in order. `hidden`: the progressive tools the caller may
 /// use (sorted); `groups`: the caller's groups (sorted).
-pub fn definitions(config: &Config, hidden: &[&str], groups: &[String]) -> Vec<String> {
-    let mut out = vec![search_definition(config, hidden, groups)];
+/// `complete`: whether `hidden` is every hidden tool (else the count is a lower bound, while
+/// the pages of a first listing are still being learned).
+pub fn definitions(
+    config: &Config,
+    hidden: &[&str],
+    groups: &[String],
+    complete: bool,
+) -> Vec<String> {
+    let mut out = vec![search_definition(config, hidden, groups, complete)];
     if groups.len() > 1 {
         out.push(definition(
             LIST_GROUPS,
@@ -106,15 +113,21 @@ pub fn definitions(config: &Config, hidden: &[&str], groups: &[String]) -> Vec<S
     out
 }
 
-fn search_definition(config: &Config, hidden: &[&str], groups: &[String]) -> String {
+fn search_definition(
+    config: &Config,
+    hidden: &[&str],
+    groups: &[String],
+    complete: bool,
+) -> String {
     let max = config.search.max_allowable_results;
     let summary = config.search.result_format == ResultFormat::Summary;
     let mut description = format!(
-        "Search the tools of this server by what you want to do. {} more tools are available \
+        "Search the tools of this server by what you want to do. {}{} more tools are available \
          than the ones listed; they are not listed to save context. Call this tool with a short \
          description of the task (for example \"create a calendar event\") or a tool's exact \
          name; it returns {}, best first. Then call the tool you need by its name, with \
          arguments that match its inputSchema.",
+        if complete { "" } else { "At least " },
         hidden.len(),
         if summary {
             "one line per matching tool (use describe_tool for full definitions)"
@@ -152,7 +165,13 @@ fn search_definition(config: &Config, hidden: &[&str], groups: &[String]) -> Str
          \"description\":\"How many matching tools to skip, to page through a long match (default 0).\"}}{group}}},\
          \"required\":[\"query\"]}}"
     );
-    definition(&config.search.tool_name, "Search tools", &description, &schema, true)
+    definition(
+        &config.search.tool_name,
+        "Search tools",
+        &description,
+        &schema,
+        true,
+    )
 }
 
 /// Validated arguments of a search call.
@@ -184,7 +203,12 @@ fn optional_string(args: &Map<String, Value>, key: &str) -> Result<Option<String
     }
 }
 
-fn optional_integer(args: &Map<String, Value>, key: &str, min: i64, max: Option<i64>) -> Result<Option<i64>, String> {
+fn optional_integer(
+    args: &Map<String, Value>,
+    key: &str,
+    min: i64,
+    max: Option<i64>,
+) -> Result<Option<i64>, String> {
     let range = match max {
         Some(max) => format!("an integer from {min} to {max}"),
         None => format!("an integer of at least {min}"),
@@ -226,7 +250,14 @@ pub fn parse_search(arguments: Option<&RawValue>, config: &Config) -> Result<Sea
     let limit = match optional_integer(&args, "limit", 1, Some(max)) {
         Ok(l) => l.map_or(max, |l| l.min(max)),
         // Above the maximum is clamped, not refused (the model asked for "many").
-        Err(_) if args.get("limit").and_then(Value::as_i64).is_some_and(|l| l > max) => max,
+        Err(_)
+            if args
+                .get("limit")
+                .and_then(Value::as_i64)
+                .is_some_and(|l| l > max) =>
+        {
+            max
+        }
         Err(e) => return Err(e),
     };
     let offset = optional_integer(&args, "offset", 0, None)?.unwrap_or(0);
@@ -270,16 +301,24 @@ pub fn parse_call(arguments: Option<&RawValue>) -> Result<(String, Option<Box<Ra
         arguments: Option<Box<RawValue>>,
     }
     let raw = arguments.map(RawValue::get).unwrap_or("{}");
-    let call: Call = serde_json::from_str(raw)
-        .map_err(|_| "Arguments must be {\"name\": \"tool name\", \"arguments\": {...}}.".to_string())?;
+    let call: Call = serde_json::from_str(raw).map_err(|_| {
+        "Arguments must be {\"name\": \"tool name\", \"arguments\": {...}}.".to_string()
+    })?;
     let name = match call.name {
         Some(Value::String(n)) if !n.trim().is_empty() => n.trim().to_string(),
-        _ => return Err("Missing required argument `name`: the exact name of the tool to call.".to_string()),
+        _ => {
+            return Err(
+                "Missing required argument `name`: the exact name of the tool to call.".to_string(),
+            )
+        }
     };
     if let Some(a) = &call.arguments {
         let t = a.get().trim_start();
         if !t.starts_with('{') && t != "null" {
-            return Err("Argument `arguments` must be an object matching the tool's inputSchema.".to_string());
+            return Err(
+                "Argument `arguments` must be an object matching the tool's inputSchema."
+                    .to_string(),
+            );
         }
     }
     Ok((name, call.arguments))
@@ -315,7 +354,11 @@ pub fn search_result(config: &Config, query: &Query, ranked: &Ranked<'_>, modern
     let more = ranked.matches > last;
     let texts: Vec<String> = match config.search.result_format {
         ResultFormat::Definitions => {
-            let mut note = format!("{} of {} matching tools", ranked.found.len(), ranked.matches);
+            let mut note = format!(
+                "{} of {} matching tools",
+                ranked.found.len(),
+                ranked.matches
+            );
             if !ranked.found.is_empty() {
                 note.push_str(&format!(" (results {first} to {last})"));
             }
@@ -427,7 +470,9 @@ fn first_sentence(description: &str) -> String {
         .char_indices()
         .find(|&(i, c)| {
             matches!(c, '.' | '!' | '?')
-                && text.get(i + 1..).is_none_or(|rest| rest.is_empty() || rest.starts_with(' '))
+                && text
+                    .get(i + 1..)
+                    .is_none_or(|rest| rest.is_empty() || rest.starts_with(' '))
         })
         .map(|(i, c)| i + c.len_utf8());
     match end {
@@ -511,7 +556,7 @@ mod tests {
         let config = Config::default();
         let names: Vec<String> = (0..300).map(|i| format!("t{i:03}")).collect();
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        let defs = definitions(&config, &refs, &["only".to_string()]);
+        let defs = definitions(&config, &refs, &["only".to_string()], true);
         assert_eq!(defs.len(), 1, "one group: no list_tool_groups");
         let def: Value = serde_json::from_str(&defs[0]).unwrap();
         assert_eq!(def["name"], "tool_search");
@@ -524,13 +569,31 @@ mod tests {
         let d = def["description"].as_str().unwrap();
         assert!(d.contains("t000, t001") && d.contains("t255") && !d.contains("t256"));
         assert!(d.contains("(and 44 more)"));
+        assert!(d.contains("do. 300 more tools"));
+        let partial: Value =
+            serde_json::from_str(&definitions(&config, &refs, &[], false)[0]).unwrap();
+        assert!(partial["description"]
+            .as_str()
+            .unwrap()
+            .contains("do. At least 300 more tools"));
         let groups = vec!["github".to_string(), "slack".to_string()];
         let summary = Config::parse(r#"{"search":{"result_format":"summary"}}"#).unwrap();
-        let defs = definitions(&summary, &refs, &groups);
-        let names: Vec<String> = defs.iter().map(|d| serde_json::from_str::<Value>(d).unwrap()["name"].as_str().unwrap().to_string()).collect();
+        let defs = definitions(&summary, &refs, &groups, false);
+        let names: Vec<String> = defs
+            .iter()
+            .map(|d| {
+                serde_json::from_str::<Value>(d).unwrap()["name"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
         assert_eq!(names, ["tool_search", LIST_GROUPS, DESCRIBE, CALL]);
         let search: Value = serde_json::from_str(&defs[0]).unwrap();
-        assert_eq!(search["inputSchema"]["properties"]["group"]["enum"], serde_json::json!(["github", "slack"]));
+        assert_eq!(
+            search["inputSchema"]["properties"]["group"]["enum"],
+            serde_json::json!(["github", "slack"])
+        );
         for d in &defs {
             let v: Value = serde_json::from_str(d).unwrap();
             assert_eq!(v["annotations"]["readOnlyHint"], v["name"] != CALL);
@@ -541,18 +604,50 @@ mod tests {
     #[test]
     fn argument_rules() {
         let a = args(r#"{"query":" refund ","limit":3,"offset":5,"group":"stripe"}"#).unwrap();
-        assert_eq!(a.query, Query { text: "refund".into(), limit: 3, offset: 5, group: Some("stripe".into()) });
-        assert_eq!(args(r#"{"query":"x","limit":99}"#).unwrap().query.limit, 5, "clamped");
-        assert_eq!(args(r#"{"query":"x","namespace":"a"}"#).unwrap().namespace.as_deref(), Some("a"));
-        assert!(args(r#"{}"#).unwrap_err().contains("Missing required argument `query`"));
+        assert_eq!(
+            a.query,
+            Query {
+                text: "refund".into(),
+                limit: 3,
+                offset: 5,
+                group: Some("stripe".into())
+            }
+        );
+        assert_eq!(
+            args(r#"{"query":"x","limit":99}"#).unwrap().query.limit,
+            5,
+            "clamped"
+        );
+        assert_eq!(
+            args(r#"{"query":"x","namespace":"a"}"#)
+                .unwrap()
+                .namespace
+                .as_deref(),
+            Some("a")
+        );
+        assert!(args(r#"{}"#)
+            .unwrap_err()
+            .contains("Missing required argument `query`"));
         assert!(args(r#"{"query":"  "}"#).unwrap_err().contains("empty"));
-        assert!(args(r#"{"query":5}"#).unwrap_err().contains("must be a string"));
-        assert!(args(&format!(r#"{{"query":"{}"}}"#, "a".repeat(501))).unwrap_err().contains("501 characters"));
+        assert!(args(r#"{"query":5}"#)
+            .unwrap_err()
+            .contains("must be a string"));
+        assert!(args(&format!(r#"{{"query":"{}"}}"#, "a".repeat(501)))
+            .unwrap_err()
+            .contains("501 characters"));
         assert!(args(&format!(r#"{{"query":"{}"}}"#, "é".repeat(500))).is_ok());
-        assert!(args(r#"{"query":"x","limit":2.5}"#).unwrap_err().contains("integer"));
-        assert!(args(r#"{"query":"x","limit":"3"}"#).unwrap_err().contains("integer"));
-        assert!(args(r#"{"query":"x","limit":0}"#).unwrap_err().contains("from 1 to 5"));
-        assert!(args(r#"{"query":"x","offset":-1}"#).unwrap_err().contains("at least 0"));
+        assert!(args(r#"{"query":"x","limit":2.5}"#)
+            .unwrap_err()
+            .contains("integer"));
+        assert!(args(r#"{"query":"x","limit":"3"}"#)
+            .unwrap_err()
+            .contains("integer"));
+        assert!(args(r#"{"query":"x","limit":0}"#)
+            .unwrap_err()
+            .contains("from 1 to 5"));
+        assert!(args(r#"{"query":"x","offset":-1}"#)
+            .unwrap_err()
+            .contains("at least 0"));
         assert!(args(r#"[1]"#).unwrap_err().contains("must be an object"));
         assert!(parse_search(None, &Config::default()).is_err());
     }
@@ -560,36 +655,73 @@ mod tests {
     #[test]
     fn describe_and_call_arguments() {
         let raw = |s: &str| -> Box<RawValue> { serde_json::from_str(s).unwrap() };
-        assert_eq!(parse_describe(Some(&raw(r#"{"names":["a","b"]}"#))).unwrap(), ["a", "b"]);
+        assert_eq!(
+            parse_describe(Some(&raw(r#"{"names":["a","b"]}"#))).unwrap(),
+            ["a", "b"]
+        );
         assert!(parse_describe(Some(&raw(r#"{"names":[]}"#))).is_err());
         assert!(parse_describe(Some(&raw(r#"{"names":[1]}"#))).is_err());
         let (name, a) = parse_call(Some(&raw(r#"{"name":"x","arguments":{"k": 1}}"#))).unwrap();
         assert_eq!((name.as_str(), a.unwrap().get()), ("x", r#"{"k": 1}"#));
-        assert!(parse_call(Some(&raw(r#"{"arguments":{}}"#))).unwrap_err().contains("`name`"));
-        assert!(parse_call(Some(&raw(r#"{"name":"x","arguments":[1]}"#))).unwrap_err().contains("object"));
+        assert!(parse_call(Some(&raw(r#"{"arguments":{}}"#)))
+            .unwrap_err()
+            .contains("`name`"));
+        assert!(parse_call(Some(&raw(r#"{"name":"x","arguments":[1]}"#)))
+            .unwrap_err()
+            .contains("object"));
     }
 
     fn ranked<'a>(tools: &'a [Tool], matches: usize) -> Ranked<'a> {
         Ranked {
-            found: tools.iter().map(|tool| Found { tool, score: 1.0 }).collect(),
+            found: tools
+                .iter()
+                .map(|tool| Found { tool, score: 1.0 })
+                .collect(),
             matches,
             candidates: 300,
             strategy: Ranking::Bm25,
-            fallback: Some(crate::search::Fallback::new(crate::search::FallbackKind::Timeout, "embeddings service timed out")),
+            fallback: Some(crate::search::Fallback::new(
+                crate::search::FallbackKind::Timeout,
+                "embeddings service timed out",
+            )),
         }
     }
 
     #[test]
     fn definitions_result_with_paging_note_and_meta() {
         let tools = [tool(r#"{"name":"a", "description":"x"}"#)];
-        let query = Query { text: "q".into(), limit: 1, offset: 0, group: None };
-        let r: Value = serde_json::from_str(&search_result(&Config::default(), &query, &ranked(&tools, 3), true)).unwrap();
-        assert_eq!(r["content"][0]["text"], r#"[{"name":"a", "description":"x"}]"#);
-        assert_eq!(r["content"][1]["text"], "1 of 3 matching tools (results 1 to 1); call again with offset 1 for more.");
+        let query = Query {
+            text: "q".into(),
+            limit: 1,
+            offset: 0,
+            group: None,
+        };
+        let r: Value = serde_json::from_str(&search_result(
+            &Config::default(),
+            &query,
+            &ranked(&tools, 3),
+            true,
+        ))
+        .unwrap();
+        assert_eq!(
+            r["content"][0]["text"],
+            r#"[{"name":"a", "description":"x"}]"#
+        );
+        assert_eq!(
+            r["content"][1]["text"],
+            "1 of 3 matching tools (results 1 to 1); call again with offset 1 for more."
+        );
         let m = &r["_meta"]["mcp-tool-search/search"];
         assert_eq!(m["strategy"], "bm25");
         assert_eq!(m["fallback"]["reason"], "embeddings service timed out");
-        assert_eq!((m["candidates"].as_u64(), m["matches"].as_u64(), m["returned"].as_u64()), (Some(300), Some(3), Some(1)));
+        assert_eq!(
+            (
+                m["candidates"].as_u64(),
+                m["matches"].as_u64(),
+                m["returned"].as_u64()
+            ),
+            (Some(300), Some(3), Some(1))
+        );
         assert_eq!(r["resultType"], "complete");
         let e: Value = serde_json::from_str(&error_result("bad \"q\"", false)).unwrap();
         assert_eq!(e["isError"], true);
@@ -600,29 +732,55 @@ mod tests {
     fn summary_lines() {
         let config = Config::parse(r#"{"search":{"result_format":"summary"}}"#).unwrap();
         let tools = [
-            tool(r#"{"name":"stripe_refund_charge","description":"Refund a charge. Partial refunds too.","inputSchema":{"type":"object","required":["charge_id","amount"]}}"#),
-            tool(r#"{"name":"stripe_get_charge","description":"Get a charge by ID","annotations":{"readOnlyHint":true}}"#),
+            tool(
+                r#"{"name":"stripe_refund_charge","description":"Refund a charge. Partial refunds too.","inputSchema":{"type":"object","required":["charge_id","amount"]}}"#,
+            ),
+            tool(
+                r#"{"name":"stripe_get_charge","description":"Get a charge by ID","annotations":{"readOnlyHint":true}}"#,
+            ),
         ];
-        let query = Query { text: "refund".into(), limit: 2, offset: 0, group: None };
-        let r: Value = serde_json::from_str(&search_result(&config, &query, &ranked(&tools, 7), false)).unwrap();
+        let query = Query {
+            text: "refund".into(),
+            limit: 2,
+            offset: 0,
+            group: None,
+        };
+        let r: Value =
+            serde_json::from_str(&search_result(&config, &query, &ranked(&tools, 7), false))
+                .unwrap();
         let text = r["content"][0]["text"].as_str().unwrap();
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], "7 tools of 300 match \"refund\" (showing 1 to 2):");
+        assert_eq!(
+            lines[0],
+            "7 tools of 300 match \"refund\" (showing 1 to 2):"
+        );
         assert_eq!(lines[1], "stripe_refund_charge · Refund a charge. · requires: charge_id, amount · asks the user first");
         assert_eq!(lines[2], "stripe_get_charge · Get a charge by ID");
-        assert!(lines[3].starts_with("Next: call describe_tool") && lines[3].ends_with("again with offset 2."));
+        assert!(
+            lines[3].starts_with("Next: call describe_tool")
+                && lines[3].ends_with("again with offset 2.")
+        );
         assert_eq!(first_sentence("v1.2 is out. Yes"), "v1.2 is out.");
     }
 
     #[test]
     fn groups_and_describe_results() {
-        let g: Value = serde_json::from_str(&groups_result(&[("github".into(), 3), ("slack".into(), 1)], false)).unwrap();
-        assert_eq!(g["content"][0]["text"], r#"[{"group":"github","tools":3},{"group":"slack","tools":1}]"#);
+        let g: Value = serde_json::from_str(&groups_result(
+            &[("github".into(), 3), ("slack".into(), 1)],
+            false,
+        ))
+        .unwrap();
+        assert_eq!(
+            g["content"][0]["text"],
+            r#"[{"group":"github","tools":3},{"group":"slack","tools":1}]"#
+        );
         let t = tool(r#"{"name":"a"}"#);
-        let d: Value = serde_json::from_str(&describe_result(&[&t], &["zz".into()], false)).unwrap();
+        let d: Value =
+            serde_json::from_str(&describe_result(&[&t], &["zz".into()], false)).unwrap();
         assert_eq!(d["content"][0]["text"], r#"[{"name":"a"}]"#);
         assert_eq!(d["content"][1]["text"], "Not available: zz.");
-        let none: Value = serde_json::from_str(&describe_result(&[], &["zz".into()], false)).unwrap();
+        let none: Value =
+            serde_json::from_str(&describe_result(&[], &["zz".into()], false)).unwrap();
         assert_eq!(none["isError"], true);
     }
 }

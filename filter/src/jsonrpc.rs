@@ -187,6 +187,7 @@ pub fn error_response(id: Option<&RawValue>, code: i64, message: &str) -> String
 
 pub const INVALID_PARAMS: i64 = -32602;
 pub const INVALID_REQUEST: i64 = -32600;
+pub const INTERNAL_ERROR: i64 = -32603;
 
 #[cfg(test)]
 mod tests {

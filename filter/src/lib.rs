@@ -9,10 +9,10 @@ pub mod config;
 pub mod fnv;
 pub mod glob;
 pub mod glue;
+pub mod injected;
 pub mod json;
 pub mod jsonrpc;
 pub mod rewrite;
-pub mod injected;
 pub mod sse;
 pub mod stem;
 pub mod store;
@@ -23,8 +23,8 @@ pub mod tokenizer;
 proxy_wasm::main! {{
     glue::start();
 }}
-pub mod policy;
-pub mod vector;
-pub mod search;
-pub mod proto;
 pub mod embeddings;
+pub mod policy;
+pub mod proto;
+pub mod search;
+pub mod vector;

@@ -217,12 +217,22 @@ fn parse_identity(value: &Value) -> Result<IdentitySource, ConfigError> {
         },
         Some("jwt_header") => IdentitySource::JwtHeader {
             header: field(&mut obj, "header")?
-                .ok_or_else(|| ConfigError::missing("authorization.identity.header", "the header jwt_authn's forward_payload_header names"))?
+                .ok_or_else(|| {
+                    ConfigError::missing(
+                        "authorization.identity.header",
+                        "the header jwt_authn's forward_payload_header names",
+                    )
+                })?
                 .to_ascii_lowercase(),
         },
         Some("header") => IdentitySource::Header {
             header: field(&mut obj, "header")?
-                .ok_or_else(|| ConfigError::missing("authorization.identity.header", "a request header name such as \"x-user-roles\""))?
+                .ok_or_else(|| {
+                    ConfigError::missing(
+                        "authorization.identity.header",
+                        "a request header name such as \"x-user-roles\"",
+                    )
+                })?
                 .to_ascii_lowercase(),
             claim: field(&mut obj, "claim")?.unwrap_or_else(|| "roles".to_string()),
         },
@@ -242,11 +252,21 @@ fn parse_rule(path: &str, value: &Value) -> Result<Rule, ConfigError> {
     let mut obj = Object::new(path, value)?;
     let claim = match obj.take("claim") {
         Some(v) => non_empty_string(&format!("{path}.claim"), v)?,
-        None => return Err(ConfigError::missing(&format!("{path}.claim"), "a claim name such as \"roles\", \"scope\", \"groups\" or \"sub\"")),
+        None => {
+            return Err(ConfigError::missing(
+                &format!("{path}.claim"),
+                "a claim name such as \"roles\", \"scope\", \"groups\" or \"sub\"",
+            ))
+        }
     };
     let values = match obj.take("values") {
         Some(v) => string_list(&format!("{path}.values"), v)?,
-        None => return Err(ConfigError::missing(&format!("{path}.values"), "the claim values this rule applies to, or [\"*\"]")),
+        None => {
+            return Err(ConfigError::missing(
+                &format!("{path}.values"),
+                "the claim values this rule applies to, or [\"*\"]",
+            ))
+        }
     };
     let globs = |obj: &mut Object, key: &'static str| -> Result<Vec<Glob>, ConfigError> {
         Ok(match obj.take(key) {
@@ -312,18 +332,33 @@ mod tests {
         let c = Caller::from_base64url_json("eyJzdWIiOiJ4IiwicmVhbG0iOnsicm9sZXMiOlsicjEiXX19");
         assert_eq!(c.values("sub"), ["x"]);
         assert_eq!(c.values("realm.roles"), ["r1"]);
-        assert_eq!(Caller::from_base64url_json("not base64!").values("sub"), Vec::<String>::new());
-        assert_eq!(Caller::from_base64url_json("bnVsbA").values("sub"), Vec::<String>::new());
+        assert_eq!(
+            Caller::from_base64url_json("not base64!").values("sub"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            Caller::from_base64url_json("bnVsbA").values("sub"),
+            Vec::<String>::new()
+        );
     }
 
     #[test]
     fn config_errors() {
         let err = |v: Value| Policy::parse(&v).unwrap_err().to_string();
         assert!(err(json!({})).contains("`authorization.identity` is missing"));
-        assert!(err(json!({"identity":{"source":"cookie"}})).contains("`authorization.identity.source` is \"cookie\""));
-        assert!(err(json!({"identity":{"source":"header"}})).contains("`authorization.identity.header` is missing"));
-        assert!(err(json!({"identity":{"source":"header","header":"x"},"rules":[{"claim":"roles"}]})).contains("`authorization.rules[0].values` is missing"));
-        assert!(err(json!({"identity":{"source":"header","header":"x"},"default":"maybe"})).contains("`authorization.default` is \"maybe\""));
-        assert!(err(json!({"identity":{"source":"jwt_metadata","bogus":1}})).contains("`authorization.identity.bogus` is not known"));
+        assert!(err(json!({"identity":{"source":"cookie"}}))
+            .contains("`authorization.identity.source` is \"cookie\""));
+        assert!(err(json!({"identity":{"source":"header"}}))
+            .contains("`authorization.identity.header` is missing"));
+        assert!(err(
+            json!({"identity":{"source":"header","header":"x"},"rules":[{"claim":"roles"}]})
+        )
+        .contains("`authorization.rules[0].values` is missing"));
+        assert!(
+            err(json!({"identity":{"source":"header","header":"x"},"default":"maybe"}))
+                .contains("`authorization.default` is \"maybe\"")
+        );
+        assert!(err(json!({"identity":{"source":"jwt_metadata","bogus":1}}))
+            .contains("`authorization.identity.bogus` is not known"));
     }
 }

@@ -185,21 +185,40 @@ mod tests {
         exp.extend_from_slice(&17f64.to_bits().to_le_bytes());
         let ok = vec![4 << 3, 1];
         let mut payload = Vec::new();
-        for (k, v) in [("sub", string_value("u1")), ("roles", roles), ("exp", exp), ("ok", ok)] {
+        for (k, v) in [
+            ("sub", string_value("u1")),
+            ("roles", roles),
+            ("exp", exp),
+            ("ok", ok),
+        ] {
             bytes_field(1, &entry_of(k, &v), &mut payload);
         }
         // Struct {"jwt_payload": <payload as struct_value>}
         let mut payload_value = Vec::new();
         bytes_field(5, &payload, &mut payload_value);
         let mut filter_struct = Vec::new();
-        bytes_field(1, &entry_of("jwt_payload", &payload_value), &mut filter_struct);
+        bytes_field(
+            1,
+            &entry_of("jwt_payload", &payload_value),
+            &mut filter_struct,
+        );
         let mut metadata = Vec::new();
         bytes_field(1, &entry_of("other", &[]), &mut metadata);
-        bytes_field(1, &entry_of("envoy.filters.http.jwt_authn", &filter_struct), &mut metadata);
+        bytes_field(
+            1,
+            &entry_of("envoy.filters.http.jwt_authn", &filter_struct),
+            &mut metadata,
+        );
         let got = filter_metadata(&metadata, "envoy.filters.http.jwt_authn").unwrap();
-        assert_eq!(got, serde_json::json!({"jwt_payload": {"sub": "u1", "roles": ["a", "b"], "exp": 17, "ok": true}}));
+        assert_eq!(
+            got,
+            serde_json::json!({"jwt_payload": {"sub": "u1", "roles": ["a", "b"], "exp": 17, "ok": true}})
+        );
         assert!(filter_metadata(&metadata, "missing").is_none());
         assert!(filter_metadata(&[0xff, 0xff], "x").is_none());
-        assert!(filter_metadata(&[0x0a, 0x50, 1], "x").is_none(), "truncated");
+        assert!(
+            filter_metadata(&[0x0a, 0x50, 1], "x").is_none(),
+            "truncated"
+        );
     }
 }

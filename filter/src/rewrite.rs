@@ -2,7 +2,7 @@
 //! on the first page. Everything else in the message (other result fields such as
 //! `nextCursor`, `_meta`, `resultType`, and every byte of the tools that stay) is kept.
 
-use crate::catalog::Tool;
+use crate::catalog::{Page, Tool};
 use crate::config::{Config, DisclosureMode, Mode};
 use crate::injected;
 use crate::json::RawObject;
@@ -29,6 +29,8 @@ pub struct ListContext<'a> {
     pub allowed: &'a dyn Fn(&str) -> bool,
     /// Whether an authorization policy is configured (then even list mode filters).
     pub authorizing: bool,
+    /// Whether `known` is the whole list (a last page was learned).
+    pub known_complete: bool,
 }
 
 /// A rewritten message, and what it taught about the catalog.
@@ -38,8 +40,8 @@ pub struct Outcome {
     pub body: Option<Vec<u8>>,
     /// Every valid tool of the page(s), for the catalog.
     pub learned: Vec<Tool>,
-    /// The page is the whole list (first page, no `nextCursor`): it replaces the catalog.
-    pub complete: bool,
+    /// Where the page stands in its listing (for learning).
+    pub page: Page,
     pub hidden: usize,
     pub rewritten: usize,
     changed: bool,
@@ -147,20 +149,25 @@ fn rewrite_object(
         .known
         .iter()
         .map(String::as_str)
-        .chain(page.iter().filter_map(|(t, _)| t.as_ref().map(|t| t.name.as_str())))
+        .chain(
+            page.iter()
+                .filter_map(|(t, _)| t.as_ref().map(|t| t.name.as_str())),
+        )
         .filter(|n| (ctx.allowed)(n))
         .collect();
     usable.sort_unstable();
     usable.dedup();
     let config = ctx.config;
+    let whole_list_known = ctx.known_complete || (target.first_page && !has_next);
     let searching = match config.mode {
         Mode::Search => true,
         Mode::List => false,
-        Mode::Auto => usable.len() > config.search_threshold,
+        // Until the whole list has been seen its size is unknown: search, so that no page
+        // shows a different choice and every tool stays reachable.
+        Mode::Auto => !whole_list_known || usable.len() > config.search_threshold,
     };
-    let progressive = |name: &str| {
-        config.disclosure_mode(ctx.namespace, name) == DisclosureMode::Progressive
-    };
+    let progressive =
+        |name: &str| config.disclosure_mode(ctx.namespace, name) == DisclosureMode::Progressive;
 
     let mut kept: Vec<&str> = Vec::with_capacity(tools.len());
     for (tool, raw) in &page {
@@ -171,7 +178,9 @@ fn rewrite_object(
             _ => kept.push(raw),
         }
     }
-    outcome.learned.extend(page.iter().filter_map(|(t, _)| t.clone()));
+    outcome
+        .learned
+        .extend(page.iter().filter_map(|(t, _)| t.clone()));
     let hidden: Vec<&str> = usable.iter().copied().filter(|n| progressive(n)).collect();
     let injected = if searching && target.first_page && !hidden.is_empty() {
         let mut groups: Vec<String> = usable
@@ -180,11 +189,14 @@ fn rewrite_object(
             .collect();
         groups.sort_unstable();
         groups.dedup();
-        injected::definitions(config, &hidden, &groups)
+        injected::definitions(config, &hidden, &groups, whole_list_known)
     } else {
         Vec::new()
     };
-    outcome.complete |= target.first_page && !has_next;
+    outcome.page = Page {
+        first: target.first_page,
+        last: !has_next,
+    };
     outcome.rewritten += 1;
     if injected.is_empty() && outcome.hidden == 0 && !ctx.authorizing && !searching {
         // List mode with nobody to filter: the message goes on untouched.
@@ -281,6 +293,9 @@ impl SseRewriter {
             Vec::new()
         };
         for event in events {
+            if self.gave_up.is_none() && event.raw.len() > self.cap {
+                self.gave_up = Some(SseGiveUp::TooLarge);
+            }
             if self.gave_up.is_some() {
                 out.extend_from_slice(&event.raw);
                 continue;
@@ -321,6 +336,7 @@ mod tests {
             known: Vec::new(),
             allowed,
             authorizing: false,
+            known_complete: false,
         }
     }
 
@@ -343,7 +359,7 @@ mod tests {
         assert!(text.ends_with(r#"{"name":"get_a","description":"A", "inputSchema":{"type":"object"}},{"name":"get_c","x":[1, 2]}],"nextCursor":"abc","_meta":{"k":1}}}"#), "{text}");
         assert_eq!(out.hidden, 1);
         assert_eq!(out.learned.len(), 3);
-        assert!(!out.complete, "has nextCursor");
+        assert!(!out.page.last, "has nextCursor");
     }
 
     #[test]

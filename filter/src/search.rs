@@ -126,7 +126,13 @@ pub fn search<'a>(
     let bm25 = index.bm25.scores(&query.text);
     let raw = |doc: u32| bm25.get(doc as usize).copied().unwrap_or(0.0);
     let max_bm25 = candidates.iter().map(|&d| raw(d)).fold(0.0f32, f32::max);
-    let bm25_norm = |doc: u32| if max_bm25 > 0.0 { raw(doc) / max_bm25 } else { 0.0 };
+    let bm25_norm = |doc: u32| {
+        if max_bm25 > 0.0 {
+            raw(doc) / max_bm25
+        } else {
+            0.0
+        }
+    };
     let score: Box<dyn Fn(u32) -> f32> = match (&strategy, &cosines) {
         (Ranking::Vector, Some(c)) => Box::new(|doc| c.get(doc as usize).copied().unwrap_or(-1.0)),
         (Ranking::Hybrid, Some(c)) => {
@@ -145,10 +151,11 @@ pub fn search<'a>(
     };
 
     let wanted_name = query.text.trim();
-    let exact = candidates
-        .iter()
-        .copied()
-        .find(|&d| tools.get(d as usize).is_some_and(|t| t.name.eq_ignore_ascii_case(wanted_name)));
+    let exact = candidates.iter().copied().find(|&d| {
+        tools
+            .get(d as usize)
+            .is_some_and(|t| t.name.eq_ignore_ascii_case(wanted_name))
+    });
     let threshold = config.search.score_threshold;
     let matching: Vec<u32> = candidates
         .iter()
@@ -161,13 +168,29 @@ pub fn search<'a>(
 
     let name_of = |d: u32| tools.get(d as usize).map(|t| t.name.as_str()).unwrap_or("");
     let end = query.offset.saturating_add(query.limit);
-    let mut ordered: Vec<Hit> = exact.map(|doc| Hit { doc, score: score(doc) }).into_iter().collect();
-    ordered.extend(top_k(matching, &score, name_of, end.saturating_sub(ordered.len())));
+    let mut ordered: Vec<Hit> = exact
+        .map(|doc| Hit {
+            doc,
+            score: score(doc),
+        })
+        .into_iter()
+        .collect();
+    ordered.extend(top_k(
+        matching,
+        &score,
+        name_of,
+        end.saturating_sub(ordered.len()),
+    ));
     let found = ordered
         .into_iter()
         .skip(query.offset)
         .take(query.limit)
-        .filter_map(|h| tools.get(h.doc as usize).map(|tool| Found { tool, score: h.score }))
+        .filter_map(|h| {
+            tools.get(h.doc as usize).map(|tool| Found {
+                tool,
+                score: h.score,
+            })
+        })
         .collect();
     Ranked {
         found,
@@ -196,7 +219,10 @@ fn cosines_of(candidates: &[u32], v: &Vectors<'_>, len: usize) -> Result<Vec<f32
     if missing > 0 {
         return Err(Fallback::new(
             FallbackKind::NotEmbedded,
-            format!("{missing} of {} candidate tools have no vector yet", candidates.len()),
+            format!(
+                "{missing} of {} candidate tools have no vector yet",
+                candidates.len()
+            ),
         ));
     }
     Ok(out)
@@ -211,7 +237,8 @@ mod tests {
     fn index(config: &Config) -> CatalogIndex {
         let tool = |name: &str, d: &str| {
             let raw: Box<RawValue> =
-                serde_json::from_str(&format!(r#"{{"name":"{name}","description":"{d}"}}"#)).unwrap();
+                serde_json::from_str(&format!(r#"{{"name":"{name}","description":"{d}"}}"#))
+                    .unwrap();
             Tool::from_raw(&raw).unwrap()
         };
         let catalog = Catalog::from_tools(vec![
@@ -229,7 +256,12 @@ mod tests {
     }
 
     fn q(text: &str, limit: usize, offset: usize) -> Query {
-        Query { text: text.into(), limit, offset, group: None }
+        Query {
+            text: text.into(),
+            limit,
+            offset,
+            group: None,
+        }
     }
 
     fn names(r: &Ranked) -> Vec<String> {
@@ -250,7 +282,14 @@ mod tests {
         assert_eq!(seen.len(), 3);
         seen.sort();
         seen.dedup();
-        assert_eq!(seen, ["github_close_issue", "github_create_issue", "github_list_issues"]);
+        assert_eq!(
+            seen,
+            [
+                "github_close_issue",
+                "github_create_issue",
+                "github_list_issues"
+            ]
+        );
         let past = search(&idx, &config, &q("issue", 2, 10), &all, Err(off()));
         assert!(past.found.is_empty());
         assert_eq!(first.strategy, Ranking::Bm25);
@@ -258,10 +297,17 @@ mod tests {
 
     #[test]
     fn groups_authorization_and_threshold() {
-        let config = Config::parse(r#"{"group_separator":"_","search":{"score_threshold":0.5}}"#).unwrap();
+        let config =
+            Config::parse(r#"{"group_separator":"_","search":{"score_threshold":0.5}}"#).unwrap();
         let idx = index(&config);
         let no_stripe = |t: &Tool| !t.name.starts_with("stripe");
-        let r = search(&idx, &config, &q("refund charge", 5, 0), &no_stripe, Err(off()));
+        let r = search(
+            &idx,
+            &config,
+            &q("refund charge", 5, 0),
+            &no_stripe,
+            Err(off()),
+        );
         assert!(r.found.is_empty());
         let mut grouped = q("issue message", 5, 0);
         grouped.group = Some("slack".into());
@@ -275,20 +321,62 @@ mod tests {
         let config = Config::parse(r#"{"search":{"ranking":"vector","embeddings":{"cluster":"c","model_id":"m","dimensions":2}}}"#).unwrap();
         let idx = index(&config);
         // Catalog order: close, create, list, slack, stripe. Query vector points at slack.
-        let vecs: Vec<Vec<f32>> = vec![vec![1.0, 0.0], vec![0.8, 0.6], vec![0.6, 0.8], vec![0.0, 1.0], vec![-1.0, 0.0]];
+        let vecs: Vec<Vec<f32>> = vec![
+            vec![1.0, 0.0],
+            vec![0.8, 0.6],
+            vec![0.6, 0.8],
+            vec![0.0, 1.0],
+            vec![-1.0, 0.0],
+        ];
         let lookup = |i: usize| vecs.get(i).map(Vec::as_slice);
         let query = [0.0f32, 1.0];
-        let r = search(&idx, &config, &q("anything", 2, 0), &|_| true, Ok(Vectors { query: &query, tool: &lookup }));
+        let r = search(
+            &idx,
+            &config,
+            &q("anything", 2, 0),
+            &|_| true,
+            Ok(Vectors {
+                query: &query,
+                tool: &lookup,
+            }),
+        );
         assert_eq!(r.strategy, Ranking::Vector);
         assert_eq!(names(&r), ["slack_post_message", "github_list_issues"]);
         assert_eq!(r.matches, 5);
-        let partial = |i: usize| if i == 4 { None } else { vecs.get(i).map(Vec::as_slice) };
-        let r = search(&idx, &config, &q("refund", 2, 0), &|_| true, Ok(Vectors { query: &query, tool: &partial }));
+        let partial = |i: usize| {
+            if i == 4 {
+                None
+            } else {
+                vecs.get(i).map(Vec::as_slice)
+            }
+        };
+        let r = search(
+            &idx,
+            &config,
+            &q("refund", 2, 0),
+            &|_| true,
+            Ok(Vectors {
+                query: &query,
+                tool: &partial,
+            }),
+        );
         assert_eq!(r.strategy, Ranking::Bm25);
-        assert_eq!(r.fallback, Some(Fallback::new(FallbackKind::NotEmbedded, "1 of 5 candidate tools have no vector yet")));
+        assert_eq!(
+            r.fallback,
+            Some(Fallback::new(
+                FallbackKind::NotEmbedded,
+                "1 of 5 candidate tools have no vector yet"
+            ))
+        );
         assert_eq!(names(&r), ["stripe_refund_charge"]);
         let down = Fallback::new(FallbackKind::Status, "embeddings service answered 500");
-        let r = search(&idx, &config, &q("refund", 2, 0), &|_| true, Err(down.clone()));
+        let r = search(
+            &idx,
+            &config,
+            &q("refund", 2, 0),
+            &|_| true,
+            Err(down.clone()),
+        );
         assert_eq!(r.fallback, Some(down));
     }
 
@@ -296,7 +384,13 @@ mod tests {
     fn exact_name_first_even_under_threshold() {
         let config = Config::parse(r#"{"search":{"score_threshold":0.99}}"#).unwrap();
         let idx = index(&config);
-        let r = search(&idx, &config, &q("github_list_issues", 5, 0), &|_| true, Err(off()));
+        let r = search(
+            &idx,
+            &config,
+            &q("github_list_issues", 5, 0),
+            &|_| true,
+            Err(off()),
+        );
         assert_eq!(names(&r)[0], "github_list_issues");
     }
 }

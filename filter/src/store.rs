@@ -3,11 +3,11 @@
 //! `cas` token) is the one memory they share. A small version key lets a worker tell in one read
 //! whether its cached index is current; the catalog key holds the definitions.
 
-use crate::catalog::{Catalog, CatalogIndex, Tool};
+use crate::catalog::{Catalog, CatalogIndex, Page, Tool};
 use crate::config::Config;
 use crate::embeddings::{self, Missing, VectorStore};
-use crate::vector::ToolVectors;
 use crate::fnv::FnvHashMap;
+use crate::vector::ToolVectors;
 use std::fmt;
 use std::rc::Rc;
 
@@ -61,7 +61,9 @@ pub fn namespaces(shared: &dyn SharedData) -> Result<Vec<String>, StoreError> {
     let (data, _) = shared.get(NAMESPACES_KEY)?;
     match data {
         None => Ok(Vec::new()),
-        Some(bytes) => serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt(e.to_string())),
+        Some(bytes) => {
+            serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt(e.to_string()))
+        }
     }
 }
 
@@ -70,7 +72,9 @@ fn register_namespace(shared: &dyn SharedData, namespace: &str) -> Result<(), St
         let (data, cas) = shared.get(NAMESPACES_KEY)?;
         let mut all: Vec<String> = match data {
             None => Vec::new(),
-            Some(bytes) => serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+            Some(bytes) => {
+                serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt(e.to_string()))?
+            }
         };
         if all.iter().any(|n| n == namespace) {
             return Ok(());
@@ -145,14 +149,14 @@ impl CatalogCache {
         Ok(index)
     }
 
-    /// Learns the tools of a `tools/list` page; `complete` pages replace the catalog. Returns
+    /// Learns the tools of a `tools/list` page (a whole list replaces the catalog). Returns
     /// whether the shared catalog changed.
     pub fn learn(
         &mut self,
         shared: &dyn SharedData,
         namespace: &str,
         page: &[Tool],
-        complete: bool,
+        at: Page,
     ) -> Result<bool, StoreError> {
         let key = catalog_key(namespace);
         for _ in 0..MAX_CAS_RETRIES {
@@ -161,7 +165,7 @@ impl CatalogCache {
                 Some(bytes) => parse(&bytes)?,
                 None => Catalog::default(),
             };
-            let Some(next) = current.merged(page, complete) else {
+            let Some(next) = current.merged(page, at) else {
                 return Ok(false);
             };
             // Without a token the key does not exist yet; 0 asks the host for "no check",
@@ -335,22 +339,30 @@ mod tests {
             .catalog
             .is_empty());
         assert!(vm1
-            .learn(&shared, "ns", &[tool("a", "alpha")], false)
+            .learn(&shared, "ns", &[tool("a", "alpha")], Page::default())
             .unwrap());
         assert!(
-            !vm1.learn(&shared, "ns", &[tool("a", "alpha")], false)
+            !vm1.learn(&shared, "ns", &[tool("a", "alpha")], Page::default())
                 .unwrap(),
             "no change"
         );
         assert!(vm1
-            .learn(&shared, "ns", &[tool("b", "beta")], false)
+            .learn(&shared, "ns", &[tool("b", "beta")], Page::default())
             .unwrap());
         let index = vm2.index(&shared, "ns", &config).unwrap();
         assert_eq!(index.catalog.len(), 2);
         let again = vm2.index(&shared, "ns", &config).unwrap();
         assert!(Rc::ptr_eq(&index, &again), "cached while the version holds");
         assert!(vm1
-            .learn(&shared, "ns", &[tool("c", "gamma")], true)
+            .learn(
+                &shared,
+                "ns",
+                &[tool("c", "gamma")],
+                Page {
+                    first: true,
+                    last: true
+                }
+            )
             .unwrap());
         assert_eq!(vm2.index(&shared, "ns", &config).unwrap().catalog.len(), 1);
         assert!(vm2
@@ -393,7 +405,7 @@ mod tests {
         };
         let mut vm = CatalogCache::new();
         assert!(vm
-            .learn(&shared, "ns", &[tool("mine", "m")], false)
+            .learn(&shared, "ns", &[tool("mine", "m")], Page::default())
             .unwrap());
         let index = vm.index(&shared, "ns", &Config::default()).unwrap();
         let names: Vec<&str> = index
@@ -408,16 +420,34 @@ mod tests {
     #[test]
     fn vectors_are_shared_and_leases_exclusive() {
         let shared = MemorySharedData::default();
-        let config = Config::parse(r#"{"search":{"embeddings":{"cluster":"e","model_id":"m","dimensions":2}}}"#).unwrap();
+        let config = Config::parse(
+            r#"{"search":{"embeddings":{"cluster":"e","model_id":"m","dimensions":2}}}"#,
+        )
+        .unwrap();
         let mut vm1 = CatalogCache::new();
         let mut vm2 = CatalogCache::new();
-        vm1.learn(&shared, "ns", &[tool("a", "alpha"), tool("b", "beta")], true).unwrap();
+        vm1.learn(
+            &shared,
+            "ns",
+            &[tool("a", "alpha"), tool("b", "beta")],
+            Page {
+                first: true,
+                last: true,
+            },
+        )
+        .unwrap();
         let index = vm2.index(&shared, "ns", &config).unwrap();
         let (vectors, missing) = vm2.vectors(&shared, &index, &config).unwrap();
         assert_eq!((vectors.count(), missing.len()), (0, 2));
         let items = missing
             .iter()
-            .map(|(i, text)| (index.catalog.tools()[*i].name.clone(), embeddings::text_hash(text), vec![1.0, 0.0]))
+            .map(|(i, text)| {
+                (
+                    index.catalog.tools()[*i].name.clone(),
+                    embeddings::text_hash(text),
+                    vec![1.0, 0.0],
+                )
+            })
             .collect();
         store_vectors(&shared, "ns", items).unwrap();
         let index1 = vm1.index(&shared, "ns", &config).unwrap();
@@ -425,8 +455,14 @@ mod tests {
         assert_eq!((vectors.count(), missing.len()), (2, 0));
         assert!(take_lease(&shared, "ns", "vm1", 1000, 500).unwrap());
         assert!(!take_lease(&shared, "ns", "vm2", 1200, 500).unwrap());
-        assert!(take_lease(&shared, "ns", "vm1", 1200, 500).unwrap(), "renewal");
-        assert!(take_lease(&shared, "ns", "vm2", 1800, 500).unwrap(), "expired");
+        assert!(
+            take_lease(&shared, "ns", "vm1", 1200, 500).unwrap(),
+            "renewal"
+        );
+        assert!(
+            take_lease(&shared, "ns", "vm2", 1800, 500).unwrap(),
+            "expired"
+        );
     }
 
     #[test]

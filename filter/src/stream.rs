@@ -2,7 +2,7 @@
 //! proxy-wasm glue feeds it headers and bodies and carries out the actions it returns; tests
 //! feed it the same way, with no host at all.
 
-use crate::catalog::{CatalogIndex, Tool};
+use crate::catalog::{CatalogIndex, Page, Tool};
 use crate::config::{Config, Mode, Ranking};
 use crate::injected::{self, Injected};
 use crate::json::{self, RawObject};
@@ -72,7 +72,7 @@ pub trait Env {
     /// This stream's catalog namespace (route metadata, else the upstream cluster).
     fn namespace(&self) -> String;
     fn catalog_of(&mut self, namespace: &str) -> Result<Rc<CatalogIndex>, StoreError>;
-    fn learn(&mut self, page: &[Tool], complete: bool) -> Result<bool, StoreError>;
+    fn learn(&mut self, page: &[Tool], at: Page) -> Result<bool, StoreError>;
     /// Every namespace with a learned catalog.
     fn namespaces(&mut self) -> Vec<String>;
     /// The tool vectors known for a catalog (none without embeddings).
@@ -151,7 +151,9 @@ pub enum RequestBodyAction {
         mcp_name: Option<String>,
     },
     /// Embed these texts (one embeddings call), then call `on_query_embeddings`.
-    Embed { texts: Vec<String> },
+    Embed {
+        texts: Vec<String>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,6 +161,10 @@ pub enum ResponseHeadersAction {
     Continue,
     /// Remove `content-length`: the body goes through `on_response_chunk`.
     RewriteBody,
+    /// A list that cannot be filtered for this caller: remove `content-length` and
+    /// `content-encoding`, set `content-type: application/json`; the body (through
+    /// `on_response_chunk`) becomes a JSON-RPC error.
+    Refuse,
 }
 
 /// Requests larger than this are never a `tools/list` or a search: they go through unread
@@ -182,6 +188,9 @@ enum Phase {
     /// passes its buffer limit (1 MiB by default), long before our own cap.
     Json(Vec<u8>),
     Sse(SseRewriter),
+    /// Under authorization, a list that cannot be filtered is replaced by an error, never
+    /// passed on: `true` once the error has been sent (the rest is dropped).
+    Refuse(PassReason, bool),
     Done,
 }
 
@@ -252,7 +261,9 @@ impl Stream {
                 }
                 self.phase = Phase::SearchEndpointBody;
                 if end_of_stream {
-                    return RequestHeadersAction::Reply(bad_request("the body must be a JSON object with a \"query\""));
+                    return RequestHeadersAction::Reply(bad_request(
+                        "the body must be a JSON object with a \"query\"",
+                    ));
                 }
                 return RequestHeadersAction::ReadBody {
                     hold: config.hold_request_headers,
@@ -327,18 +338,30 @@ impl Stream {
         let endpoint = matches!(self.phase, Phase::SearchEndpointBody);
         self.phase = Phase::Done;
         if endpoint {
-            return Some(LocalReply::json(413, error_json("the search request body is too large")));
+            return Some(LocalReply::json(
+                413,
+                error_json("the search request body is too large"),
+            ));
         }
         config.authorization.as_ref().map(|_| {
             LocalReply::json(
                 413,
-                jsonrpc::error_response(None, jsonrpc::INVALID_REQUEST, "request too large to authorize"),
+                jsonrpc::error_response(
+                    None,
+                    jsonrpc::INVALID_REQUEST,
+                    "request too large to authorize",
+                ),
             )
         })
     }
 
     /// The whole request body.
-    pub fn on_request_body(&mut self, config: &Config, env: &mut dyn Env, body: &[u8]) -> RequestBodyAction {
+    pub fn on_request_body(
+        &mut self,
+        config: &Config,
+        env: &mut dyn Env,
+        body: &[u8],
+    ) -> RequestBodyAction {
         match std::mem::replace(&mut self.phase, Phase::Done) {
             Phase::SearchEndpointBody => self.on_search_endpoint(config, env, body),
             Phase::McpBody => self.on_mcp_body(config, env, body),
@@ -351,7 +374,12 @@ impl Stream {
         }
     }
 
-    fn on_mcp_body(&mut self, config: &Config, env: &mut dyn Env, body: &[u8]) -> RequestBodyAction {
+    fn on_mcp_body(
+        &mut self,
+        config: &Config,
+        env: &mut dyn Env,
+        body: &[u8],
+    ) -> RequestBodyAction {
         let pass = RequestBodyAction::Continue {
             strip_accept_encoding: false,
         };
@@ -369,6 +397,8 @@ impl Stream {
         let mut refused = 0;
         for m in incoming.messages() {
             match m.kind() {
+                // The kill switch: with nobody to filter for, lists are left completely alone.
+                Kind::ToolsList { .. } if !listing && config.authorization.is_none() => {}
                 Kind::ToolsList { first_page } => {
                     if let Some(id) = m.id_value() {
                         self.targets.push(ListTarget { id, first_page });
@@ -387,16 +417,16 @@ impl Stream {
         let total = incoming.messages().len();
         if local + refused > 0 {
             if local + refused < total {
-                self.targets.clear();
                 if refused > 0 {
                     // Nothing of a batch that calls a forbidden tool may reach the upstream.
                     env.record(Event::CallRefused);
                     return RequestBodyAction::Reply(self.refuse_batch(&incoming));
                 }
                 // A batch mixing our tools with upstream calls cannot be split without rewriting
-                // both directions; batches left the protocol in 2025-06-18, so it goes upstream.
+                // both directions; batches left the protocol in 2025-06-18, so it goes upstream
+                // (a list in it is still rewritten).
                 env.record(Event::PassedThrough(PassReason::MixedBatch));
-                return pass;
+                return self.await_lists();
             }
             if let Incoming::Single(m) = &incoming {
                 if let Kind::ToolsCall { name, arguments } = m.kind() {
@@ -412,10 +442,22 @@ impl Stream {
                     return RequestBodyAction::Embed { texts };
                 }
             }
-            return RequestBodyAction::Reply(self.answer_locally(config, env, &incoming, Err(no_vectors())));
+            return RequestBodyAction::Reply(self.answer_locally(
+                config,
+                env,
+                &incoming,
+                Err(no_vectors()),
+            ));
         }
+        self.await_lists()
+    }
+
+    /// Continue upstream, rewriting the response if the request holds a `tools/list`.
+    fn await_lists(&mut self) -> RequestBodyAction {
         if self.targets.is_empty() {
-            return pass;
+            return RequestBodyAction::Continue {
+                strip_accept_encoding: false,
+            };
         }
         self.phase = Phase::AwaitResponse;
         RequestBodyAction::Continue {
@@ -436,14 +478,17 @@ impl Stream {
     ) -> RequestBodyAction {
         match std::mem::replace(&mut self.phase, Phase::Done) {
             Phase::Embedding(Pending::Mcp(body)) => match jsonrpc::parse(&body) {
-                Ok(incoming) => RequestBodyAction::Reply(self.answer_locally(config, env, &incoming, vectors)),
+                Ok(incoming) => {
+                    RequestBodyAction::Reply(self.answer_locally(config, env, &incoming, vectors))
+                }
                 Err(_) => RequestBodyAction::Continue {
                     strip_accept_encoding: false,
                 },
             },
             Phase::Embedding(Pending::Http(request)) => {
                 let vector = vectors.and_then(|mut v| {
-                    v.pop().ok_or_else(|| Fallback::new(FallbackKind::Malformed, "no vector returned"))
+                    v.pop()
+                        .ok_or_else(|| Fallback::new(FallbackKind::Malformed, "no vector returned"))
                 });
                 RequestBodyAction::Reply(self.answer_http_search(config, env, &request, vector))
             }
@@ -513,7 +558,8 @@ impl Stream {
         let mut next_vector = 0;
         let mut replies = Vec::new();
         for m in incoming.messages() {
-            let (Some(id), Kind::ToolsCall { name, arguments }) = (m.id.as_deref(), m.kind()) else {
+            let (Some(id), Kind::ToolsCall { name, arguments }) = (m.id.as_deref(), m.kind())
+            else {
                 continue;
             };
             let reply = match Injected::of(config, &name) {
@@ -528,21 +574,32 @@ impl Stream {
                         }
                         Err(f) => Err(f.clone()),
                     };
-                    jsonrpc::result_response(id, &self.answer_search(config, env, arguments, vector))
+                    jsonrpc::result_response(
+                        id,
+                        &self.answer_search(config, env, arguments, vector),
+                    )
                 }
                 Some(Injected::ListGroups) => {
                     jsonrpc::result_response(id, &self.answer_groups(config, env, &namespace))
                 }
-                Some(Injected::Describe) => {
-                    jsonrpc::result_response(id, &self.answer_describe(config, env, &namespace, arguments))
-                }
+                Some(Injected::Describe) => jsonrpc::result_response(
+                    id,
+                    &self.answer_describe(config, env, &namespace, arguments),
+                ),
                 Some(Injected::Call) => jsonrpc::result_response(
                     id,
-                    &injected::error_result("call_tool cannot be used inside a batch; send it alone.", modern),
+                    &injected::error_result(
+                        "call_tool cannot be used inside a batch; send it alone.",
+                        modern,
+                    ),
                 ),
                 None => {
                     env.record(Event::CallRefused);
-                    jsonrpc::error_response(Some(id), UNKNOWN_TOOL, &format!("Unknown tool: {name}"))
+                    jsonrpc::error_response(
+                        Some(id),
+                        UNKNOWN_TOOL,
+                        &format!("Unknown tool: {name}"),
+                    )
                 }
             };
             replies.push(reply);
@@ -554,7 +611,11 @@ impl Stream {
         self.reply(body)
     }
 
-    fn catalog_or_error(&self, env: &mut dyn Env, namespace: &str) -> Result<Rc<CatalogIndex>, String> {
+    fn catalog_or_error(
+        &self,
+        env: &mut dyn Env,
+        namespace: &str,
+    ) -> Result<Rc<CatalogIndex>, String> {
         match env.catalog_of(namespace) {
             Ok(index) if index.catalog.is_empty() => Err(
                 "No tools are known for this server yet: call tools/list once, then search again."
@@ -564,7 +625,10 @@ impl Stream {
             Err(e) => {
                 env.record(Event::Error);
                 env.log_warn(&format!("tool search could not read the catalog: {e}"));
-                Err("The tool catalog is unavailable right now; list tools again and retry.".to_string())
+                Err(
+                    "The tool catalog is unavailable right now; list tools again and retry."
+                        .to_string(),
+                )
             }
         }
     }
@@ -612,11 +676,21 @@ impl Stream {
         vector: Result<Vec<f32>, Fallback>,
     ) -> Ranked<'i> {
         let allowed = self.allowed(config, &index.namespace);
-        let table = if vector.is_ok() { env.tool_vectors(index) } else { None };
+        let table = if vector.is_ok() {
+            env.tool_vectors(index)
+        } else {
+            None
+        };
         let lookup = |i: usize| table.as_ref().and_then(|t| t.get(i));
         let vectors = match (&vector, &table) {
-            (Ok(q), Some(_)) => Ok(Vectors { query: q, tool: &lookup }),
-            (Ok(_), None) => Err(Fallback::new(FallbackKind::NotEmbedded, "no tool vectors yet")),
+            (Ok(q), Some(_)) => Ok(Vectors {
+                query: q,
+                tool: &lookup,
+            }),
+            (Ok(_), None) => Err(Fallback::new(
+                FallbackKind::NotEmbedded,
+                "no tool vectors yet",
+            )),
             (Err(f), _) => Err(f.clone()),
         };
         let ranked = search::search(index, config, query, &|t: &Tool| allowed(&t.name), vectors);
@@ -699,16 +773,27 @@ impl Stream {
         };
         let namespace = env.namespace();
         if Injected::of(config, &target).is_some() {
-            return fail(self, &format!("{target} is not called through call_tool; call it directly."));
+            return fail(
+                self,
+                &format!("{target} is not called through call_tool; call it directly."),
+            );
         }
         if !self.allowed(config, &namespace)(&target) {
             env.record(Event::CallRefused);
-            return fail(self, &format!("Unknown tool: {target}. Use the search tool to find available tools."));
+            return fail(
+                self,
+                &format!("Unknown tool: {target}. Use the search tool to find available tools."),
+            );
         }
         // Headers already forwarded still name call_tool in `mcp-name` (2026-07-28): the
         // upstream would refuse the rewritten body.
         if self.head.mcp_name.is_some() && !config.hold_request_headers {
-            return fail(self, &format!("Call {target} directly (this proxy cannot rename the request in flight)."));
+            return fail(
+                self,
+                &format!(
+                    "Call {target} directly (this proxy cannot rename the request in flight)."
+                ),
+            );
         }
         match rewrite_call(message, &target, target_args.as_deref()) {
             Some(body) => {
@@ -719,11 +804,19 @@ impl Stream {
                     mcp_name: self.head.mcp_name.as_ref().map(|_| target),
                 }
             }
-            None => fail(self, "call_tool could not be rewritten; call the tool directly."),
+            None => fail(
+                self,
+                "call_tool could not be rewritten; call the tool directly.",
+            ),
         }
     }
 
-    fn on_search_endpoint(&mut self, config: &Config, env: &mut dyn Env, body: &[u8]) -> RequestBodyAction {
+    fn on_search_endpoint(
+        &mut self,
+        config: &Config,
+        env: &mut dyn Env,
+        body: &[u8],
+    ) -> RequestBodyAction {
         let request = match parse_http_search(body, config) {
             Ok(request) => request,
             Err(problem) => {
@@ -754,6 +847,12 @@ impl Stream {
                 return LocalReply::json(503, error_json(&format!("catalog unavailable: {e}")));
             }
         };
+        if request.namespace.is_some() && index.catalog.is_empty() {
+            return LocalReply::json(
+                404,
+                error_json(&format!("no tools are known for namespace {namespace:?}")),
+            );
+        }
         let ranked = self.rank(config, env, &index, &request.query, vector);
         let body = format!(
             "{{\"tools\":{},\"metadata\":{}}}",
@@ -771,7 +870,10 @@ impl Stream {
             && !accept.contains("application/json")
             && !accept.contains("*/*");
         let (content_type, body) = if sse_only {
-            ("text/event-stream", format!("event: message\ndata: {body}\n\n"))
+            (
+                "text/event-stream",
+                format!("event: message\ndata: {body}\n\n"),
+            )
         } else {
             ("application/json", body)
         };
@@ -803,8 +905,7 @@ impl Stream {
             return ResponseHeadersAction::Continue;
         }
         if content_encoding.is_some_and(|e| !e.trim().eq_ignore_ascii_case("identity")) {
-            env.record(Event::PassedThrough(PassReason::Encoded));
-            return ResponseHeadersAction::Continue;
+            return self.cannot_filter(config, env, PassReason::Encoded);
         }
         let media = content_type
             .and_then(|c| c.split(';').next())
@@ -818,11 +919,69 @@ impl Stream {
                 self.phase = Phase::Sse(SseRewriter::new(config.max_body_bytes));
                 ResponseHeadersAction::RewriteBody
             }
-            _ => {
-                env.record(Event::PassedThrough(PassReason::ContentType));
-                ResponseHeadersAction::Continue
-            }
+            _ => self.cannot_filter(config, env, PassReason::ContentType),
         }
+    }
+
+    /// A list the filter cannot read: unchanged without authorization, refused with it (it
+    /// would show the caller tools the policy forbids).
+    fn cannot_filter(
+        &mut self,
+        config: &Config,
+        env: &mut dyn Env,
+        reason: PassReason,
+    ) -> ResponseHeadersAction {
+        env.record(Event::PassedThrough(reason));
+        if config.authorization.is_none() {
+            return ResponseHeadersAction::Continue;
+        }
+        env.log_warn(&format!(
+            "tools/list response refused: it cannot be filtered for the caller ({})",
+            reason.name()
+        ));
+        self.phase = Phase::Refuse(reason, false);
+        ResponseHeadersAction::Refuse
+    }
+
+    /// The JSON-RPC error that replaces a list that cannot be filtered for the caller.
+    fn refusal(&self, reason: PassReason, sse: bool) -> Vec<u8> {
+        let message = format!(
+            "the tool list could not be filtered for this caller ({}); ask the operator",
+            reason.name()
+        );
+        let errors: Vec<String> = self
+            .targets
+            .iter()
+            .map(|t| {
+                let id = RawValue::from_string(t.id.to_string()).ok();
+                jsonrpc::error_response(id.as_deref(), jsonrpc::INTERNAL_ERROR, &message)
+            })
+            .collect();
+        let body = if errors.len() == 1 {
+            errors.concat()
+        } else {
+            format!("[{}]", errors.join(","))
+        };
+        if sse {
+            format!("event: message\ndata: {body}\n\n").into_bytes()
+        } else {
+            body.into_bytes()
+        }
+    }
+
+    /// Passing held bytes on, or, under authorization, the error instead (and nothing after).
+    fn give_up(
+        &mut self,
+        config: &Config,
+        held: Vec<u8>,
+        reason: PassReason,
+        sse: bool,
+    ) -> Vec<u8> {
+        if config.authorization.is_none() {
+            return held;
+        }
+        self.phase = Phase::Refuse(reason, true);
+        self.refusal(reason, sse)
     }
 
     /// A chunk of the response body; returns the bytes the client gets in its place (JSON is
@@ -840,7 +999,8 @@ impl Stream {
                 held.extend_from_slice(chunk);
                 if held.len() > config.max_body_bytes {
                     env.record(Event::PassedThrough(PassReason::TooLarge));
-                    return std::mem::take(held);
+                    let held = std::mem::take(held);
+                    return self.give_up(config, held, PassReason::TooLarge, false);
                 }
                 if !end_of_stream {
                     self.phase = phase;
@@ -852,28 +1012,50 @@ impl Stream {
                     Ok(None) => whole,
                     Err(e) => {
                         env.record(Event::PassedThrough(PassReason::Unparseable));
-                        env.log_warn(&format!("tools/list response passed through unchanged: {e}"));
-                        whole
+                        env.log_warn(&format!(
+                            "tools/list response passed through unchanged: {e}"
+                        ));
+                        self.give_up(config, whole, PassReason::Unparseable, false)
                     }
                 }
             }
             Phase::Sse(rewriter) => {
                 let before = rewriter.gave_up().is_some();
-                let out = rewriter.push(chunk, end_of_stream, &mut |data| self.rewrite(config, env, data));
-                if !before {
-                    match rewriter.gave_up() {
-                        Some(SseGiveUp::TooLarge) => env.record(Event::PassedThrough(PassReason::TooLarge)),
-                        Some(SseGiveUp::Unparseable(e)) => {
-                            env.record(Event::PassedThrough(PassReason::Unparseable));
-                            env.log_warn(&format!("tools/list event passed through unchanged: {e}"));
-                        }
-                        None => {}
+                let out = rewriter.push(chunk, end_of_stream, &mut |data| {
+                    self.rewrite(config, env, data)
+                });
+                let reason = match (before, rewriter.gave_up()) {
+                    (false, Some(SseGiveUp::TooLarge)) => Some(PassReason::TooLarge),
+                    (false, Some(SseGiveUp::Unparseable(e))) => {
+                        env.log_warn(&format!("tools/list event passed through unchanged: {e}"));
+                        Some(PassReason::Unparseable)
                     }
+                    _ => None,
+                };
+                if !end_of_stream {
+                    self.phase = phase;
+                }
+                match reason {
+                    Some(reason) => {
+                        env.record(Event::PassedThrough(reason));
+                        self.give_up(config, out, reason, true)
+                    }
+                    None => out,
+                }
+            }
+            Phase::Refuse(reason, sent) => {
+                if !*sent {
+                    *sent = true;
+                    let reason = *reason;
+                    if !end_of_stream {
+                        self.phase = phase;
+                    }
+                    return self.refusal(reason, false);
                 }
                 if !end_of_stream {
                     self.phase = phase;
                 }
-                out
+                Vec::new()
             }
             _ => chunk.to_vec(),
         }
@@ -904,16 +1086,32 @@ impl Stream {
 
     /// Whether the response body is still being rewritten.
     pub fn rewriting_response(&self) -> bool {
-        matches!(self.phase, Phase::Json(_) | Phase::Sse(_))
+        matches!(
+            self.phase,
+            Phase::Json(_) | Phase::Sse(_) | Phase::Refuse(..)
+        )
     }
 
-    fn rewrite(&self, config: &Config, env: &mut dyn Env, message: &[u8]) -> Result<Option<Vec<u8>>, RewriteError> {
-        let known = match env.catalog() {
-            Ok(index) => index.catalog.tools().iter().map(|t| t.name.clone()).collect(),
+    fn rewrite(
+        &self,
+        config: &Config,
+        env: &mut dyn Env,
+        message: &[u8],
+    ) -> Result<Option<Vec<u8>>, RewriteError> {
+        let (known, known_complete) = match env.catalog() {
+            Ok(index) => (
+                index
+                    .catalog
+                    .tools()
+                    .iter()
+                    .map(|t| t.name.clone())
+                    .collect(),
+                index.catalog.is_complete(),
+            ),
             Err(e) => {
                 env.record(Event::Error);
                 env.log_warn(&format!("catalog unavailable while listing: {e}"));
-                Vec::new()
+                (Vec::new(), false)
             }
         };
         let namespace = env.namespace();
@@ -924,11 +1122,12 @@ impl Stream {
             known,
             allowed: &allowed,
             authorizing: config.authorization.is_some(),
+            known_complete,
         };
         let Some(outcome) = rewrite::rewrite_message(message, &self.targets, &ctx)? else {
             return Ok(None);
         };
-        if let Err(e) = env.learn(&outcome.learned, outcome.complete) {
+        if let Err(e) = env.learn(&outcome.learned, outcome.page) {
             env.record(Event::Error);
             env.log_warn(&format!("could not store the learned tools: {e}"));
         }
@@ -952,8 +1151,12 @@ fn search_texts(config: &Config, incoming: &Incoming) -> Vec<String> {
         .messages()
         .iter()
         .filter_map(|m| match m.kind() {
-            Kind::ToolsCall { name, arguments } if Injected::of(config, &name) == Some(Injected::Search) => {
-                injected::parse_search(arguments, config).ok().map(|a| a.query.text)
+            Kind::ToolsCall { name, arguments }
+                if Injected::of(config, &name) == Some(Injected::Search) =>
+            {
+                injected::parse_search(arguments, config)
+                    .ok()
+                    .map(|a| a.query.text)
             }
             _ => None,
         })
@@ -966,9 +1169,17 @@ fn rewrite_call(message: &Message, target: &str, arguments: Option<&RawValue>) -
     let params = message.params.as_deref()?;
     let mut params = RawObject::parse(params.get()).ok()?;
     params.0.retain(|(k, _)| k != "name" && k != "arguments");
-    params.0.insert(0, ("name".to_string(), RawValue::from_string(json::string(target)).ok()?));
+    params.0.insert(
+        0,
+        (
+            "name".to_string(),
+            RawValue::from_string(json::string(target)).ok()?,
+        ),
+    );
     if let Some(args) = arguments {
-        params.0.insert(1, ("arguments".to_string(), args.to_owned()));
+        params
+            .0
+            .insert(1, ("arguments".to_string(), args.to_owned()));
     }
     let mut params_text = String::new();
     params.write(&mut params_text);
@@ -999,18 +1210,22 @@ fn method_not_allowed(allow: &str) -> LocalReply {
 
 /// `{"query": "...", "limit": N, "namespace": "...", "offset": N, "group": "..."}`.
 fn parse_http_search(body: &[u8], config: &Config) -> Result<HttpSearch, String> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
+    let value: Value =
+        serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
     let Value::Object(map) = &value else {
         return Err("the body must be a JSON object with a \"query\"".to_string());
     };
     for key in map.keys() {
         if !["query", "limit", "namespace", "offset", "group"].contains(&key.as_str()) {
-            return Err(format!("unknown field \"{key}\"; allowed: query, limit, offset, namespace, group"));
+            return Err(format!(
+                "unknown field \"{key}\"; allowed: query, limit, offset, namespace, group"
+            ));
         }
     }
     let raw = RawValue::from_string(value.to_string()).map_err(|e| e.to_string())?;
     // The same rules as the search tool, worded for an HTTP client.
-    let args = injected::parse_search(Some(&raw), config).map_err(|m| m.replace("Argument `", "field `"))?;
+    let args = injected::parse_search(Some(&raw), config)
+        .map_err(|m| m.replace("Argument `", "field `"))?;
     Ok(HttpSearch {
         query: args.query,
         namespace: args.namespace,
@@ -1024,10 +1239,18 @@ fn health(config: &Config, env: &mut dyn Env) -> LocalReply {
         Ranking::Vector => "semantic",
         Ranking::Hybrid => "hybrid",
     };
-    let degraded = if config.search.ranking == Ranking::Bm25 { None } else { env.embeddings_degraded() };
+    let degraded = if config.search.ranking == Ranking::Bm25 {
+        None
+    } else {
+        env.embeddings_degraded()
+    };
     let mut search = format!(
         "{{\"status\":{},\"mode\":\"{mode}\"",
-        if degraded.is_some() { "\"degraded\"" } else { "\"ok\"" }
+        if degraded.is_some() {
+            "\"degraded\""
+        } else {
+            "\"ok\""
+        }
     );
     if let Some(reason) = &degraded {
         search.push_str(",\"reason\":");
@@ -1043,7 +1266,16 @@ fn health(config: &Config, env: &mut dyn Env) -> LocalReply {
             }
             Err(_) => (0, 0),
         };
-        catalogs.push(format!("{}:{{\"tools\":{tools},\"embedded\":{embedded}}}", json::string(&ns)));
+        catalogs.push(format!(
+            "{}:{{\"tools\":{tools},\"embedded\":{embedded}}}",
+            json::string(&ns)
+        ));
     }
-    LocalReply::json(200, format!("{{\"search\":{search},\"catalogs\":{{{}}}}}", catalogs.join(",")))
+    LocalReply::json(
+        200,
+        format!(
+            "{{\"search\":{search},\"catalogs\":{{{}}}}}",
+            catalogs.join(",")
+        ),
+    )
 }

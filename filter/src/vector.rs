@@ -3,7 +3,11 @@
 /// Scales `v` to unit length in place; `None` (and `v` untouched) for a zero or non-finite
 /// vector, which no cosine could be computed against.
 pub fn normalize(v: &mut [f32]) -> Option<()> {
-    let norm = v.iter().map(|x| f64::from(*x) * f64::from(*x)).sum::<f64>().sqrt();
+    let norm = v
+        .iter()
+        .map(|x| f64::from(*x) * f64::from(*x))
+        .sum::<f64>()
+        .sqrt();
     if !norm.is_finite() || norm == 0.0 {
         return None;
     }

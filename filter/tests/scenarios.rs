@@ -221,7 +221,8 @@ fn search_replies_and_argument_errors() {
     // Every tool with any matching term, however weak; none that match nothing.
     assert_eq!(defs.as_array().unwrap().len(), 1);
     let weak = search(&mut env, r#"{"query":"refund a message"}"#);
-    let defs: Value = serde_json::from_str(weak["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    let defs: Value =
+        serde_json::from_str(weak["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(defs.as_array().unwrap().len(), 2, "no minimum score");
     let exact = search(&mut env, r#"{"query":"slack_post_message","limit":1}"#);
     let defs: Value =
@@ -478,7 +479,12 @@ fn oversized_json_passes_through_whole_and_is_counted() {
         "x".repeat(5000)
     );
     let chunks: Vec<&[u8]> = big.as_bytes().chunks(700).collect();
-    let out = exchange(&mut env, post("/mcp"), LIST, ("200", "application/json", &chunks));
+    let out = exchange(
+        &mut env,
+        post("/mcp"),
+        LIST,
+        ("200", "application/json", &chunks),
+    );
     assert_eq!(out.body(), big.as_bytes());
     assert_eq!(env.count(Event::PassedThrough(PassReason::TooLarge)), 1);
 }

@@ -1,6 +1,11 @@
 //! Semantic ranking through the stream: query vectors used when every candidate has one, BM25
 //! with the reason otherwise, and the search never fails for it.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 mod support;
 
@@ -18,24 +23,46 @@ const EMB: &str = r#""embeddings":{"cluster":"emb","model_id":"m","dimensions":2
 
 fn env(ranking: &str) -> TestEnv {
     let mut env = TestEnv::new(&format!(r#"{{"search":{{"ranking":"{ranking}",{EMB}}}}}"#));
-    exchange(&mut env, post("/mcp"), LIST, ("200", "application/json", &[TOOLS]));
+    exchange(
+        &mut env,
+        post("/mcp"),
+        LIST,
+        ("200", "application/json", &[TOOLS]),
+    );
     env
 }
 
 /// Catalog order (by name): get_weather, slack_post_message, stripe_refund_charge.
 fn vectors(all: bool) -> Rc<ToolVectors> {
     Rc::new(ToolVectors {
-        by_position: vec![Some(vec![1.0, 0.0]), Some(vec![0.0, 1.0]), all.then(|| vec![0.6, 0.8])],
+        by_position: vec![
+            Some(vec![1.0, 0.0]),
+            Some(vec![0.0, 1.0]),
+            all.then(|| vec![0.6, 0.8]),
+        ],
     })
 }
 
 fn search(env: &mut TestEnv, query: &str) -> (Vec<String>, Value) {
     let body = json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":query}}});
-    let out = exchange(env, post("/mcp"), &serde_json::to_vec(&body).unwrap(), ("200", "", &[]));
+    let out = exchange(
+        env,
+        post("/mcp"),
+        &serde_json::to_vec(&body).unwrap(),
+        ("200", "", &[]),
+    );
     let (reply, found) = local_result(&out);
     assert_eq!(reply["result"]["isError"], false, "{reply}");
-    let names = found.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect();
-    (names, reply["result"]["_meta"]["mcp-tool-search/search"].clone())
+    let names = found
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    (
+        names,
+        reply["result"]["_meta"]["mcp-tool-search/search"].clone(),
+    )
 }
 
 #[test]
@@ -72,7 +99,10 @@ fn any_embedding_trouble_falls_back_to_bm25_and_says_why() {
     assert_eq!(meta["strategy"], "bm25");
     assert_eq!(meta["fallback"]["mode"], "bm25");
     assert_eq!(meta["fallback"]["kind"], "unavailable");
-    assert_eq!(down.count(Event::SearchFallback(FallbackKind::Unavailable)), 1);
+    assert_eq!(
+        down.count(Event::SearchFallback(FallbackKind::Unavailable)),
+        1
+    );
     // A tool not embedded yet: the whole candidate set is ranked by BM25.
     let mut partial = env("vector");
     partial.tool_vectors = Some(vectors(false));
@@ -85,7 +115,10 @@ fn any_embedding_trouble_falls_back_to_bm25_and_says_why() {
     wrong.tool_vectors = Some(vectors(true));
     wrong.query_vectors = Some(Rc::new(|_: &str| vec![1.0, 0.0, 0.0]));
     let (_, meta) = search(&mut wrong, "refund");
-    assert_eq!(meta["fallback"]["kind"], "not_embedded", "a vector of another size matches no tool");
+    assert_eq!(
+        meta["fallback"]["kind"], "not_embedded",
+        "a vector of another size matches no tool"
+    );
 }
 
 #[test]
@@ -93,8 +126,16 @@ fn http_search_uses_the_same_ranking() {
     let mut env = env("vector");
     env.tool_vectors = Some(vectors(true));
     env.query_vectors = Some(Rc::new(|_: &str| vec![1.0, 0.0]));
-    let head = mcp_tool_search::stream::RequestHead { path: "/mcp/search".into(), ..post("/mcp") };
-    let out = exchange(&mut env, head, br#"{"query":"anything","limit":1}"#, ("200", "", &[]));
+    let head = mcp_tool_search::stream::RequestHead {
+        path: "/mcp/search".into(),
+        ..post("/mcp")
+    };
+    let out = exchange(
+        &mut env,
+        head,
+        br#"{"query":"anything","limit":1}"#,
+        ("200", "", &[]),
+    );
     let v: Value = serde_json::from_slice(out.body()).unwrap();
     assert_eq!(v["tools"][0]["name"], "get_weather");
     assert_eq!(v["metadata"]["strategy"], "vector");

@@ -215,5 +215,10 @@ fn learned_catalog_answers_search_with_upstream_definitions() {
         reply["result"]["_meta"]["mcp-tool-search/search"]["strategy"],
         "bm25"
     );
-    assert_eq!(env.count(Event::SearchAnswered(mcp_tool_search::config::Ranking::Bm25)), 1);
+    assert_eq!(
+        env.count(Event::SearchAnswered(
+            mcp_tool_search::config::Ranking::Bm25
+        )),
+        1
+    );
 }

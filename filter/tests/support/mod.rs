@@ -61,16 +61,24 @@ impl Env for TestEnv {
         self.namespace.clone()
     }
     fn catalog_of(&mut self, namespace: &str) -> Result<Rc<CatalogIndex>, StoreError> {
-        self.cache.index(self.shared.as_ref(), namespace, &self.config)
+        self.cache
+            .index(self.shared.as_ref(), namespace, &self.config)
     }
     fn namespaces(&mut self) -> Vec<String> {
         mcp_tool_search::store::namespaces(self.shared.as_ref()).unwrap()
     }
-    fn learn(&mut self, page: &[Tool], complete: bool) -> Result<bool, StoreError> {
+    fn learn(
+        &mut self,
+        page: &[Tool],
+        at: mcp_tool_search::catalog::Page,
+    ) -> Result<bool, StoreError> {
         self.cache
-            .learn(self.shared.as_ref(), &self.namespace, page, complete)
+            .learn(self.shared.as_ref(), &self.namespace, page, at)
     }
-    fn tool_vectors(&mut self, _index: &CatalogIndex) -> Option<Rc<mcp_tool_search::vector::ToolVectors>> {
+    fn tool_vectors(
+        &mut self,
+        _index: &CatalogIndex,
+    ) -> Option<Rc<mcp_tool_search::vector::ToolVectors>> {
         self.tool_vectors.clone()
     }
     fn record(&mut self, event: Event) {
@@ -92,9 +100,17 @@ pub fn post(path: &str) -> RequestHead {
 
 /// The JSON-RPC result of a local reply, and the JSON array in its first text content.
 pub fn local_result(out: &Outcome) -> (serde_json::Value, serde_json::Value) {
-    let Outcome::Local { status: 200, body, .. } = out else { panic!("not a local reply: {out:?}") };
+    let Outcome::Local {
+        status: 200, body, ..
+    } = out
+    else {
+        panic!("not a local reply: {out:?}")
+    };
     let reply: serde_json::Value = serde_json::from_slice(body).unwrap();
-    let text = reply["result"]["content"][0]["text"].as_str().unwrap_or("null").to_string();
+    let text = reply["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or("null")
+        .to_string();
     let parsed = serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text));
     (reply, parsed)
 }
@@ -148,22 +164,37 @@ pub fn exchange(
     let mut sent = request.to_vec();
     match action {
         RequestHeadersAction::Reply(r) => {
-            return Outcome::Local { status: r.status, headers: r.headers, body: r.body }
+            return Outcome::Local {
+                status: r.status,
+                headers: r.headers,
+                body: r.body,
+            }
         }
         RequestHeadersAction::ReadBody { .. } if stream.wants_request_body() => {
             let mut action = stream.on_request_body(&config, env, request);
             if let RequestBodyAction::Embed { texts } = &action {
-                let vectors = env.query_vectors.clone().map(|f| texts.iter().map(|t| f(t)).collect());
-                action = stream.on_query_embeddings(&config, env, vectors.ok_or_else(|| {
-                    mcp_tool_search::search::Fallback::new(
-                        mcp_tool_search::search::FallbackKind::Unavailable,
-                        "test: embeddings down",
-                    )
-                }));
+                let vectors = env
+                    .query_vectors
+                    .clone()
+                    .map(|f| texts.iter().map(|t| f(t)).collect());
+                action = stream.on_query_embeddings(
+                    &config,
+                    env,
+                    vectors.ok_or_else(|| {
+                        mcp_tool_search::search::Fallback::new(
+                            mcp_tool_search::search::FallbackKind::Unavailable,
+                            "test: embeddings down",
+                        )
+                    }),
+                );
             }
             match action {
                 RequestBodyAction::Reply(r) => {
-                    return Outcome::Local { status: r.status, headers: r.headers, body: r.body }
+                    return Outcome::Local {
+                        status: r.status,
+                        headers: r.headers,
+                        body: r.body,
+                    }
                 }
                 RequestBodyAction::Replace { body, .. } => sent = body,
                 RequestBodyAction::Continue { .. } => {}
@@ -176,7 +207,10 @@ pub fn exchange(
     let (status, content_type, chunks) = response;
     let action = stream.on_response_headers(&config, env, Some(status), Some(content_type), None);
     if action == ResponseHeadersAction::Continue {
-        return Outcome::Upstream { body: chunks.concat(), rewritten: false };
+        return Outcome::Upstream {
+            body: chunks.concat(),
+            rewritten: false,
+        };
     }
     let mut out = Vec::new();
     let n = chunks.len();
@@ -187,7 +221,10 @@ pub fn exchange(
         out.extend(stream.on_response_chunk(&config, env, &[], true));
     }
     let rewritten = out != chunks.concat();
-    Outcome::Upstream { body: out, rewritten }
+    Outcome::Upstream {
+        body: out,
+        rewritten,
+    }
 }
 
 pub fn wire_dir() -> PathBuf {
