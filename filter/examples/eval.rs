@@ -92,9 +92,9 @@ fn embed(url: &str, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
         .split_once('/')
         .map(|(a, p)| (a, format!("/{p}")))
         .unwrap_or((rest, "/v1/embeddings".to_string()));
-    let config = Config::parse(&format!(
-        r#"{{"search":{{"embeddings":{{"cluster":"eval","model_id":"all-MiniLM-L6-v2","dimensions":384}}}}}}"#
-    ))
+    let config = Config::parse(
+        r#"{"search":{"embeddings":{"cluster":"eval","model_id":"all-MiniLM-L6-v2","dimensions":384}}}"#,
+    )
     .map_err(|e| e.to_string())?;
     let emb = config.search.embeddings.ok_or("no embeddings config")?;
     let mut out = Vec::with_capacity(texts.len());
