@@ -148,6 +148,15 @@ impl Word {
             .copied()
     }
 
+    /// The rule (suffix, replacement) with the longest suffix the word ends with.
+    fn longest_rule<'s>(&self, rules: &[(&'s str, &'s str)]) -> Option<(&'s str, &'s str)> {
+        rules
+            .iter()
+            .filter(|(s, _)| self.ends(s))
+            .max_by_key(|(s, _)| s.len())
+            .copied()
+    }
+
     fn in_r1(&self, suffix: &str) -> bool {
         self.b.len() >= suffix.len() && self.b.len() - suffix.len() >= self.r1
     }
@@ -259,8 +268,7 @@ impl Word {
             ("lessli", "less"),
             ("li", ""),
         ];
-        let suffixes: Vec<&str> = RULES.iter().map(|(s, _)| *s).collect();
-        let Some(s) = self.longest(&suffixes) else {
+        let Some((s, with)) = self.longest_rule(&RULES) else {
             return;
         };
         if !self.in_r1(s) {
@@ -273,14 +281,7 @@ impl Word {
                 before,
                 b'c' | b'd' | b'e' | b'g' | b'h' | b'k' | b'm' | b'n' | b'r' | b't'
             ) => {}
-            _ => {
-                let with = RULES
-                    .iter()
-                    .find(|(x, _)| *x == s)
-                    .map(|(_, w)| *w)
-                    .unwrap_or("");
-                self.replace_suffix(s, with);
-            }
+            _ => self.replace_suffix(s, with),
         }
     }
 
@@ -296,18 +297,12 @@ impl Word {
             ("ness", ""),
             ("ative", ""),
         ];
-        let suffixes: Vec<&str> = RULES.iter().map(|(s, _)| *s).collect();
-        let Some(s) = self.longest(&suffixes) else {
+        let Some((s, with)) = self.longest_rule(&RULES) else {
             return;
         };
         if !self.in_r1(s) || (s == "ative" && !self.in_r2(s)) {
             return;
         }
-        let with = RULES
-            .iter()
-            .find(|(x, _)| *x == s)
-            .map(|(_, w)| *w)
-            .unwrap_or("");
         self.replace_suffix(s, with);
     }
 
