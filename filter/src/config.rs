@@ -141,7 +141,7 @@ pub struct SearchConfig {
 pub const DEFAULT_HTTP_SEARCH_PATH: &str = "/mcp/search";
 /// Chosen on the MetaTool set (README, "Retrieval quality"): BM25 is much weaker than
 /// MiniLM there, so the fusion leans on the vectors.
-pub const DEFAULT_HYBRID_VECTOR_WEIGHT: f32 = 0.7;
+pub const DEFAULT_HYBRID_VECTOR_WEIGHT: f32 = 0.75;
 
 impl Default for SearchConfig {
     fn default() -> Self {
