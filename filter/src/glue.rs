@@ -4,6 +4,9 @@
 //! Hostcalls are only made through the SDK's `Result`-returning functions (never the
 //! convenience trait methods, which unwrap), and a failed hostcall degrades to "let the traffic
 //! through": a panic here would trap the VM and take the listener's filter chain down with it.
+//! Those functions still panic on a status they do not expect (SDK 0.2.5), so a call is only
+//! made where the host has what it asks for: request headers are changed only while held (or in
+//! the headers callback), a call response's headers are read only when it has some.
 
 use crate::catalog::{CatalogIndex, Page, Tool};
 use crate::config::Config;
@@ -235,8 +238,13 @@ fn dispatch_embeddings(config: &EmbeddingsConfig, texts: &[String]) -> Result<u3
     })
 }
 
-/// The answer to a dispatched call: its `:status` (if any) and body.
-fn call_response(body_size: usize) -> (Option<String>, Vec<u8>) {
+/// The answer to a dispatched call: its `:status` (if any) and body. A failed call (reset, no
+/// healthy host) arrives with no headers at all, and then the host has no response map: asking
+/// it for a header answers BadArgument, on which the SDK panics, so it is not asked.
+fn call_response(num_headers: usize, body_size: usize) -> (Option<String>, Vec<u8>) {
+    if num_headers == 0 {
+        return (None, Vec::new());
+    }
     let status = header(MapType::HttpCallResponseHeaders, ":status");
     let body = hostcalls::get_buffer(BufferType::HttpCallResponseBody, 0, body_size)
         .ok()
@@ -310,7 +318,7 @@ impl Context for Root {
     fn on_http_call_response(
         &mut self,
         token: u32,
-        _headers: usize,
+        headers: usize,
         body_size: usize,
         _trailers: usize,
     ) {
@@ -326,7 +334,7 @@ impl Context for Root {
         let Some(batch) = worker.take(token) else {
             return;
         };
-        let (status, body) = call_response(body_size);
+        let (status, body) = call_response(headers, body_size);
         match embeddings::parse_response(config, status.as_deref(), &body, batch.items.len()) {
             Ok(vectors) => {
                 let items = batch
@@ -676,7 +684,7 @@ impl Context for Http {
     fn on_http_call_response(
         &mut self,
         token: u32,
-        _headers: usize,
+        headers: usize,
         body_size: usize,
         _trailers: usize,
     ) {
@@ -689,7 +697,7 @@ impl Context for Http {
         let Some(config) = self.plugin.config.search.embeddings.clone() else {
             return;
         };
-        let (status, body) = call_response(body_size);
+        let (status, body) = call_response(headers, body_size);
         let vectors = embeddings::parse_response(&config, status.as_deref(), &body, inputs);
         match &vectors {
             Ok(_) => self.plugin.embedding_worked(),
