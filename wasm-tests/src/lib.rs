@@ -1,0 +1,7 @@
+//! Test support for mcp-tool-search: a deterministic tool-catalog generator, and a harness that
+//! runs real processes (Envoy, the catalog MCP server) for end-to-end tests.
+
+pub mod catalog;
+pub mod harness;
+pub mod jwt;
+pub mod mcp;

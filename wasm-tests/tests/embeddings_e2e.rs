@@ -1,0 +1,905 @@
+//! Semantic ranking end to end: Envoy 1.40 with the mcp-tool-search `.wasm`, the real
+//! embeddings sidecar (`mcp-tool-search-embedder`, all-MiniLM-L6-v2 on the CPU) behind the
+//! filter's `embeddings` cluster, and the rmcp `catalog-server` upstream. Failures come from real
+//! components: the sidecar killed (and restarted on its port), or a second Envoy in front of it
+//! with `envoy.filters.http.fault` (500s, delays) and `direct_response` routes (answers that are
+//! not embeddings), switched at run time through that Envoy's admin runtime layer.
+//!
+//! Envoy runs two workers, each with its own Wasm VM. The MCP traffic of a test goes through a
+//! client that keeps one connection, so it reaches one known worker; health is asked on that
+//! connection, and `health_is_the_same_on_every_worker` asks both workers.
+//!
+//! Needs Envoy (`ENVOY_BIN`, else `.venv/bin/envoy`), the built filter (`make wasm`), the sidecar
+//! (`EMBEDDER_BIN`, else `target/release/mcp-tool-search-embedder`: `make embedder`) and its model
+//! (`MODEL_DIR`, else `.cache/models/all-MiniLM-L6-v2`: `make model`).
+//!
+//! The catalog is a slice of the 300-tool catalog (the payment tools a refund query competes
+//! with, and a few others): the sidecar embeds it in seconds on a busy CPU, where the whole
+//! catalog takes about a minute.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod support;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{Duration, Instant};
+
+use mcp_tool_search_wasm_tests::harness::{
+    self, CatalogOptions, CatalogServer, Embedder, EmbeddingsFront, FrontOptions, TestDir,
+    FRONT_ABORT_PERCENT, FRONT_DELAY_PERCENT, FRONT_GARBAGE_JSON_PERCENT,
+    FRONT_GARBAGE_TEXT_PERCENT,
+};
+use mcp_tool_search_wasm_tests::mcp::{self, RawResponse};
+use serde_json::{json, Value};
+use support::*;
+
+/// A paraphrase with no word in common with any tool of the catalog: BM25 finds nothing,
+/// MiniLM puts the refund tool first.
+const PARAPHRASE: &str = "reimburse a buyer";
+/// A query BM25 answers well.
+const LEXICAL: &str = "refund a stripe charge";
+const TARGET: &str = "stripe_refund_charge";
+
+/// The slice of `catalog-300.jsonl` served upstream (plus the server's `slow_progress`).
+const TOOLS: [&str; 14] = [
+    "stripe_refund_charge",
+    "stripe_get_charge",
+    "stripe_get_customer",
+    "stripe_create_customer",
+    "stripe_get_invoice",
+    "stripe_create_invoice",
+    "square_refund_payment",
+    "square_get_payment",
+    "shopify_get_order",
+    "quickbooks_get_customer",
+    "xero_get_invoice",
+    "slack_post_message",
+    "github_get_issue",
+    "gmail_send_email",
+];
+
+/// The whole test, setup included, stays under this.
+const BUDGET: Duration = Duration::from_secs(40);
+/// Envoy's `--concurrency` in the harness.
+const WORKERS: usize = 2;
+const PROTOCOL: [(&str, &str); 1] = [("mcp-protocol-version", "2025-11-25")];
+
+const FALLBACK_KINDS: [&str; 6] = [
+    "not_embedded",
+    "unavailable",
+    "timeout",
+    "status",
+    "malformed",
+    "dimensions",
+];
+
+static NEXT_ID: AtomicI64 = AtomicI64::new(1);
+
+fn next_id() -> i64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The plugin configuration: the `embeddings` cluster with these overrides, and `ranking` if
+/// given (else the default with embeddings, hybrid).
+fn plugin_config(embeddings: Value, ranking: Option<&str>) -> Value {
+    let mut e = json!({
+        "cluster": "embeddings",
+        "model_id": "all-MiniLM-L6-v2",
+        "dimensions": 384,
+        "timeout": "20s"
+    });
+    if let (Value::Object(map), Value::Object(more)) = (&mut e, embeddings) {
+        map.extend(more);
+    }
+    let mut search = json!({ "embeddings": e });
+    if let Some(r) = ranking {
+        search["ranking"] = json!(r);
+    }
+    json!({ "mcp_paths": ["/mcp"], "search": search })
+}
+
+// ---- one test's processes ----------------------------------------------------------------------
+
+/// How the filter's `embeddings` cluster reaches the sidecar.
+enum Via {
+    Direct,
+    /// Through a fault-injecting Envoy (its `backend` is set to the sidecar's address).
+    Front(FrontOptions),
+}
+
+impl Via {
+    fn front(configure: impl FnOnce(&mut FrontOptions)) -> Self {
+        let mut opts = FrontOptions::new(SocketAddr::from(([127, 0, 0, 1], 0)));
+        configure(&mut opts);
+        Via::Front(opts)
+    }
+}
+
+/// One test's processes. Fields drop in order: the front, the sidecar, then the stack (Envoy,
+/// upstream, and last the directory with every log).
+struct World {
+    front: Option<EmbeddingsFront>,
+    sidecar: Embedder,
+    stack: Stack,
+    /// Tools in the catalog (the slice and `slow_progress`).
+    tools: usize,
+    started: Instant,
+}
+
+/// Writes the catalog slice into the test directory.
+fn catalog_slice(dir: &TestDir) -> PathBuf {
+    let all = std::fs::read_to_string(harness::catalog_300()).expect("catalog-300.jsonl");
+    let lines: Vec<&str> = all
+        .lines()
+        .filter(|l| {
+            let v: Value = serde_json::from_str(l).unwrap_or(Value::Null);
+            TOOLS.iter().any(|t| v["name"] == *t)
+        })
+        .collect();
+    assert_eq!(
+        lines.len(),
+        TOOLS.len(),
+        "every tool of the slice is in the catalog"
+    );
+    let path = dir.join("catalog.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").expect("write the catalog slice");
+    path
+}
+
+/// Starts the sidecar (and stops it again unless `sidecar_up`), the front if asked, the
+/// upstream, and Envoy with the filter and an `embeddings` cluster.
+fn start(name: &str, config: Value, via: Via, sidecar_up: bool) -> World {
+    let started = Instant::now();
+    let dir = TestDir::new(name).expect("test dir");
+    let tools_path = catalog_slice(&dir);
+    let mut sidecar = Embedder::start(&dir).unwrap_or_else(|e| panic!("{e}"));
+    if !sidecar_up {
+        sidecar.stop();
+    }
+    let front = match via {
+        Via::Direct => None,
+        Via::Front(opts) => Some(
+            EmbeddingsFront::start(
+                &FrontOptions {
+                    backend: sidecar.addr,
+                    ..opts
+                },
+                &dir,
+            )
+            .unwrap_or_else(|e| panic!("the embeddings front: {e}")),
+        ),
+    };
+    let target = front.as_ref().map_or(sidecar.addr, EmbeddingsFront::addr);
+    let mut setup = Setup::new(config).catalog(CatalogOptions {
+        tools: tools_path,
+        stateless: true,
+        ..CatalogOptions::default()
+    });
+    setup
+        .extra_clusters
+        .push(harness::static_cluster_yaml("embeddings", target));
+    let upstream = CatalogServer::start(CATALOG_SERVER.as_ref(), &setup.catalog, &dir)
+        .unwrap_or_else(|e| panic!("catalog-server: {e}"));
+    let stack = setup.start_envoy(dir, upstream);
+    World {
+        front,
+        sidecar,
+        stack,
+        tools: TOOLS.len() + 1,
+        started,
+    }
+}
+
+/// Runs the test body within what is left of [`BUDGET`] since `started`. Panics (so the Drops
+/// print the Envoy logs and keep the files) on a timeout.
+async fn within_budget<F: Future<Output = ()>>(started: Instant, what: &str, f: F) {
+    let setup = started.elapsed();
+    if tokio::time::timeout(BUDGET.saturating_sub(setup), f)
+        .await
+        .is_err()
+    {
+        panic!("{what}: over the {BUDGET:?} budget (the setup took {setup:?} of it)");
+    }
+}
+
+/// Polls `check` every 100 ms until it returns `Ok`; panics after `timeout` with `what` and
+/// the last `Err` seen.
+async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        let last = match check().await {
+            Ok(v) => return v,
+            Err(last) => last,
+        };
+        if Instant::now() >= deadline {
+            panic!("timed out after {timeout:?} waiting for {what}; last: {last}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+// ---- clients pinned to a worker ----------------------------------------------------------------
+
+/// An HTTP client that keeps one connection to Envoy: every request it sends reaches the same
+/// worker, so the same Wasm VM.
+struct Pinned {
+    http: reqwest::Client,
+    worker: usize,
+}
+
+impl World {
+    /// Connections each worker of the MCP listener accepted so far (Envoy's per-worker
+    /// listener stats).
+    fn worker_connections(&self) -> Vec<u64> {
+        let stats = self
+            .stack
+            .envoy
+            .stats("worker_")
+            .unwrap_or_else(|e| panic!("stats: {e}"));
+        (0..WORKERS)
+            .map(|w| {
+                let suffix = format!(".worker_{w}.downstream_cx_total");
+                stats
+                    .iter()
+                    .filter(|(n, _)| n.starts_with("listener.127.0.0.1_") && n.ends_with(&suffix))
+                    .map(|(_, v)| *v)
+                    .sum()
+            })
+            .collect()
+    }
+
+    /// A client whose connection reached `worker` (any worker if `None`): new clients are tried
+    /// until Envoy's per-worker stats show the wanted one accepted the connection.
+    async fn pin(&self, worker: Option<usize>) -> Pinned {
+        let mut seen = Vec::new();
+        for _ in 0..40 {
+            let before = self.worker_connections();
+            let http = reqwest::Client::builder()
+                .no_proxy()
+                .pool_max_idle_per_host(1)
+                .pool_idle_timeout(None)
+                .timeout(Duration::from_secs(30))
+                .build()
+                .expect("HTTP client");
+            let url = self.stack.envoy.url(&format!("{SEARCH_PATH}/health"));
+            let resp = http.get(&url).send().await.expect("GET health");
+            assert_eq!(resp.status(), 200);
+            let _ = resp.bytes().await;
+            let after = self.worker_connections();
+            let Some(w) = (0..WORKERS).find(|&w| after[w] > before[w]) else {
+                panic!("no worker accepted the connection: {before:?} -> {after:?}");
+            };
+            seen.push(w);
+            if worker.is_none_or(|want| want == w) {
+                return Pinned { http, worker: w };
+            }
+        }
+        panic!("40 connections never reached worker {worker:?}: {seen:?}");
+    }
+
+    /// Runs `f` and asserts it opened no connection (so a pinned client kept its own).
+    async fn on_kept_connections<T, Fut: Future<Output = T>>(&self, f: Fut) -> T {
+        let before = self.worker_connections();
+        let out = f.await;
+        let after = self.worker_connections();
+        assert_eq!(
+            before, after,
+            "the pinned client opened a new connection (test setup problem, not the filter)"
+        );
+        out
+    }
+
+    async fn rpc_via(&self, client: &Pinned, body: &Value) -> RawResponse {
+        self.on_kept_connections(async {
+            mcp::post_with(&client.http, &self.stack.url(), &PROTOCOL, body)
+                .await
+                .unwrap_or_else(|e| panic!("POST /mcp {body}: {e}"))
+        })
+        .await
+    }
+
+    /// `tools/list` (the filter learns the catalog from it).
+    async fn list(&self, client: &Pinned) {
+        let id = next_id();
+        let resp = self.rpc_via(client, &list_request(id, None)).await;
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        let tools = listed(&resp, id);
+        assert_eq!(names(&tools), [TOOL_SEARCH], "every tool is progressive");
+    }
+
+    /// `tool_search`, as raw JSON-RPC.
+    async fn search(&self, client: &Pinned, query: &str) -> Searched {
+        let id = next_id();
+        let body = call_request(id, TOOL_SEARCH, json!({ "query": query }));
+        let start = Instant::now();
+        let resp = self.rpc_via(client, &body).await;
+        let took = start.elapsed();
+        assert_eq!(resp.status, 200, "tool_search {query:?}: {}", resp.text());
+        let result = result_of(&resp, id);
+        assert_ne!(result["isError"], true, "tool_search {query:?}: {result}");
+        let text = result["content"][0]["text"].as_str().unwrap_or("");
+        let found: Vec<Value> = serde_json::from_str(text)
+            .unwrap_or_else(|e| panic!("search result is not a JSON array ({e}): {result}"));
+        Searched {
+            names: names(&found),
+            meta: result["_meta"]["mcp-tool-search/search"].clone(),
+            took,
+        }
+    }
+
+    /// `GET /mcp/search/health` on the client's connection (its worker's view).
+    async fn health_via(&self, client: &Pinned) -> Value {
+        let url = self.stack.envoy.url(&format!("{SEARCH_PATH}/health"));
+        let body = self
+            .on_kept_connections(async {
+                let resp = client
+                    .http
+                    .get(&url)
+                    .send()
+                    .await
+                    .unwrap_or_else(|e| panic!("GET {url}: {e}"));
+                assert_eq!(resp.status(), 200);
+                resp.bytes().await.expect("health body")
+            })
+            .await;
+        parse_health(&body)
+    }
+
+    /// `GET /mcp/search/health` on a new connection (catalog counts are the same everywhere).
+    async fn health(&self) -> Value {
+        let url = self.stack.envoy.url(&format!("{SEARCH_PATH}/health"));
+        let (status, _, body) = mcp::get(&url)
+            .await
+            .unwrap_or_else(|e| panic!("GET {url}: {e}"));
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        parse_health(&body)
+    }
+
+    /// Waits until health counts every tool as embedded.
+    async fn wait_embedded(&self, timeout: Duration) {
+        let want = self.tools as u64;
+        eventually("every tool embedded", timeout, || async {
+            let h = self.health().await;
+            if counts(&h) == (want, want) {
+                Ok(())
+            } else {
+                Err(format!("{h}\n{}", self.all_stats()))
+            }
+        })
+        .await;
+    }
+
+    /// A counter of the filter (`wasmcustom.mcp_tool_search.<name>`).
+    fn stat(&self, name: &str) -> u64 {
+        let full = format!("wasmcustom.mcp_tool_search.{name}");
+        self.stack
+            .envoy
+            .stats(&full)
+            .unwrap_or_else(|e| panic!("stats: {e}"))
+            .iter()
+            .filter(|(n, _)| *n == full)
+            .map(|(_, v)| v)
+            .sum()
+    }
+
+    /// Every filter counter, for messages.
+    fn all_stats(&self) -> String {
+        self.stack
+            .envoy
+            .stats("mcp_tool_search")
+            .map(|s| {
+                s.iter()
+                    .map(|(n, v)| format!("{n}: {v}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .unwrap_or_else(|e| e.to_string())
+    }
+
+    fn front(&self) -> &EmbeddingsFront {
+        self.front.as_ref().expect("this test has a front")
+    }
+}
+
+fn parse_health(body: &[u8]) -> Value {
+    serde_json::from_slice(body).unwrap_or_else(|e| {
+        panic!(
+            "health is not JSON ({e}): {}",
+            String::from_utf8_lossy(body)
+        )
+    })
+}
+
+/// (tools, embedded) of the test namespace in a health answer.
+fn counts(health: &Value) -> (u64, u64) {
+    let c = &health["catalogs"][NAMESPACE];
+    (
+        c["tools"].as_u64().unwrap_or(0),
+        c["embedded"].as_u64().unwrap_or(0),
+    )
+}
+
+fn is_degraded(health: &Value, reason_has: &str) -> bool {
+    health["search"]["status"] == "degraded"
+        && health["search"]["reason"]
+            .as_str()
+            .is_some_and(|r| !r.is_empty() && r.contains(reason_has))
+}
+
+fn is_ok(health: &Value, mode: &str) -> bool {
+    health["search"]["status"] == "ok"
+        && health["search"].get("reason").is_none()
+        && health["search"]["mode"] == mode
+}
+
+// ---- search results ----------------------------------------------------------------------------
+
+/// What a `tool_search` answered.
+#[derive(Debug)]
+struct Searched {
+    names: Vec<String>,
+    /// `_meta["mcp-tool-search/search"]`.
+    meta: Value,
+    took: Duration,
+}
+
+impl Searched {
+    fn strategy(&self) -> &str {
+        self.meta["strategy"].as_str().unwrap_or("?")
+    }
+
+    fn fallback_kind(&self) -> &str {
+        self.meta["fallback"]["kind"].as_str().unwrap_or("(none)")
+    }
+
+    fn fallback_reason(&self) -> &str {
+        self.meta["fallback"]["reason"].as_str().unwrap_or("")
+    }
+
+    /// `_meta` and the names found, for messages (the definitions are long).
+    fn summary(&self) -> String {
+        format!("_meta {} found {:?}", self.meta, self.names)
+    }
+
+    /// Ranked by vectors (`strategy`, no fallback), the refund tool first.
+    fn assert_semantic(&self, strategy: &str) {
+        assert_eq!(self.strategy(), strategy, "{}", self.summary());
+        assert!(
+            self.meta.get("fallback").is_none(),
+            "no fallback expected: {}",
+            self.summary()
+        );
+        assert_eq!(
+            self.names.first().map(String::as_str),
+            Some(TARGET),
+            "{}",
+            self.summary()
+        );
+    }
+
+    /// Ranked by BM25 because of a fallback of this kind.
+    fn assert_fallback(&self, kind: &str) {
+        assert_eq!(self.strategy(), "bm25", "{}", self.summary());
+        assert_eq!(self.meta["fallback"]["mode"], "bm25", "{}", self.summary());
+        assert_eq!(self.fallback_kind(), kind, "{}", self.summary());
+        assert!(!self.fallback_reason().is_empty(), "{}", self.summary());
+    }
+}
+
+// ---- what every failure test checks ------------------------------------------------------------
+
+/// Background batches fail and are counted; nothing gets embedded; searches answer by BM25
+/// with a fallback of `kind` (reason containing `reason_has`), counted; the worker that
+/// answered says `degraded` with that reason.
+async fn assert_falls_back(world: &World, client: &Pinned, kind: &str, reason_has: &str) {
+    world.list(client).await;
+    eventually(
+        "embedding_failures_total >= 1 (a background batch failed)",
+        Duration::from_secs(10),
+        || async {
+            match world.stat("embedding_failures_total") {
+                0 => Err(world.all_stats()),
+                _ => Ok(()),
+            }
+        },
+    )
+    .await;
+    let fallbacks_before = world.stat(&format!("search_fallbacks.{kind}"));
+    let bm25_before = world.stat("searches_answered.bm25");
+
+    let lexical = world.search(client, LEXICAL).await;
+    lexical.assert_fallback(kind);
+    assert!(
+        lexical.fallback_reason().contains(reason_has),
+        "the reason should contain {reason_has:?}: {}",
+        lexical.summary()
+    );
+    assert_eq!(
+        lexical.names[0],
+        TARGET,
+        "BM25 still answers: {}",
+        lexical.summary()
+    );
+
+    // What vectors find, BM25 does not: the paraphrase shares no word with any tool.
+    let paraphrase = world.search(client, PARAPHRASE).await;
+    paraphrase.assert_fallback(kind);
+    assert!(
+        !paraphrase.names.iter().any(|n| n == TARGET),
+        "{}",
+        paraphrase.summary()
+    );
+
+    assert!(
+        world.stat(&format!("search_fallbacks.{kind}")) >= fallbacks_before + 2,
+        "two searches fell back ({kind}):\n{}",
+        world.all_stats()
+    );
+    assert!(
+        world.stat("searches_answered.bm25") >= bm25_before + 2,
+        "{}",
+        world.all_stats()
+    );
+    for other in FALLBACK_KINDS
+        .iter()
+        .filter(|k| **k != kind && **k != "not_embedded")
+    {
+        assert_eq!(
+            world.stat(&format!("search_fallbacks.{other}")),
+            0,
+            "no {other} fallback expected:\n{}",
+            world.all_stats()
+        );
+    }
+    assert_eq!(world.stat("searches_answered.vector"), 0);
+    assert_eq!(world.stat("searches_answered.hybrid"), 0);
+    let h = world.health_via(client).await;
+    assert!(
+        is_degraded(&h, reason_has),
+        "health must say degraded, with a reason containing {reason_has:?}: {h}"
+    );
+    assert_eq!(
+        counts(&h),
+        (world.tools as u64, 0),
+        "nothing embedded while the service fails: {h}"
+    );
+}
+
+/// Recovery: every tool embedded by the background worker, searches ranked by vectors again
+/// (`strategy`), and health `ok` in `mode`.
+async fn assert_recovers(world: &World, client: &Pinned, strategy: &str, mode: &str) {
+    world.wait_embedded(Duration::from_secs(20)).await;
+    let before = world.stat(&format!("searches_answered.{strategy}"));
+    let r = world.search(client, PARAPHRASE).await;
+    r.assert_semantic(strategy);
+    world
+        .search(client, LEXICAL)
+        .await
+        .assert_semantic(strategy);
+    assert_eq!(
+        world.stat(&format!("searches_answered.{strategy}")),
+        before + 2
+    );
+    let h = world.health_via(client).await;
+    assert!(is_ok(&h, mode), "health must be ok again ({mode}): {h}");
+}
+
+fn assert_no_panic(world: &World) {
+    let log = world.stack.envoy.log();
+    assert!(!log.contains("panicked"), "{}", world.stack.filter_log());
+}
+
+// ---- the sidecar up ----------------------------------------------------------------------------
+
+/// With the sidecar up, every tool is embedded in the background; then a paraphrase that BM25
+/// cannot match finds the refund tool, ranked by vectors (hybrid, the default), through the
+/// search tool and the plain HTTP endpoint; nothing fails, nothing falls back.
+#[tokio::test]
+async fn vectors_rank_paraphrases_when_the_sidecar_is_up() {
+    let world = start("emb_up", plugin_config(json!({}), None), Via::Direct, true);
+    within_budget(
+        world.started,
+        "vectors_rank_paraphrases_when_the_sidecar_is_up",
+        async {
+            let client = world.pin(None).await;
+            world.list(&client).await;
+            // Right after the list the tools may not have vectors yet: BM25, and it says why.
+            let early = world.search(&client, LEXICAL).await;
+            if early.strategy() == "bm25" {
+                early.assert_fallback("not_embedded");
+                assert_eq!(early.names[0], TARGET);
+                assert!(world.stat("search_fallbacks.not_embedded") >= 1);
+            } else {
+                early.assert_semantic("hybrid");
+            }
+
+            world.wait_embedded(Duration::from_secs(25)).await;
+            world
+                .search(&client, PARAPHRASE)
+                .await
+                .assert_semantic("hybrid");
+            world
+                .search(&client, LEXICAL)
+                .await
+                .assert_semantic("hybrid");
+
+            // The plain HTTP endpoint ranks the same way.
+            let (status, _, v) = http_search(
+                &world.stack,
+                &[],
+                json!({ "query": PARAPHRASE }).to_string().as_bytes(),
+            )
+            .await;
+            assert_eq!(status, 200, "{v}");
+            assert_eq!(v["tools"][0]["name"], TARGET, "{v}");
+            assert_eq!(v["metadata"]["strategy"], "hybrid", "{v}");
+            assert!(v["metadata"].get("fallback").is_none(), "{v}");
+
+            for _ in 0..WORKERS {
+                let h = world.health().await;
+                assert!(is_ok(&h, "hybrid"), "{h}");
+            }
+            assert!(
+                world.stat("searches_answered.hybrid") >= 3,
+                "{}",
+                world.all_stats()
+            );
+            assert_eq!(
+                world.stat("embedding_failures_total"),
+                0,
+                "{}",
+                world.all_stats()
+            );
+            for kind in FALLBACK_KINDS.iter().filter(|k| **k != "not_embedded") {
+                assert_eq!(
+                    world.stat(&format!("search_fallbacks.{kind}")),
+                    0,
+                    "{}",
+                    world.all_stats()
+                );
+            }
+            assert_no_panic(&world);
+        },
+    )
+    .await;
+}
+
+// ---- failures, and recovery --------------------------------------------------------------------
+
+/// The sidecar is down from the start: background batches fail and are counted, searches
+/// answer by BM25 (`unavailable`: nothing answers at the sidecar's address), health is
+/// degraded. Restarted on the same port, the background worker embeds the catalog on its next
+/// retry and searches rank by vectors again.
+#[tokio::test]
+async fn a_stopped_sidecar_falls_back_to_bm25_until_it_is_back() {
+    let mut world = start(
+        "emb_stopped",
+        plugin_config(json!({}), Some("vector")),
+        Via::Direct,
+        false,
+    );
+    within_budget(
+        world.started,
+        "a_stopped_sidecar_falls_back_to_bm25_until_it_is_back",
+        async {
+            let client = world.pin(None).await;
+            assert_falls_back(&world, &client, "unavailable", "").await;
+            world
+                .sidecar
+                .restart()
+                .unwrap_or_else(|e| panic!("restarting the sidecar: {e}"));
+            assert_recovers(&world, &client, "vector", "semantic").await;
+        },
+    )
+    .await;
+    assert!(world.sidecar.running());
+}
+
+/// The front answers every embeddings request with the fault filter's 500: fallback `status`.
+/// The fault cleared (runtime), vectors come back.
+#[tokio::test]
+async fn a_sidecar_answering_500_falls_back_to_bm25_until_the_fault_clears() {
+    let world = start(
+        "emb_500",
+        plugin_config(json!({}), None),
+        Via::front(|f| f.abort_percent = 100),
+        true,
+    );
+    within_budget(
+        world.started,
+        "a_sidecar_answering_500_falls_back_to_bm25_until_the_fault_clears",
+        async {
+            let client = world.pin(None).await;
+            assert_falls_back(&world, &client, "status", "500").await;
+            world
+                .front()
+                .set(FRONT_ABORT_PERCENT, 0)
+                .expect("clear the abort");
+            assert_recovers(&world, &client, "hybrid", "hybrid").await;
+        },
+    )
+    .await;
+}
+
+/// The front holds every request 3 s; the filter waits 1 s (`timeout`): fallback `timeout`,
+/// and a search answers after about the timeout, not the delay. Batches of one tool, so that
+/// each fits the timeout once the delay is gone.
+#[tokio::test]
+async fn a_sidecar_slower_than_the_timeout_falls_back_to_bm25_until_it_is_fast() {
+    let world = start(
+        "emb_timeout",
+        plugin_config(json!({"timeout": "1s", "max_batch_size": 1}), None),
+        Via::front(|f| {
+            f.delay_percent = 100;
+            f.delay = Duration::from_secs(3);
+        }),
+        true,
+    );
+    within_budget(
+        world.started,
+        "a_sidecar_slower_than_the_timeout_falls_back_to_bm25_until_it_is_fast",
+        async {
+            let client = world.pin(None).await;
+            assert_falls_back(&world, &client, "timeout", "1000 ms").await;
+            let r = world.search(&client, LEXICAL).await;
+            r.assert_fallback("timeout");
+            assert!(
+                r.took >= Duration::from_millis(900) && r.took < Duration::from_millis(2900),
+                "a search waits for the timeout (1 s), not for the delay (3 s): took {:?}",
+                r.took
+            );
+            world
+                .front()
+                .set(FRONT_DELAY_PERCENT, 0)
+                .expect("clear the delay");
+            assert_recovers(&world, &client, "hybrid", "hybrid").await;
+        },
+    )
+    .await;
+}
+
+/// The sidecar answers 384 numbers per vector; the filter is configured for 512: fallback
+/// `dimensions`, nothing is ever embedded.
+#[tokio::test]
+async fn a_sidecar_of_the_wrong_dimensions_falls_back_to_bm25() {
+    let world = start(
+        "emb_dimensions",
+        plugin_config(json!({"dimensions": 512}), Some("vector")),
+        Via::Direct,
+        true,
+    );
+    within_budget(
+        world.started,
+        "a_sidecar_of_the_wrong_dimensions_falls_back_to_bm25",
+        async {
+            let client = world.pin(None).await;
+            assert_falls_back(&world, &client, "dimensions", "384").await;
+            let r = world.search(&client, LEXICAL).await;
+            assert!(r.fallback_reason().contains("512"), "{}", r.summary());
+            let h = world.health_via(&client).await;
+            assert_eq!(h["search"]["mode"], "semantic", "{h}");
+        },
+    )
+    .await;
+}
+
+/// The front answers 200 with JSON that is not an embeddings response, then with plain text:
+/// fallback `malformed` both times. Routed to the sidecar again, vectors come back.
+#[tokio::test]
+async fn a_sidecar_answering_garbage_falls_back_to_bm25_until_it_answers_vectors() {
+    let world = start(
+        "emb_garbage",
+        plugin_config(json!({}), None),
+        Via::front(|f| f.garbage_json_percent = 100),
+        true,
+    );
+    within_budget(
+        world.started,
+        "a_sidecar_answering_garbage_falls_back_to_bm25_until_it_answers_vectors",
+        async {
+            let client = world.pin(None).await;
+            assert_falls_back(&world, &client, "malformed", "not the OpenAI shape").await;
+            let front = world.front();
+            front
+                .set(FRONT_GARBAGE_TEXT_PERCENT, 100)
+                .expect("text garbage");
+            front
+                .set(FRONT_GARBAGE_JSON_PERCENT, 0)
+                .expect("no JSON garbage");
+            let before = world.stat("search_fallbacks.malformed");
+            let r = world.search(&client, LEXICAL).await;
+            r.assert_fallback("malformed");
+            assert!(
+                r.fallback_reason().contains("not the OpenAI shape"),
+                "{}",
+                r.summary()
+            );
+            assert_eq!(r.names[0], TARGET);
+            assert_eq!(world.stat("search_fallbacks.malformed"), before + 1);
+            let h = world.health_via(&client).await;
+            assert!(is_degraded(&h, "not the OpenAI shape"), "{h}");
+            front
+                .set(FRONT_GARBAGE_TEXT_PERCENT, 0)
+                .expect("no garbage");
+            assert_recovers(&world, &client, "hybrid", "hybrid").await;
+        },
+    )
+    .await;
+}
+
+// ---- health across workers ---------------------------------------------------------------------
+
+/// Health describes the embeddings service, whichever worker answers: a search that fell back
+/// on one worker makes both say `degraded`, and a search that embedded on the other makes both
+/// say `ok` again. (The tools are embedded first, so no background batch runs meanwhile: the
+/// searches are the only calls.)
+#[tokio::test]
+async fn health_is_the_same_on_every_worker() {
+    let mut world = start(
+        "emb_workers",
+        plugin_config(json!({}), None),
+        Via::Direct,
+        true,
+    );
+    within_budget(
+        world.started,
+        "health_is_the_same_on_every_worker",
+        async {
+            let w0 = world.pin(Some(0)).await;
+            let w1 = world.pin(Some(1)).await;
+            world.list(&w0).await;
+            world.wait_embedded(Duration::from_secs(25)).await;
+            world.search(&w0, PARAPHRASE).await.assert_semantic("hybrid");
+            for client in [&w0, &w1] {
+                let h = world.health_via(client).await;
+                assert!(is_ok(&h, "hybrid"), "worker {}: {h}", client.worker);
+            }
+
+            world.sidecar.stop();
+            let failed = world.search(&w0, LEXICAL).await;
+            assert_eq!(failed.strategy(), "bm25", "{}", failed.summary());
+            let reason = failed.fallback_reason().to_owned();
+            let views: Vec<Value> = [
+                world.health_via(&w0).await,
+                world.health_via(&w1).await,
+            ]
+            .into();
+            assert!(
+                views.iter().all(|h| is_degraded(h, &reason)),
+                "after a search fell back on worker 0 ({reason:?}), every worker's health must say degraded:\nworker 0: {}\nworker 1: {}",
+                views[0],
+                views[1]
+            );
+
+            world
+                .sidecar
+                .restart()
+                .unwrap_or_else(|e| panic!("restarting the sidecar: {e}"));
+            world.search(&w1, PARAPHRASE).await.assert_semantic("hybrid");
+            let views: Vec<Value> = [
+                world.health_via(&w0).await,
+                world.health_via(&w1).await,
+            ]
+            .into();
+            assert!(
+                views.iter().all(|h| is_ok(h, "hybrid")),
+                "after a search embedded on worker 1, every worker's health must say ok:\nworker 0: {}\nworker 1: {}",
+                views[0],
+                views[1]
+            );
+        },
+    )
+    .await;
+}

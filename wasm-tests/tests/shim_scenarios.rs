@@ -1,0 +1,702 @@
+//! The native scenarios (filter/tests/scenarios.rs) against the built `.wasm` in host-shim, with
+//! the same expected outputs, plus what only a host can show: what reaches the upstream, what
+//! is buffered, the stats, a refused configuration, two workers sharing one catalog.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod shim_support;
+
+use host_shim::{Host, HttpMessage, LogLevel, Outcome, ShimError, Vm};
+use mcp_tool_search::config::Ranking;
+use mcp_tool_search::stream::{Event, PassReason, RequestHead};
+use serde_json::Value;
+use shim_support::native::{self, TestEnv};
+use shim_support::*;
+
+const LIST: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+const TOOLS: &[u8] = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"get_weather","description":"Weather forecast for a city"},{"name":"stripe_refund_charge","description":"Refund a charge"},{"name":"slack_post_message","description":"Post a message to a Slack channel"}]}}"#;
+
+/// A worker and the native core, fed the same exchanges: every output is compared.
+struct Both {
+    shim: ShimEnv,
+    core: TestEnv,
+}
+
+impl Both {
+    fn new(config: &str) -> Self {
+        Both {
+            shim: ShimEnv::new(config),
+            core: TestEnv::new(config),
+        }
+    }
+
+    fn exchange(
+        &mut self,
+        head: RequestHead,
+        request: &[u8],
+        response: (&str, &str, &[&[u8]]),
+    ) -> native::Outcome {
+        let want = native::exchange(&mut self.core, head.clone(), request, response);
+        let sent = native::sent_upstream();
+        let (status, content_type, chunks) = response;
+        let (got, x) = exchange_full(
+            &mut self.shim,
+            &shim_support::request(&head, request),
+            &shim_support::response(status, content_type, chunks),
+        );
+        assert_eq!(got, want, "the .wasm and the native core disagree");
+        // And the upstream got the same request body (or none, for a local reply).
+        match sent {
+            Some(body) => assert_eq!(x.upstream.body(), body),
+            None => assert!(!x.upstream.end_of_stream),
+        }
+        got
+    }
+
+    fn learned(config: &str) -> Self {
+        let mut both = Both::new(config);
+        let out = both.exchange(post("/mcp"), LIST, ("200", "application/json", &[TOOLS]));
+        assert!(matches!(
+            out,
+            native::Outcome::Upstream {
+                rewritten: true,
+                ..
+            }
+        ));
+        both
+    }
+
+    fn search(&mut self, args: &str) -> Value {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{{"name":"tool_search","arguments":{args}}}}}"#
+        );
+        match self.exchange(
+            post("/mcp"),
+            body.as_bytes(),
+            ("200", "application/json", &[]),
+        ) {
+            native::Outcome::Local {
+                status: 200, body, ..
+            } => serde_json::from_slice(&body).unwrap(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Both sides counted `event` the same number of times; returns it.
+    fn count(&self, event: Event) -> u64 {
+        let native = self.core.count(event) as u64;
+        assert_eq!(self.shim.count(event), native, "{event:?}");
+        native
+    }
+}
+
+fn post(path: &str) -> RequestHead {
+    native::post(path)
+}
+
+fn defs(reply: &Value) -> Value {
+    serde_json::from_str(reply["result"]["content"][0]["text"].as_str().unwrap()).unwrap()
+}
+
+#[test]
+fn non_mcp_traffic_get_streams_and_bodyless_requests_go_through_untouched() {
+    let mut env = ShimEnv::new("{}");
+    let sse = [
+        "event: message\ndata: {}\n\n",
+        ": ping\n\n",
+        "event: message\ndata: {}\n\n",
+    ];
+    let cases = [
+        HttpMessage::request("POST", "/other").body(LIST.to_vec()),
+        HttpMessage::get("/mcp").header("accept", "text/event-stream"),
+        HttpMessage::request("DELETE", "/mcp"),
+        HttpMessage::request("POST", "/mcp/").body(LIST.to_vec()),
+        HttpMessage::request("POST", "/mcp"),
+    ];
+    for case in cases {
+        let req = case.header("accept-encoding", "gzip");
+        let resp = HttpMessage::response(200)
+            .header("content-type", "text/event-stream")
+            .chunks(sse);
+        let (out, x) = exchange_full(&mut env, &req, &resp);
+        assert_eq!(
+            out,
+            native::Outcome::Upstream {
+                body: sse.concat().into_bytes(),
+                rewritten: false
+            }
+        );
+        // The request went up as it came (accept-encoding included), the response came back
+        // piece by piece as it was sent: nothing buffered.
+        let mut sent = req.headers.clone();
+        sent.retain(|(k, _)| k != "x-forwarded-proto" && k != "x-request-id");
+        assert_eq!(upstream_headers(&x), sent, "{:?}", req.headers);
+        assert_eq!(
+            x.client.chunks,
+            sse.iter()
+                .map(|c| c.as_bytes().to_vec())
+                .collect::<Vec<_>>()
+        );
+    }
+    assert!(
+        env.stats().iter().all(|(_, v)| *v == 0),
+        "{:?}",
+        env.stats()
+    );
+    // A query string still names the MCP path: the list request goes up without compression.
+    let (_, x) = exchange_full(
+        &mut env,
+        &request(&post("/mcp?x=1"), LIST),
+        &response("200", "application/json", &[TOOLS]),
+    );
+    assert_eq!(x.upstream.header("accept-encoding"), None);
+    assert_eq!(env.count(Event::ListRewritten), 1);
+}
+
+#[test]
+fn protocol_2026_headers_decide_before_the_body_when_request_headers_are_held() {
+    let config = r#"{"hold_request_headers":true}"#;
+    let host = Host::new();
+    let mut env = ShimEnv::on(&host, options(config).allow_on_headers_stop_iteration(true));
+    let modern = |method: &str, name: Option<&str>| RequestHead {
+        mcp_method: Some(method.into()),
+        mcp_name: name.map(str::to_string),
+        protocol_version: Some("2026-07-28".into()),
+        ..post("/mcp")
+    };
+    let call = br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"github_get_issue","arguments":{}}}"#;
+    // Another tool's call: decided from the headers, forwarded at once, compression kept.
+    let (_, x) = exchange_full(
+        &mut env,
+        &request(&modern("tools/call", Some("github_get_issue")), call),
+        &response("200", "application/json", &[b"{}"]),
+    );
+    assert_eq!(x.upstream.header("accept-encoding"), Some("gzip, deflate"));
+    assert!(
+        x.events
+            .iter()
+            .any(|e| e.starts_with("proxy_on_request_headers") && e.ends_with("-> Continue")),
+        "{:#?}",
+        x.events
+    );
+    // A list: the headers wait for the body, then go up without accept-encoding.
+    let (_, x) = exchange_full(
+        &mut env,
+        &request(&modern("tools/list", None), LIST),
+        &response("200", "application/json", &[TOOLS]),
+    );
+    assert_eq!(x.upstream.header("accept-encoding"), None);
+    assert!(
+        x.events
+            .iter()
+            .any(|e| e.starts_with("proxy_on_request_headers") && e.ends_with("-> StopIteration")),
+        "{:#?}",
+        x.events
+    );
+    assert_eq!(env.count(Event::ListRewritten), 1);
+    // A search held this way never reaches the upstream at all.
+    let search = br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"weather"}}}"#;
+    let (out, x) = exchange_full(
+        &mut env,
+        &request(&modern("tools/call", Some("tool_search")), search),
+        &HttpMessage::response(200),
+    );
+    assert!(matches!(out, native::Outcome::Local { status: 200, .. }));
+    assert!(x.upstream.headers.is_none(), "{:?}", x.upstream);
+
+    // Without Envoy's allow_on_headers_stop_iteration the held headers become
+    // StopAllIteration: no body callback ever comes and the request hangs (as config.rs warns).
+    let mut env = ShimEnv::on(&host, options(config));
+    let x = env
+        .vm
+        .exchange(
+            &request(&modern("tools/list", None), LIST),
+            &response("200", "application/json", &[TOOLS]),
+        )
+        .unwrap();
+    assert!(
+        matches!(x.outcome(), Outcome::Stuck(ref why) if why.contains("StopAllIteration")),
+        "{:?}",
+        x.outcome()
+    );
+}
+
+#[test]
+fn protocol_2026_search_reply_says_complete_and_mismatch_is_400() {
+    let mut both = Both::learned("{}");
+    let modern = |method: &str, name: &str| RequestHead {
+        mcp_method: Some(method.into()),
+        mcp_name: Some(name.into()),
+        protocol_version: Some("2026-07-28".into()),
+        ..post("/mcp")
+    };
+    let body = br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"refund"},"_meta":{"io.modelcontextprotocol/clientInfo":{"name":"t"}}}}"#;
+    let out = both.exchange(
+        modern("tools/call", "tool_search"),
+        body,
+        ("200", "application/json", &[]),
+    );
+    let reply: Value = serde_json::from_slice(out.body()).unwrap();
+    assert_eq!(reply["result"]["resultType"], "complete");
+    let out = both.exchange(
+        modern("tools/call", "other_tool"),
+        body,
+        ("200", "application/json", &[]),
+    );
+    assert!(matches!(
+        out,
+        native::Outcome::Upstream {
+            rewritten: false,
+            ..
+        }
+    ));
+    let out = both.exchange(
+        modern("tools/list", ""),
+        body,
+        ("200", "application/json", &[]),
+    );
+    let native::Outcome::Local {
+        status: 400, body, ..
+    } = out
+    else {
+        panic!("{out:?}")
+    };
+    let error: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(error["error"]["code"], -32600);
+    assert_eq!(error["id"], 3);
+}
+
+#[test]
+fn search_replies_and_argument_errors() {
+    let mut both = Both::learned(r#"{"eager_patterns":["get_*"]}"#);
+    let reply = both.search(r#"{"query":"refund a payment"}"#);
+    assert_eq!(defs(&reply)[0]["name"], "stripe_refund_charge");
+    // Every tool with any matching term, however weak; none that match nothing.
+    assert_eq!(defs(&reply).as_array().unwrap().len(), 1);
+    let weak = both.search(r#"{"query":"refund a message"}"#);
+    assert_eq!(defs(&weak).as_array().unwrap().len(), 2, "no minimum score");
+    let exact = both.search(r#"{"query":"slack_post_message","limit":1}"#);
+    assert_eq!(defs(&exact)[0]["name"], "slack_post_message");
+    assert_eq!(defs(&exact).as_array().unwrap().len(), 1);
+    for (args, says) in [
+        (r#"{}"#, "Missing required argument `query`"),
+        (r#"{"query":""}"#, "empty"),
+        (r#"{"query":"x","limit":"many"}"#, "integer"),
+    ] {
+        let reply = both.search(args);
+        assert_eq!(reply["result"]["isError"], true, "{args}");
+        assert!(
+            reply["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains(says),
+            "{args}"
+        );
+    }
+    assert_eq!(both.count(Event::SearchRejected), 3);
+    assert_eq!(both.count(Event::SearchAnswered(Ranking::Bm25)), 3);
+    let other_ns = both.search(r#"{"query":"x","namespace":"elsewhere"}"#);
+    assert_eq!(other_ns["result"]["isError"], true);
+}
+
+#[test]
+fn search_before_any_list_tells_the_agent_what_to_do() {
+    let mut both = Both::new("{}");
+    let reply = both.search(r#"{"query":"anything"}"#);
+    assert_eq!(reply["result"]["isError"], true);
+    assert!(reply["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("call tools/list"));
+}
+
+#[test]
+fn sse_only_clients_get_an_sse_reply_with_their_session() {
+    let mut both = Both::learned("{}");
+    let head = RequestHead {
+        accept: Some("text/event-stream".into()),
+        session_id: Some("s-1".into()),
+        ..post("/mcp")
+    };
+    let body = br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"weather"}}}"#;
+    let native::Outcome::Local { headers, body, .. } = both.exchange(head, body, ("200", "", &[]))
+    else {
+        panic!()
+    };
+    assert!(headers.contains(&("content-type".into(), "text/event-stream".into())));
+    assert!(headers.contains(&("mcp-session-id".into(), "s-1".into())));
+    assert_eq!(native::messages(&body, true)[0]["id"], 4);
+}
+
+#[test]
+fn bodies_that_cannot_be_rewritten_pass_through_unchanged_and_are_counted() {
+    let mut both = Both::new("{}");
+    let cases: [(&str, &str, &[u8], PassReason); 3] = [
+        ("500", "application/json", TOOLS, PassReason::Status),
+        ("200", "text/plain", TOOLS, PassReason::ContentType),
+        (
+            "200",
+            "application/json",
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[{]}}",
+            PassReason::Unparseable,
+        ),
+    ];
+    for (status, ct, body, reason) in cases {
+        let out = both.exchange(post("/mcp"), LIST, (status, ct, &[body]));
+        assert_eq!(
+            out,
+            native::Outcome::Upstream {
+                body: body.to_vec(),
+                rewritten: false
+            },
+            "{reason:?}"
+        );
+        assert_eq!(both.count(Event::PassedThrough(reason)), 1, "{reason:?}");
+    }
+    // The unparseable list is logged at warning (and nothing at critical).
+    assert!(both
+        .shim
+        .vm
+        .log_messages(LogLevel::Warn)
+        .iter()
+        .any(|m| m.contains("passed through unchanged")));
+    // A compressed response is not ours to read: through unchanged, content-length kept.
+    let gz = b"\x1f\x8b\x08\x00compressed";
+    let resp = response("200", "application/json", &[gz]).header("content-encoding", "gzip");
+    let (out, x) = exchange_full(&mut both.shim, &request(&post("/mcp"), LIST), &resp);
+    assert_eq!(
+        out,
+        native::Outcome::Upstream {
+            body: gz.to_vec(),
+            rewritten: false
+        }
+    );
+    assert_eq!(x.client.header("content-length"), Some("14"));
+    assert_eq!(
+        both.shim.count(Event::PassedThrough(PassReason::Encoded)),
+        1
+    );
+    // Unparseable SSE: the event goes through as it came, and the stream goes on.
+    let sse = b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[}\n\n: after\n\n";
+    let out = both.exchange(post("/mcp"), LIST, ("200", "text/event-stream", &[sse]));
+    assert_eq!(out.body(), sse);
+    assert_eq!(both.count(Event::PassedThrough(PassReason::Unparseable)), 2);
+}
+
+#[test]
+fn oversized_bodies_pass_through() {
+    let mut both = Both::new(r#"{"max_body_bytes":1024}"#);
+    let big = format!(
+        "event: message\ndata: {{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{\"tools\":[{{\"name\":\"a\",\"description\":\"{}\"}}]}}}}\n\n",
+        "x".repeat(4000)
+    );
+    let chunks: Vec<&[u8]> = big.as_bytes().chunks(512).collect();
+    let out = both.exchange(post("/mcp"), LIST, ("200", "text/event-stream", &chunks));
+    assert_eq!(out.body(), big.as_bytes());
+    assert_eq!(both.count(Event::PassedThrough(PassReason::TooLarge)), 1);
+    // A JSON list over the cap: passed through as soon as the cap is crossed, with its
+    // content-length (the filter already dropped it: the body may have changed).
+    let json = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"result":{{"tools":[{{"name":"a","description":"{}"}}]}}}}"#,
+        "y".repeat(3000)
+    );
+    let chunks: Vec<&[u8]> = json.as_bytes().chunks(700).collect();
+    let (out, x) = exchange_full(
+        &mut both.shim,
+        &request(&post("/mcp"), LIST),
+        &response("200", "application/json", &chunks),
+    );
+    assert_eq!(out.body(), json.as_bytes());
+    assert!(x.client.chunks.len() > 1, "not held to the end");
+    assert_eq!(
+        both.shim.count(Event::PassedThrough(PassReason::TooLarge)),
+        2
+    );
+    // A request body over the cap goes up as it is.
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"pad":"{}"}}}}"#,
+        "z".repeat(2000)
+    );
+    let (out, x) = exchange_full(
+        &mut both.shim,
+        &request(&post("/mcp"), huge.as_bytes()).chunked(600),
+        &response("200", "application/json", &[TOOLS]),
+    );
+    assert_eq!(out.body(), TOOLS);
+    assert_eq!(x.upstream.body(), huge.as_bytes());
+    assert_eq!(
+        both.shim.count(Event::PassedThrough(PassReason::TooLarge)),
+        3
+    );
+}
+
+#[test]
+fn notifications_calls_and_other_methods_are_not_buffered_on_the_way_back() {
+    let mut env = ShimEnv::new("{}");
+    let stream = [
+        "event: message\ndata: {\"progress\":1}\n\n",
+        ": ping\n\n",
+        "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n\n",
+    ];
+    for body in [
+        &br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#[..],
+        br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_weather","arguments":{}}}"#,
+        br#"{"jsonrpc":"2.0","id":3,"method":"resources/list"}"#,
+        b"not json at all",
+    ] {
+        let resp = HttpMessage::response(200)
+            .header("content-type", "text/event-stream")
+            .chunks(stream);
+        let (out, x) = exchange_full(&mut env, &request(&post("/mcp"), body), &resp);
+        assert_eq!(out.body(), stream.concat().as_bytes());
+        // Each piece went to the client with the callback that brought it.
+        assert_eq!(x.client.chunks.len(), stream.len());
+        assert!(
+            x.events
+                .iter()
+                .filter(|e| e.starts_with("proxy_on_response_body"))
+                .all(|e| e.ends_with("-> Continue")),
+            "{:#?}",
+            x.events
+        );
+        // Not a list: compression was not ours to refuse... but the filter could not know before
+        // the body, so it asked for identity (DESIGN.md §2).
+        assert_eq!(x.upstream.header("accept-encoding"), None);
+    }
+    assert!(
+        env.stats().iter().all(|(_, v)| *v == 0),
+        "{:?}",
+        env.stats()
+    );
+}
+
+#[test]
+fn batches() {
+    let mut both = Both::learned("{}");
+    let body = br#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"slack"}}},{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"tool_search","arguments":{"query":"weather"}}}]"#;
+    let out = both.exchange(post("/mcp"), body, ("200", "application/json", &[]));
+    let replies: Value = serde_json::from_slice(out.body()).unwrap();
+    assert_eq!(replies[0]["id"], 1);
+    assert_eq!(replies[1]["id"], "b");
+    let mixed = br#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"slack"}}},{"jsonrpc":"2.0","id":2,"method":"ping"}]"#;
+    let out = both.exchange(post("/mcp"), mixed, ("200", "application/json", &[b"[]"]));
+    assert!(matches!(
+        out,
+        native::Outcome::Upstream {
+            rewritten: false,
+            ..
+        }
+    ));
+    assert_eq!(both.count(Event::PassedThrough(PassReason::MixedBatch)), 1);
+    let list_batch = br#"[{"jsonrpc":"2.0","id":7,"method":"tools/list"},{"jsonrpc":"2.0","id":8,"method":"ping"}]"#;
+    let response = format!(
+        r#"[{{"jsonrpc":"2.0","id":8,"result":{{}}}},{}]"#,
+        String::from_utf8(TOOLS.to_vec())
+            .unwrap()
+            .replace("\"id\":1", "\"id\":7")
+    );
+    let out = both.exchange(
+        post("/mcp"),
+        list_batch,
+        ("200", "application/json", &[response.as_bytes()]),
+    );
+    let v: Value = serde_json::from_slice(out.body()).unwrap();
+    assert_eq!(
+        v[0],
+        serde_json::json!({"jsonrpc":"2.0","id":8,"result":{}})
+    );
+    assert_eq!(v[1]["result"]["tools"][0]["name"], "tool_search");
+}
+
+#[test]
+fn paginated_lists_learn_every_page_and_only_the_first_gets_the_search_tool() {
+    let mut both = Both::new("{}");
+    let page1 = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a_one","description":"first"}],"nextCursor":"p2"}}"#;
+    let page2 =
+        br#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"b_two","description":"second"}]}}"#;
+    let out = both.exchange(post("/mcp"), LIST, ("200", "application/json", &[page1]));
+    let v: Value = serde_json::from_slice(out.body()).unwrap();
+    assert_eq!(v["result"]["tools"][0]["name"], "tool_search");
+    let req2 = br#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"p2"}}"#;
+    let out = both.exchange(post("/mcp"), req2, ("200", "application/json", &[page2]));
+    let v: Value = serde_json::from_slice(out.body()).unwrap();
+    assert_eq!(v["result"]["tools"], serde_json::json!([]));
+    let reply = both.search(r#"{"query":"second"}"#);
+    assert_eq!(defs(&reply)[0]["name"], "b_two");
+    let reply = both.search(r#"{"query":"first second"}"#);
+    assert_eq!(
+        defs(&reply).as_array().unwrap().len(),
+        2,
+        "both pages learned"
+    );
+}
+
+#[test]
+fn a_catalog_learned_on_one_worker_is_searched_on_another() {
+    // Two Envoy workers: two VMs of the plugin over one host's shared data.
+    let mut worker1 = ShimEnv::new("{}");
+    let mut worker2 = ShimEnv::sharing("{}", &worker1);
+    let out = exchange(
+        &mut worker1,
+        post("/mcp"),
+        LIST,
+        ("200", "application/json", &[TOOLS]),
+    );
+    assert!(matches!(
+        out,
+        native::Outcome::Upstream {
+            rewritten: true,
+            ..
+        }
+    ));
+    assert!(
+        !worker1.host.shared_keys("").is_empty(),
+        "learned into shared data"
+    );
+    let search = br#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"slack message"}}}"#;
+    let out = exchange(
+        &mut worker2,
+        post("/mcp"),
+        search,
+        ("200", "application/json", &[]),
+    );
+    let reply: Value = serde_json::from_slice(out.body()).unwrap();
+    assert_eq!(defs(&reply)[0]["name"], "slack_post_message");
+    // Stats are Envoy's: one per name, whichever worker counted.
+    assert_eq!(worker1.stat("lists_rewritten"), 1);
+    assert_eq!(worker2.stat("searches_answered.bm25"), 1);
+    assert_eq!(worker1.stat("searches_answered.bm25"), 1);
+    // The worker that did not learn lists the same: it reads the shared catalog too.
+    let a = exchange(
+        &mut worker2,
+        post("/mcp"),
+        LIST,
+        ("200", "application/json", &[TOOLS]),
+    );
+    let b = exchange(
+        &mut worker1,
+        post("/mcp"),
+        LIST,
+        ("200", "application/json", &[TOOLS]),
+    );
+    assert_eq!(a, b);
+}
+
+#[test]
+fn a_catalog_belongs_to_the_route_namespace_else_the_cluster() {
+    let mut env = ShimEnv::new("{}");
+    let route_ns = [
+        "xds",
+        "route_metadata",
+        "filter_metadata",
+        "mcp_tool_search",
+        "namespace",
+    ];
+    let run = |env: &mut ShimEnv, ns: Option<&str>, body: &[u8], resp: &HttpMessage| {
+        let id = env.vm.new_stream().unwrap();
+        if let Some(ns) = ns {
+            env.vm.set_stream_property(id, &route_ns, ns).unwrap();
+        }
+        env.vm
+            .exchange_on(id, &request(&post("/mcp"), body), resp)
+            .unwrap()
+    };
+    let tools = response("200", "application/json", &[TOOLS]);
+    let x = run(&mut env, Some("team-a"), LIST, &tools);
+    assert!(matches!(
+        x.outcome(),
+        Outcome::Upstream {
+            rewritten: true,
+            ..
+        }
+    ));
+    let search = br#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"refund"}}}"#;
+    let found = run(
+        &mut env,
+        Some("team-a"),
+        search,
+        &HttpMessage::response(200),
+    );
+    let reply: Value = serde_json::from_slice(&found.client.body()).unwrap();
+    assert_eq!(defs(&reply)[0]["name"], "stripe_refund_charge");
+    // Same cluster, another route namespace: nothing learned there yet.
+    let other = run(
+        &mut env,
+        Some("team-b"),
+        search,
+        &HttpMessage::response(200),
+    );
+    let reply: Value = serde_json::from_slice(&other.client.body()).unwrap();
+    assert_eq!(reply["result"]["isError"], true);
+    // No route namespace: the cluster's (`upstream`), also empty.
+    let cluster = run(&mut env, None, search, &HttpMessage::response(200));
+    let reply: Value = serde_json::from_slice(&cluster.client.body()).unwrap();
+    assert_eq!(reply["result"]["isError"], true);
+}
+
+#[test]
+fn stats_count_what_happened() {
+    let mut env = ShimEnv::new(r#"{"eager_patterns":["get_*"]}"#);
+    let tools = ("200", "application/json", &[TOOLS][..]);
+    exchange(&mut env, post("/mcp"), LIST, tools);
+    exchange(&mut env, post("/mcp"), LIST, tools);
+    let search = |q: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{{"name":"tool_search","arguments":{q}}}}}"#
+        )
+    };
+    for q in [r#"{"query":"refund"}"#, r#"{"query":"slack"}"#, r#"{}"#] {
+        exchange(
+            &mut env,
+            post("/mcp"),
+            search(q).as_bytes(),
+            ("200", "", &[]),
+        );
+    }
+    exchange(
+        &mut env,
+        post("/mcp"),
+        LIST,
+        ("503", "application/json", &[b"{}"]),
+    );
+    let got: Vec<(String, u64)> = env.stats().into_iter().filter(|(_, v)| *v > 0).collect();
+    assert_eq!(
+        got,
+        vec![
+            ("lists_rewritten".to_string(), 2),
+            ("passthrough.status".to_string(), 1),
+            ("searches_answered.bm25".to_string(), 2),
+            ("searches_rejected".to_string(), 1),
+            ("tools_hidden".to_string(), 4),
+        ]
+    );
+}
+
+#[test]
+fn a_bad_configuration_is_refused_with_the_filters_message() {
+    for config in [
+        r#"{"max_body_bytes":"lots"}"#,
+        r#"{"eager_patterns":["a"],"no_such_field":1}"#,
+        "not json",
+    ] {
+        let want = mcp_tool_search::config::Config::parse(config)
+            .unwrap_err()
+            .to_string();
+        let err = Vm::load(&Host::new(), wasm_path(), options(config)).unwrap_err();
+        let ShimError::Refused { callback, logs, .. } = &err else {
+            panic!("{config}: {err}")
+        };
+        assert_eq!(callback, "proxy_on_configure");
+        assert!(
+            logs.iter()
+                .any(|l| l.contains("[error]") && l.contains(&want)),
+            "{config}: want {want:?} in {logs:#?}"
+        );
+    }
+    // An empty configuration is every default.
+    Vm::load(&Host::new(), wasm_path(), options("")).unwrap();
+}
