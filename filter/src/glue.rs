@@ -178,23 +178,41 @@ struct Plugin {
     metrics: Metrics,
     cache: RefCell<CatalogCache>,
     worker: RefCell<Worker>,
-    /// Why semantic ranking last failed (cleared by the next success), for health.
+    /// What this VM last wrote to the shared health key.
     degraded: RefCell<Option<String>>,
     /// Names this VM in embedding leases.
     vm_id: String,
 }
 
+/// Why semantic ranking is degraded (empty: it is not), shared by every worker so that health
+/// answers the same wherever it is asked.
+const HEALTH_KEY: &str = "mcp-tool-search/v1/embeddings-health";
+
 impl Plugin {
     fn embedding_failed(&self, reason: &str) {
-        if let Ok(mut d) = self.degraded.try_borrow_mut() {
-            *d = Some(reason.to_string());
-        }
+        self.set_health(reason);
     }
 
     fn embedding_worked(&self) {
-        if let Ok(mut d) = self.degraded.try_borrow_mut() {
-            *d = None;
+        self.set_health("");
+    }
+
+    fn set_health(&self, reason: &str) {
+        // Written only on a change, to keep shared-data traffic off the search path.
+        let Ok(mut last) = self.degraded.try_borrow_mut() else {
+            return;
+        };
+        let next = (!reason.is_empty()).then(|| reason.to_string());
+        if *last != next || last.is_none() {
+            let _ = hostcalls::set_shared_data(HEALTH_KEY, Some(reason.as_bytes()), None);
+            *last = next;
         }
+    }
+
+    fn degraded(&self) -> Option<String> {
+        let (value, _) = hostcalls::get_shared_data(HEALTH_KEY).ok()?;
+        let reason = String::from_utf8(value?).ok()?;
+        (!reason.is_empty()).then_some(reason)
     }
 }
 
@@ -649,11 +667,7 @@ impl Env for HostEnv {
     }
 
     fn embeddings_degraded(&mut self) -> Option<String> {
-        self.plugin
-            .degraded
-            .try_borrow()
-            .ok()
-            .and_then(|d| d.clone())
+        self.plugin.degraded()
     }
 
     fn learn(&mut self, page: &[Tool], at: Page) -> Result<bool, StoreError> {

@@ -168,9 +168,21 @@ fn every_import_name_is_in_the_envoy_binary_when_there_is_one() {
     let Some(bin) = std::env::var_os("ENVOY_BIN") else {
         return;
     };
-    let Ok(binary) = std::fs::read(&bin) else {
+    let Ok(mut binary) = std::fs::read(&bin) else {
         return;
     };
+    let mut bin = std::path::PathBuf::from(bin);
+    // The pip package's `bin/envoy` is a Python launcher for the real binary in the package.
+    if binary.starts_with(b"#!") {
+        let first_line = binary.split(|&b| b == b'\n').next().unwrap_or_default();
+        let python = String::from_utf8_lossy(&first_line[2..]).trim().to_string();
+        let out = std::process::Command::new(&python)
+            .args(["-c", "import envoy, os; print(os.path.join(os.path.dirname(envoy.__file__), '_bin', 'envoy'))"])
+            .output()
+            .unwrap_or_else(|e| panic!("{python}: {e}"));
+        bin = String::from_utf8_lossy(&out.stdout).trim().into();
+        binary = std::fs::read(&bin).unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
+    }
     let module = WasmModule::from_file(wasm_path()).unwrap();
     for import in module.imports() {
         let needle = import.name.as_bytes();
@@ -178,7 +190,7 @@ fn every_import_name_is_in_the_envoy_binary_when_there_is_one() {
             binary.windows(needle.len()).any(|w| w == needle),
             "{} is not even a string in {}",
             import.name,
-            bin.to_string_lossy()
+            bin.display()
         );
     }
 }
