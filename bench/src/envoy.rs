@@ -1,0 +1,338 @@
+//! The bench's Envoy: one process, one worker (`--concurrency 1`), two listeners side by side:
+//! `filtered` (the mcp-tool-search filter, as in envoy/demo.yaml) and `baseline` (the same
+//! without the filter, as in envoy/baseline.yaml). Each has a `direct_response` route
+//! (`/direct`, the floor, answered once the request body is read) and one MCP route per upstream (`/mcp/<kind>/<tools>`, rewritten to
+//! the upstream's `/mcp`).
+
+use mcp_tool_search_wasm_tests::harness::{http_get, Proc};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub type Result<T> = std::result::Result<T, String>;
+
+/// Large enough for a 10,000-tool list (about 8 MB) held whole.
+pub const BUFFER_LIMIT: u64 = 64 << 20;
+
+/// One upstream MCP server and the path that reaches it.
+#[derive(Debug, Clone)]
+pub struct Upstream {
+    pub cluster: String,
+    pub path: String,
+    pub addr: SocketAddr,
+}
+
+pub struct Envoy {
+    proc: Proc,
+    pub admin: SocketAddr,
+    pub filtered: SocketAddr,
+    pub baseline: SocketAddr,
+    pub log_path: PathBuf,
+}
+
+fn quoted(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+fn routes(upstreams: &[Upstream]) -> String {
+    let mut out = String::from(
+        "              - match: { prefix: \"/direct\" }\n                direct_response:\n                  status: 200\n                  body: { inline_string: '{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}' }\n",
+    );
+    for u in upstreams {
+        out.push_str(&format!(
+            "              - match: {{ path: {} }}\n                route: {{ cluster: {}, prefix_rewrite: \"/mcp\", timeout: 0s }}\n{BUFFER_OFF}",
+            quoted(&u.path),
+            quoted(&u.cluster)
+        ));
+    }
+    out
+}
+
+/// The buffer filter runs on `/direct` only: a `direct_response` sent before Envoy has read the
+/// request body closes an HTTP/1.1 connection (`connection: close`), which would put a
+/// reconnection in every floor request. With the body read first, the floor is what the filter
+/// itself does for a search: read the request, answer it locally.
+const BUFFER_FILTER: &str = r#"          - name: envoy.filters.http.buffer
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.buffer.v3.Buffer
+              max_request_bytes: 1048576
+"#;
+
+const BUFFER_OFF: &str = r#"                typed_per_filter_config:
+                  envoy.filters.http.buffer:
+                    "@type": type.googleapis.com/envoy.extensions.filters.http.buffer.v3.BufferPerRoute
+                    disabled: true
+"#;
+
+fn listener(name: &str, upstreams: &[Upstream], wasm_filter: Option<(&Path, &str)>) -> String {
+    let filter = match wasm_filter {
+        Some((wasm, config)) => format!(
+            r#"          - name: envoy.filters.http.wasm
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm
+              config:
+                name: mcp_tool_search
+                root_id: mcp_tool_search
+                allow_on_headers_stop_iteration: true
+                configuration:
+                  "@type": type.googleapis.com/google.protobuf.StringValue
+                  value: {config}
+                vm_config:
+                  runtime: envoy.wasm.runtime.v8
+                  code: {{ local: {{ filename: {wasm} }} }}
+"#,
+            config = quoted(config),
+            wasm = quoted(&wasm.display().to_string())
+        ),
+        None => String::new(),
+    };
+    format!(
+        r#"  - name: {name}
+    address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }}
+    per_connection_buffer_limit_bytes: {BUFFER_LIMIT}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: {name}
+          stream_idle_timeout: 0s
+          route_config:
+            name: {name}
+            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+{routes}          http_filters:
+{filter}{BUFFER_FILTER}          - name: envoy.filters.http.router
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+"#,
+        routes = routes(upstreams),
+    )
+}
+
+/// The bootstrap YAML.
+pub fn bootstrap(upstreams: &[Upstream], wasm: &Path, plugin_config: &str) -> String {
+    let mut clusters = String::new();
+    for u in upstreams {
+        clusters.push_str(&format!(
+            r#"  - name: {name}
+    type: STATIC
+    connect_timeout: 5s
+    per_connection_buffer_limit_bytes: {BUFFER_LIMIT}
+    load_assignment:
+      cluster_name: {name}
+      endpoints:
+      - lb_endpoints:
+        - endpoint:
+            address: {{ socket_address: {{ address: {ip}, port_value: {port} }} }}
+"#,
+            name = quoted(&u.cluster),
+            ip = u.addr.ip(),
+            port = u.addr.port()
+        ));
+    }
+    format!(
+        "admin:\n  address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }}\nstatic_resources:\n  listeners:\n{}{}  clusters:\n{}",
+        listener("filtered", upstreams, Some((wasm, plugin_config))),
+        listener("baseline", upstreams, None),
+        clusters
+    )
+}
+
+impl Envoy {
+    pub fn start(bin: &Path, dir: &Path, yaml: &str) -> Result<Envoy> {
+        let config_path = dir.join("envoy-bench.yaml");
+        let log_path = dir.join("envoy-bench.log");
+        let admin_path = dir.join("envoy-bench.admin");
+        std::fs::write(&config_path, yaml).map_err(|e| e.to_string())?;
+        let _ = std::fs::remove_file(&admin_path);
+        let base_id = 700_000 + std::process::id() % 100_000;
+        let mut cmd = Command::new(bin);
+        cmd.arg("-c")
+            .arg(&config_path)
+            .arg("--concurrency")
+            .arg("1")
+            .arg("--base-id")
+            .arg(base_id.to_string())
+            .arg("--log-level")
+            .arg("warning")
+            .arg("--log-path")
+            .arg(&log_path)
+            .arg("--admin-address-path")
+            .arg(&admin_path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(
+                std::fs::File::create(dir.join("envoy-bench.stderr")).map_err(|e| e.to_string())?,
+            );
+        let mut proc = Proc::spawn("envoy", cmd).map_err(|e| e.to_string())?;
+        let deadline = Instant::now() + Duration::from_secs(90);
+        let tail = |p: &Path| -> String {
+            let t = std::fs::read_to_string(p).unwrap_or_default();
+            let lines: Vec<&str> = t.lines().collect();
+            lines
+                .get(lines.len().saturating_sub(30)..)
+                .unwrap_or_default()
+                .join("\n")
+        };
+        let admin = loop {
+            if let Some(a) = std::fs::read_to_string(&admin_path)
+                .ok()
+                .and_then(|t| t.trim().parse::<SocketAddr>().ok())
+            {
+                break a;
+            }
+            if proc.exited().is_some() || Instant::now() >= deadline {
+                return Err(format!("envoy did not start:\n{}", tail(&log_path)));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        loop {
+            if let Ok((200, body)) = http_get(admin, "/ready") {
+                if body.trim() == "LIVE" {
+                    break;
+                }
+            }
+            if proc.exited().is_some() || Instant::now() >= deadline {
+                return Err(format!("envoy never LIVE:\n{}", tail(&log_path)));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let (_, body) = http_get(admin, "/listeners?format=json").map_err(|e| e.to_string())?;
+        let v: serde_json::Value =
+            serde_json::from_str(&body).map_err(|e| format!("/listeners: {e}"))?;
+        let find = |name: &str| -> Result<SocketAddr> {
+            v.get("listener_statuses")
+                .and_then(|s| s.as_array())
+                .and_then(|all| {
+                    all.iter()
+                        .find(|s| s.get("name").and_then(|n| n.as_str()) == Some(name))
+                })
+                .and_then(|s| s.get("local_address")?.get("socket_address").cloned())
+                .and_then(|sa| {
+                    let ip = sa.get("address")?.as_str()?.to_owned();
+                    let port = sa.get("port_value")?.as_u64()?;
+                    format!("{ip}:{port}").parse().ok()
+                })
+                .ok_or_else(|| format!("listener {name} not found in {body}"))
+        };
+        let filtered = find("filtered")?;
+        let baseline = find("baseline")?;
+        Ok(Envoy {
+            proc,
+            admin,
+            filtered,
+            baseline,
+            log_path,
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.proc.pid()
+    }
+
+    pub fn running(&mut self) -> bool {
+        self.proc.exited().is_none()
+    }
+
+    /// Resident memory of the Envoy process (kB), from /proc.
+    pub fn rss_kb(&self) -> Option<u64> {
+        rss_kb(self.pid())
+    }
+
+    /// Admin `/stats` lines containing `filter`.
+    pub fn stats(&self, filter: &str) -> Vec<(String, String)> {
+        match http_get(self.admin, &format!("/stats?filter={filter}")) {
+            Ok((200, body)) => body
+                .lines()
+                .filter_map(|l| {
+                    l.split_once(": ")
+                        .map(|(a, b)| (a.to_owned(), b.to_owned()))
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The last lines of Envoy's log (for failure messages).
+    pub fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log_path).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines
+            .get(lines.len().saturating_sub(20)..)
+            .unwrap_or_default()
+            .join("\n")
+    }
+
+    pub fn stop(mut self) {
+        self.proc.kill();
+    }
+}
+
+pub fn rss_kb(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+}
+
+/// A `catalog-server` (stateless; JSON or SSE responses) with `--tcp-nodelay`.
+pub struct CatalogServer {
+    _proc: Proc,
+    pub addr: SocketAddr,
+}
+
+impl CatalogServer {
+    pub fn start(bin: &Path, tools: &Path, json: bool, dir: &Path) -> Result<CatalogServer> {
+        let name = tools
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let stderr = dir.join(format!(
+            "{name}-{}.stderr",
+            if json { "json" } else { "sse" }
+        ));
+        let mut cmd = Command::new(bin);
+        cmd.arg("--tools")
+            .arg(tools)
+            .arg("--listen")
+            .arg("127.0.0.1:0")
+            .arg("--stateless")
+            .arg("--tcp-nodelay");
+        if json {
+            cmd.arg("--json");
+        }
+        let stdout = dir.join(format!(
+            "{name}-{}.stdout",
+            if json { "json" } else { "sse" }
+        ));
+        cmd.stdin(Stdio::null())
+            .stdout(std::fs::File::create(&stdout).map_err(|e| e.to_string())?)
+            .stderr(std::fs::File::create(&stderr).map_err(|e| e.to_string())?);
+        let mut proc = Proc::spawn("catalog-server", cmd).map_err(|e| e.to_string())?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let addr = loop {
+            let text = std::fs::read_to_string(&stdout).unwrap_or_default();
+            if let Some(addr) = text
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("listening on "))
+                .and_then(|a| a.parse::<SocketAddr>().ok())
+            {
+                break addr;
+            }
+            if proc.exited().is_some() || Instant::now() >= deadline {
+                return Err(format!(
+                    "catalog-server did not start: {}",
+                    std::fs::read_to_string(&stderr).unwrap_or_default()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        Ok(CatalogServer { _proc: proc, addr })
+    }
+}

@@ -1,0 +1,486 @@
+//! `mcp-tool-search-bench`: the benchmarks behind `make bench`. Runs, in one process and one
+//! sitting, the cost inside the VM (native core and the real `.wasm` in host-shim), then
+//! `tool_search` and `tools/list` through a one-worker Envoy beside a `direct_response` floor
+//! and a no-filter baseline, and writes `BENCHMARKS.md`.
+//!
+//! ```text
+//! mcp-tool-search-bench --envoy BIN --wasm FILE --catalog-server BIN [--out BENCHMARKS.md]
+//!     [--sizes 100,1000,10000] [--round-secs 1.5] [--rounds 4] [--eval FILE]...
+//!     [--notes FILE] [--commands FILE] [--skip-http] [--skip-inproc] [--quick]
+//! ```
+
+mod client;
+mod envoy;
+mod inproc;
+mod report;
+mod vmmem;
+
+use client::{Request, Samples};
+use inproc::SizeCosts;
+use mcp_tool_search_wasm_tests::harness::TestDir;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// Queries a user of a SaaS tool catalog would type (every one has matches at every size).
+pub const QUERIES: &[&str] = &[
+    "create an issue in a github repository",
+    "refund a stripe charge",
+    "send a message to a slack channel",
+    "schedule a calendar meeting",
+    "upload a file to dropbox",
+    "search jira tickets",
+    "list open pull requests",
+    "add a row to a spreadsheet",
+    "send an email",
+    "create a support ticket",
+    "run a sql query",
+    "acknowledge a pagerduty incident",
+];
+
+#[derive(Debug, Clone)]
+pub struct Args {
+    pub envoy: Option<PathBuf>,
+    pub wasm: PathBuf,
+    pub catalog_server: Option<PathBuf>,
+    pub out: PathBuf,
+    pub sizes: Vec<usize>,
+    pub round: Duration,
+    pub rounds: usize,
+    pub eval: Vec<PathBuf>,
+    pub notes: Option<PathBuf>,
+    pub commands: Option<PathBuf>,
+    pub skip_http: bool,
+    pub skip_inproc: bool,
+    pub budget: Duration,
+    /// `--perf list|build|search`: loop one native operation (for `perf record`) and exit.
+    pub perf: Option<String>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut a = Args {
+        envoy: None,
+        wasm: PathBuf::from("target/wasm32-wasip1/release/mcp_tool_search.wasm"),
+        catalog_server: None,
+        out: PathBuf::from("BENCHMARKS.md"),
+        sizes: vec![100, 1000, 10_000],
+        round: Duration::from_millis(1500),
+        rounds: 4,
+        eval: Vec::new(),
+        notes: None,
+        commands: None,
+        skip_http: false,
+        skip_inproc: false,
+        budget: Duration::from_secs(2),
+        perf: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or(format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--envoy" => a.envoy = Some(value()?.into()),
+            "--wasm" => a.wasm = value()?.into(),
+            "--catalog-server" => a.catalog_server = Some(value()?.into()),
+            "--out" => a.out = value()?.into(),
+            "--sizes" => {
+                a.sizes = value()?
+                    .split(',')
+                    .map(|s| {
+                        s.trim()
+                            .parse::<usize>()
+                            .map_err(|e| format!("--sizes: {e}"))
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+            "--round-secs" => {
+                let s: f64 = value()?.parse().map_err(|e| format!("--round-secs: {e}"))?;
+                a.round = Duration::from_secs_f64(s.max(0.05));
+            }
+            "--rounds" => a.rounds = value()?.parse().map_err(|e| format!("--rounds: {e}"))?,
+            "--budget-secs" => {
+                let s: f64 = value()?
+                    .parse()
+                    .map_err(|e| format!("--budget-secs: {e}"))?;
+                a.budget = Duration::from_secs_f64(s.max(0.05));
+            }
+            "--eval" => a.eval.push(value()?.into()),
+            "--notes" => a.notes = Some(value()?.into()),
+            "--commands" => a.commands = Some(value()?.into()),
+            "--skip-http" => a.skip_http = true,
+            "--perf" => a.perf = Some(value()?),
+            "--skip-inproc" => a.skip_inproc = true,
+            "--quick" => {
+                a.sizes = vec![100, 1000];
+                a.round = Duration::from_millis(400);
+                a.rounds = 2;
+                a.budget = Duration::from_millis(400);
+            }
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    a.rounds = a.rounds.max(1);
+    Ok(a)
+}
+
+/// One search measurement at one catalog size.
+#[derive(Debug, Clone, Default)]
+pub struct SearchRun {
+    pub tools: usize,
+    /// `direct_response` on the filtered listener (the floor).
+    pub floor: Samples,
+    /// `direct_response` on the listener without the filter.
+    pub floor_nofilter: Samples,
+    pub search: Samples,
+    /// The same request passed through to the upstream without the filter.
+    pub baseline: Samples,
+    /// Four connections: requests per second at saturation of the one worker.
+    pub floor_tp: Samples,
+    pub search_tp: Samples,
+    pub baseline_tp: Samples,
+    /// The first search after the first list (the worker builds its index), per namespace.
+    pub first_search: Vec<Duration>,
+    pub search_bytes: usize,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ListRun {
+    pub tools: usize,
+    pub kind: &'static str,
+    pub filtered: Samples,
+    pub baseline: Samples,
+    pub upstream_bytes: usize,
+    pub client_bytes: usize,
+    pub first_list: Duration,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct HttpResults {
+    pub searches: Vec<SearchRun>,
+    pub lists: Vec<ListRun>,
+    pub envoy_rss_start_kb: Option<u64>,
+    pub envoy_rss_end_kb: Option<u64>,
+    pub stats: Vec<(String, String)>,
+    pub config_yaml: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct InprocResults {
+    pub sizes: Vec<SizeCosts>,
+    pub breakdown: Option<inproc::Breakdown>,
+    pub module_compile: Duration,
+}
+
+fn log(msg: &str) {
+    eprintln!("[bench {}] {msg}", chrono_now());
+}
+
+fn chrono_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    format!(
+        "{:02}:{:02}:{:02}",
+        (secs / 3600) % 24,
+        (secs / 60) % 60,
+        secs % 60
+    )
+}
+
+fn run_inproc(args: &Args, catalogs: &[(usize, String)]) -> Result<InprocResults, String> {
+    let (module, compile) = inproc::load_module(&args.wasm)?;
+    let mut out = InprocResults {
+        module_compile: compile,
+        ..InprocResults::default()
+    };
+    for (n, jsonl) in catalogs {
+        log(&format!("in-process: {n} tools, native"));
+        let mut costs = SizeCosts::default();
+        inproc::native(&mut costs, jsonl, QUERIES, args.budget)?;
+        log(&format!("in-process: {n} tools, .wasm in host-shim"));
+        inproc::wasm(&mut costs, &module, jsonl, QUERIES, args.budget)?;
+        out.sizes.push(costs);
+    }
+    if let Some((n, jsonl)) = catalogs.last() {
+        log(&format!("in-process: {n} tools, native breakdown"));
+        out.breakdown = Some(inproc::breakdown(jsonl, QUERIES, args.budget)?);
+    }
+    Ok(out)
+}
+
+fn search_requests(authority: &str, path: &str) -> Vec<Request> {
+    QUERIES
+        .iter()
+        .enumerate()
+        .map(|(i, q)| Request::post_json(authority, path, &inproc::search_request(i + 1, q)))
+        .collect()
+}
+
+/// Runs the targets one after the other, `rounds` times over (so that a change in the
+/// machine's speed hits all of them alike), pooling each target's latencies.
+fn interleaved(
+    targets: &[(std::net::SocketAddr, Vec<Request>, Option<&str>)],
+    rounds: usize,
+    round: Duration,
+    conns: usize,
+    min: usize,
+) -> Result<Vec<Samples>, String> {
+    let mut pooled = vec![Samples::default(); targets.len()];
+    for _ in 0..rounds {
+        for (i, (addr, reqs, expect)) in targets.iter().enumerate() {
+            let s = client::run(*addr, reqs, conns, round, min, *expect)?;
+            if s.errors > 0 {
+                return Err(format!(
+                    "{} of {} responses failed the check at {addr}",
+                    s.errors,
+                    s.count()
+                ));
+            }
+            if let Some(p) = pooled.get_mut(i) {
+                p.merge(s);
+            }
+        }
+    }
+    Ok(pooled)
+}
+
+fn run_http(
+    args: &Args,
+    dir: &TestDir,
+    catalogs: &[(usize, String)],
+) -> Result<HttpResults, String> {
+    let envoy_bin = args
+        .envoy
+        .clone()
+        .ok_or("--envoy is required for the HTTP benchmarks")?;
+    let server_bin = args
+        .catalog_server
+        .clone()
+        .ok_or("--catalog-server is required")?;
+    let wasm =
+        std::fs::canonicalize(&args.wasm).map_err(|e| format!("{}: {e}", args.wasm.display()))?;
+    let mut servers = Vec::new();
+    let mut upstreams = Vec::new();
+    for (n, jsonl) in catalogs {
+        let file = dir.join(&format!("catalog-{n}.jsonl"));
+        std::fs::write(&file, jsonl).map_err(|e| e.to_string())?;
+        for (kind, json) in [("json", true), ("sse", false)] {
+            let server = envoy::CatalogServer::start(&server_bin, &file, json, dir.path())?;
+            upstreams.push(envoy::Upstream {
+                cluster: format!("catalog_{kind}_{n}"),
+                path: format!("/mcp/{kind}/{n}"),
+                addr: server.addr,
+            });
+            servers.push(server);
+        }
+    }
+    let paths: Vec<String> = upstreams.iter().map(|u| u.path.clone()).collect();
+    let plugin_config = inproc::plugin_config(&paths);
+    let yaml = envoy::bootstrap(&upstreams, &wasm, &plugin_config);
+    log("starting Envoy (--concurrency 1)");
+    let mut envoy = envoy::Envoy::start(&envoy_bin, dir.path(), &yaml)?;
+    let mut out = HttpResults {
+        envoy_rss_start_kb: envoy.rss_kb(),
+        config_yaml: yaml,
+        ..HttpResults::default()
+    };
+    let fa = envoy.filtered;
+    let ba = envoy.baseline;
+    let auth = |a: std::net::SocketAddr| a.to_string();
+    let list_body = inproc::list_request();
+
+    // Teach the filter every catalog (one list through it), and time the first search after
+    // it: that search builds the worker's index.
+    let mut firsts: Vec<(usize, &'static str, Duration, Duration)> = Vec::new();
+    for (n, _) in catalogs {
+        for kind in ["json", "sse"] {
+            let path = format!("/mcp/{kind}/{n}");
+            let mut conn = client::Conn::open(fa)?;
+            let t = Instant::now();
+            let resp = conn.round_trip(&Request::post_json(&auth(fa), &path, &list_body))?;
+            let first_list = t.elapsed();
+            client::check(&resp, Some("tool_search"))
+                .map_err(|e| format!("first list {path}: {e}"))?;
+            let search = Request::post_json(
+                &auth(fa),
+                &path,
+                &inproc::search_request(1, QUERIES.first().copied().unwrap_or("issue")),
+            );
+            let t = Instant::now();
+            let resp = conn.round_trip(&search)?;
+            let first_search = t.elapsed();
+            client::check(&resp, Some("mcp-tool-search/search"))
+                .map_err(|e| format!("first search {path}: {e}"))?;
+            firsts.push((*n, kind, first_list, first_search));
+        }
+    }
+
+    for (n, _) in catalogs {
+        log(&format!("HTTP: tool_search at {n} tools"));
+        let path = format!("/mcp/json/{n}");
+        let targets = vec![
+            (fa, search_requests(&auth(fa), "/direct"), None),
+            (
+                fa,
+                search_requests(&auth(fa), &path),
+                Some("mcp-tool-search/search"),
+            ),
+            (ba, search_requests(&auth(ba), &path), None),
+            (ba, search_requests(&auth(ba), "/direct"), None),
+        ];
+        let lat = interleaved(&targets, args.rounds, args.round, 1, 20)?;
+        let tp_targets: Vec<_> = targets.iter().take(3).cloned().collect();
+        let tp = interleaved(&tp_targets, 1, args.round, 4, 5)?;
+        let mut it = lat.into_iter();
+        let mut tp = tp.into_iter();
+        let mut run = SearchRun {
+            tools: *n,
+            floor: it.next().unwrap_or_default(),
+            search: it.next().unwrap_or_default(),
+            baseline: it.next().unwrap_or_default(),
+            floor_nofilter: it.next().unwrap_or_default(),
+            floor_tp: tp.next().unwrap_or_default(),
+            search_tp: tp.next().unwrap_or_default(),
+            baseline_tp: tp.next().unwrap_or_default(),
+            ..SearchRun::default()
+        };
+        run.search_bytes = run.search.body_bytes;
+        run.first_search = firsts.iter().filter(|f| f.0 == *n).map(|f| f.3).collect();
+        out.searches.push(run);
+    }
+
+    for (n, _) in catalogs {
+        for kind in ["json", "sse"] {
+            log(&format!("HTTP: tools/list ({kind}) at {n} tools"));
+            let path = format!("/mcp/{kind}/{n}");
+            let targets = vec![
+                (
+                    fa,
+                    vec![Request::post_json(&auth(fa), &path, &list_body)],
+                    Some("tool_search"),
+                ),
+                (
+                    ba,
+                    vec![Request::post_json(&auth(ba), &path, &list_body)],
+                    None,
+                ),
+            ];
+            let lat = interleaved(&targets, args.rounds.max(2), args.round, 1, 3)?;
+            let mut it = lat.into_iter();
+            let filtered = it.next().unwrap_or_default();
+            let baseline = it.next().unwrap_or_default();
+            out.lists.push(ListRun {
+                tools: *n,
+                kind,
+                upstream_bytes: baseline.body_bytes,
+                client_bytes: filtered.body_bytes,
+                filtered,
+                baseline,
+                first_list: firsts
+                    .iter()
+                    .find(|f| f.0 == *n && f.1 == kind)
+                    .map(|f| f.2)
+                    .unwrap_or_default(),
+            });
+        }
+    }
+    out.envoy_rss_end_kb = envoy.rss_kb();
+    out.stats = envoy
+        .stats("mcp_tool_search")
+        .into_iter()
+        .filter(|(_, v)| v != "0")
+        .collect();
+    if !envoy.running() {
+        return Err(format!(
+            "Envoy exited during the run:\n{}",
+            envoy.log_tail()
+        ));
+    }
+    envoy.stop();
+    drop(servers);
+    Ok(out)
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("mcp-tool-search-bench: {e}");
+            }
+            eprintln!("usage: mcp-tool-search-bench --envoy BIN --wasm FILE --catalog-server BIN [--out FILE] [--sizes 100,1000,10000] [--round-secs S] [--rounds N] [--budget-secs S] [--eval FILE]... [--notes FILE] [--commands FILE] [--skip-http] [--skip-inproc] [--quick]");
+            return ExitCode::from(2);
+        }
+    };
+    let started = Instant::now();
+    if let Some(what) = &args.perf {
+        for &n in &args.sizes {
+            let jsonl = mcp_tool_search_wasm_tests::catalog::jsonl(n);
+            match inproc::perf_loop(what, &jsonl, args.budget) {
+                Ok((count, median)) => {
+                    println!("{what} at {n} tools: {count} iterations, median {median:?}")
+                }
+                Err(e) => {
+                    eprintln!("mcp-tool-search-bench: {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+        return ExitCode::SUCCESS;
+    }
+    let machine = report::Machine::probe(args.envoy.as_deref());
+    let catalogs: Vec<(usize, String)> = args
+        .sizes
+        .iter()
+        .map(|&n| (n, mcp_tool_search_wasm_tests::catalog::jsonl(n)))
+        .collect();
+    let inproc = if args.skip_inproc {
+        None
+    } else {
+        match run_inproc(&args, &catalogs) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                eprintln!("mcp-tool-search-bench: in-process benchmarks failed: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    };
+    let http = if args.skip_http {
+        None
+    } else {
+        let dir = match TestDir::new("bench") {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("mcp-tool-search-bench: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        match run_http(&args, &dir, &catalogs) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                eprintln!("mcp-tool-search-bench: HTTP benchmarks failed: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    };
+    let load_end = report::loadavg();
+    let text = report::render(&report::Inputs {
+        args: &args,
+        machine: &machine,
+        load_end,
+        elapsed: started.elapsed(),
+        inproc: inproc.as_ref(),
+        http: http.as_ref(),
+    });
+    if let Err(e) = std::fs::write(&args.out, text) {
+        eprintln!("mcp-tool-search-bench: {}: {e}", args.out.display());
+        return ExitCode::FAILURE;
+    }
+    log(&format!(
+        "wrote {} in {:.0} s",
+        args.out.display(),
+        started.elapsed().as_secs_f64()
+    ));
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,722 @@
+//! BENCHMARKS.md: the machine, the commands, the tables and the targets.
+
+use crate::client::Samples;
+use crate::{Args, HttpResults, InprocResults};
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Default)]
+pub struct Machine {
+    pub cores: usize,
+    pub cpu: String,
+    pub kernel: String,
+    pub memory: String,
+    pub load_start: String,
+    pub envoy: String,
+    pub rustc: String,
+    pub date: String,
+}
+
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|t| t.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+fn command_line(cmd: &str, args: &[&str]) -> String {
+    std::process::Command::new(cmd)
+        .args(args)
+        .output()
+        .map(|o| {
+            let text = String::from_utf8_lossy(&o.stdout).into_owned()
+                + &String::from_utf8_lossy(&o.stderr);
+            text.lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or("")
+                .to_owned()
+        })
+        .unwrap_or_default()
+}
+
+impl Machine {
+    pub fn probe(envoy: Option<&Path>) -> Machine {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let cpu = cpuinfo
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("model name")
+                    .and_then(|r| r.split_once(':'))
+                    .map(|(_, v)| v.trim().to_owned())
+            })
+            .unwrap_or_else(|| "unknown".to_owned());
+        let mhz = cpuinfo.lines().find_map(|l| {
+            l.strip_prefix("cpu MHz")
+                .and_then(|r| r.split_once(':'))
+                .map(|(_, v)| v.trim().to_owned())
+        });
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let memory = meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            .map(|kb| format!("{:.1} GiB", kb as f64 / 1024.0 / 1024.0))
+            .unwrap_or_default();
+        Machine {
+            cores: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(0),
+            cpu: match mhz {
+                Some(m) => format!("{cpu} ({m} MHz)"),
+                None => cpu,
+            },
+            kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .unwrap_or_default()
+                .trim()
+                .to_owned(),
+            memory,
+            load_start: loadavg(),
+            envoy: envoy
+                .map(|e| command_line(&e.display().to_string(), &["--version"]))
+                .unwrap_or_default(),
+            rustc: command_line("rustc", &["--version"]),
+            date: command_line("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
+        }
+    }
+}
+
+pub struct Inputs<'a> {
+    pub args: &'a Args,
+    pub machine: &'a Machine,
+    pub load_end: String,
+    pub elapsed: Duration,
+    pub inproc: Option<&'a InprocResults>,
+    pub http: Option<&'a HttpResults>,
+}
+
+fn ms(d: Duration) -> String {
+    let v = d.as_secs_f64() * 1000.0;
+    if v >= 100.0 {
+        format!("{v:.0} ms")
+    } else if v >= 10.0 {
+        format!("{v:.1} ms")
+    } else if v >= 1.0 {
+        format!("{v:.2} ms")
+    } else {
+        format!("{:.0} µs", v * 1000.0)
+    }
+}
+
+fn ratio(a: Duration, b: Duration) -> f64 {
+    let b = b.as_secs_f64();
+    if b > 0.0 {
+        a.as_secs_f64() / b
+    } else {
+        f64::NAN
+    }
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / 1048576.0)
+}
+
+fn bytes(n: usize) -> String {
+    if n >= 1 << 20 {
+        format!("{:.1} MB", n as f64 / 1e6)
+    } else if n >= 1024 {
+        format!("{:.1} kB", n as f64 / 1e3)
+    } else {
+        format!("{n} B")
+    }
+}
+
+fn thousands(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn lat(s: &Samples) -> String {
+    format!("{} / {}", ms(s.p50()), ms(s.p99()))
+}
+
+fn mark(ok: bool) -> &'static str {
+    if ok {
+        "**met**"
+    } else {
+        "**missed**"
+    }
+}
+
+struct Target {
+    what: String,
+    figure: String,
+    ok: Option<bool>,
+}
+
+fn targets(inp: &Inputs) -> Vec<Target> {
+    let mut out = Vec::new();
+    if let Some(http) = inp.http {
+        for (n, limit) in [(1000usize, 1.5f64), (10_000, 2.0)] {
+            if let Some(r) = http.searches.iter().find(|r| r.tools == n) {
+                let x = ratio(r.search.p50(), r.floor.p50());
+                out.push(Target {
+                    what: format!(
+                        "`tool_search` p50 at {} tools within {limit}× the direct_response floor",
+                        thousands(n)
+                    ),
+                    figure: format!("{x:.2}× ({} vs {})", ms(r.search.p50()), ms(r.floor.p50())),
+                    ok: Some(x <= limit),
+                });
+            }
+        }
+    }
+    let big = inp
+        .inproc
+        .and_then(|i| i.sizes.iter().find(|s| s.tools >= 10_000));
+    if let Some(s) = big {
+        out.push(Target {
+            what: "in-VM search at 10,000 tools under 1 ms".to_owned(),
+            figure: format!(
+                "{} per search exchange in the VM (wasmtime; {} net of the host's own cost)",
+                ms(s.wasm_search_exchange),
+                ms(s.wasm_search_net())
+            ),
+            ok: Some(s.wasm_search_exchange < Duration::from_millis(1)),
+        });
+        out.push(Target {
+            what: "index build at 10,000 tools under 50 ms".to_owned(),
+            figure: format!(
+                "{} in the VM (first search of a worker minus a later one); native {}",
+                ms(s.wasm_build()),
+                ms(s.native_build_exchange())
+            ),
+            ok: Some(s.wasm_build() < Duration::from_millis(50)),
+        });
+        let sizes = inp.inproc.map(|i| i.sizes.as_slice()).unwrap_or_default();
+        let ratios = |c: &crate::inproc::SizeCosts| {
+            [
+                ratio(c.wasm_search_net(), c.native_search_exchange),
+                ratio(c.wasm_build(), c.native_build_exchange()),
+                ratio(c.wasm_list_net(), c.native_list_json),
+            ]
+        };
+        let figure: Vec<String> = sizes
+            .iter()
+            .map(|c| {
+                let [rs, rb, rl] = ratios(c);
+                format!(
+                    "{} tools: search {rs:.2}×, index build {rb:.2}×, list {rl:.2}×",
+                    thousands(c.tools)
+                )
+            })
+            .collect();
+        let worst = sizes
+            .iter()
+            .filter(|c| c.tools >= 1000)
+            .flat_map(ratios)
+            .fold(0.0f64, f64::max);
+        out.push(Target {
+            what: "Wasm/native ratio under 2 (judged at 1,000 tools and up; CPU time, wasmtime)"
+                .to_owned(),
+            figure: figure.join("; "),
+            ok: Some(worst < 2.0),
+        });
+        let mem = s.mem_list_vm.max(s.mem_search_vm);
+        out.push(Target {
+            what: "memory per VM at 10,000 tools under 32 MiB".to_owned(),
+            figure: match (s.mem_list_vm, s.mem_search_vm) {
+                (Some(l), Some(r)) => format!(
+                    "{} (worker that rewrote the list), {} (worker that only searched)",
+                    mib(l),
+                    mib(r)
+                ),
+                _ => "not measured (linear memory not found)".to_owned(),
+            },
+            ok: mem.map(|m| m < 32 << 20),
+        });
+    }
+    if let Some(http) = inp.http {
+        let big: Vec<_> = http.lists.iter().filter(|l| l.tools >= 10_000).collect();
+        if !big.is_empty() {
+            let parts: Vec<String> = big
+                .iter()
+                .map(|l| {
+                    format!(
+                        "{} +{}",
+                        l.kind.to_uppercase(),
+                        ms(l.filtered.p50().saturating_sub(l.baseline.p50()))
+                    )
+                })
+                .collect();
+            let worst = big
+                .iter()
+                .map(|l| l.filtered.p50().saturating_sub(l.baseline.p50()))
+                .max()
+                .unwrap_or_default();
+            out.push(Target {
+                what: "list rewrite at 10,000 tools adds under 20 ms p50".to_owned(),
+                figure: parts.join(", "),
+                ok: Some(worst < Duration::from_millis(20)),
+            });
+        }
+    }
+    let size = std::fs::metadata(&inp.args.wasm)
+        .map(|m| m.len())
+        .unwrap_or(0);
+    out.push(Target {
+        what: "`.wasm` under 1 MiB".to_owned(),
+        figure: format!("{} bytes ({})", thousands(size as usize), mib(size)),
+        ok: Some(size > 0 && size < 1 << 20),
+    });
+    out
+}
+
+fn eval_rows(files: &[std::path::PathBuf]) -> Vec<(String, String)> {
+    let mut rows = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        for line in text.lines().filter(|l| l.starts_with("ranker=")) {
+            let field = |k: &str| {
+                line.split_whitespace()
+                    .find_map(|w| w.strip_prefix(k))
+                    .unwrap_or("")
+                    .to_owned()
+            };
+            let ranker = field("ranker=");
+            let how = if ranker == "bm25" {
+                "`make eval`"
+            } else {
+                "`make eval EMBEDDINGS=1`, all-MiniLM-L6-v2 sidecar"
+            };
+            rows.push((
+                ranker.clone(),
+                format!(
+                    "| **{ranker}** ({how}) | {} | {} | {} | {} |",
+                    field("R@1="),
+                    field("R@5="),
+                    field("NDCG@10="),
+                    field("MRR=")
+                ),
+            ));
+        }
+    }
+    rows
+}
+
+pub fn render(inp: &Inputs) -> String {
+    let m = inp.machine;
+    let a = inp.args;
+    let mut o = String::new();
+    let _ = writeln!(o, "# Benchmarks\n");
+    let _ = writeln!(
+        o,
+        "Written by `make bench` (`bench/`, package `mcp-tool-search-bench`) on {}; the run took {:.0} s. \
+         Every figure below comes from that one run: the measurements that are compared were taken \
+         side by side and interleaved (each target in turn, {} rounds of {:.1} s), so a change in the machine's speed \
+         during the run affects them alike; the ratios are the figures to rely on.\n",
+        m.date,
+        inp.elapsed.as_secs_f64(),
+        a.rounds,
+        a.round.as_secs_f64()
+    );
+    let _ = writeln!(o, "## Machine\n");
+    let _ = writeln!(o, "| | |\n|---|---|");
+    let _ = writeln!(o, "| cores | {} |", m.cores);
+    let _ = writeln!(o, "| CPU | {} |", m.cpu);
+    let _ = writeln!(o, "| memory | {} |", m.memory);
+    let _ = writeln!(o, "| kernel | Linux {} |", m.kernel);
+    let _ = writeln!(
+        o,
+        "| load average (1, 5, 15 min) at start / end | {} / {} |",
+        m.load_start, inp.load_end
+    );
+    let _ = writeln!(o, "| Envoy | {} |", m.envoy);
+    let _ = writeln!(o, "| Rust | {} |", m.rustc);
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "The machine is shared (other builds ran during the run when the load average is above the core count): \
+         absolute latencies are upper bounds, the ratios between side-by-side figures are what to compare.\n"
+    );
+
+    let _ = writeln!(o, "## How it was run\n");
+    let _ = writeln!(o, "```sh\nmake bench\n```\n");
+    if let Some(cmds) = &a.commands {
+        if let Ok(text) = std::fs::read_to_string(cmds) {
+            let _ = writeln!(o, "which ran:\n\n```sh\n{}\n```\n", text.trim_end());
+        }
+    }
+    let _ = writeln!(
+        o,
+        "- Catalogs: {} tools from the deterministic generator (`cargo run -p mcp-tool-search-wasm-tests --bin gen-catalog -- --count N`), \
+         served whole (one page) by `catalog-server --json --stateless` and, for SSE, `catalog-server --stateless` (plus its built-in `slow_progress` tool).",
+        a.sizes.iter().map(|n| thousands(*n)).collect::<Vec<_>>().join(", ")
+    );
+    let _ = writeln!(
+        o,
+        "- Envoy: one process, `--concurrency 1`, two listeners: *filtered* (the filter, configured \
+         `{}` with the bench's paths) and *baseline* (no filter, as `envoy/baseline.yaml`); each has a `direct_response` route `/direct` \
+         and the MCP routes. `per_connection_buffer_limit_bytes` 64 MiB on listeners and clusters. Log level warning.",
+        crate::inproc::plugin_config(&["/mcp".to_owned()])
+    );
+    let _ = writeln!(
+        o,
+        "- Load: the bench's own HTTP/1.1 client (keep-alive, closed loop, `TCP_NODELAY`, every latency recorded; \
+         latency runs on 1 connection, throughput runs on 4), {} `tool_search` queries in rotation, `limit` 5. Loopback only.\n",
+        crate::QUERIES.len()
+    );
+
+    let _ = writeln!(o, "## Targets\n");
+    let _ = writeln!(o, "| target | figure | |\n|---|---|---|");
+    for t in targets(inp) {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} |",
+            t.what,
+            t.figure,
+            t.ok.map(mark).unwrap_or("not measured")
+        );
+    }
+    let _ = writeln!(o);
+
+    if let Some(http) = inp.http {
+        let _ = writeln!(o, "## 1. `tool_search` through Envoy\n");
+        let _ = writeln!(
+            o,
+            "One Envoy worker, HTTP/1.1 keep-alive. *floor*: `direct_response` on the filtered listener (the filter \
+             runs its request-headers callback and lets the request go); *search*: `tools/call` of `tool_search`, answered \
+             by the filter; *pass-through*: the same request on the listener without the filter, answered by the upstream \
+             (an `Unknown tool` error from the rmcp server). Latency p50 / p99 on one connection; requests per second on \
+             one connection and on four.\n"
+        );
+        let _ = writeln!(
+            o,
+            "| tools | floor p50 / p99 | search p50 / p99 | **search / floor (p50)** | pass-through p50 / p99 | floor without the filter p50 | req/s floor (1 / 4 conns) | req/s search (1 / 4) | req/s pass-through (1 / 4) | search response |"
+        );
+        let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|---|");
+        for r in &http.searches {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | **{:.2}×** | {} | {} | {:.0} / {:.0} | {:.0} / {:.0} | {:.0} / {:.0} | {} |",
+                thousands(r.tools),
+                lat(&r.floor),
+                lat(&r.search),
+                ratio(r.search.p50(), r.floor.p50()),
+                lat(&r.baseline),
+                ms(r.floor_nofilter.p50()),
+                r.floor.rps(),
+                r.floor_tp.rps(),
+                r.search.rps(),
+                r.search_tp.rps(),
+                r.baseline.rps(),
+                r.baseline_tp.rps(),
+                bytes(r.search_bytes)
+            );
+        }
+        let _ = writeln!(o);
+        let _ = writeln!(
+            o,
+            "Samples per cell (latency runs): {}. In-VM search through Envoy (V8), estimated as search p50 minus floor p50: {}.\n",
+            http.searches
+                .iter()
+                .map(|r| format!("{} tools: {} / {} / {}", thousands(r.tools), r.floor.count(), r.search.count(), r.baseline.count()))
+                .collect::<Vec<_>>()
+                .join("; "),
+            http.searches
+                .iter()
+                .map(|r| format!("{} at {} tools", ms(r.search.p50().saturating_sub(r.floor.p50())), thousands(r.tools)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let _ = writeln!(
+            o,
+            "**Index build in Envoy (V8).** The first `tool_search` after the first `tools/list` builds the worker's index \
+             (read the catalog from shared data, parse it, index it): its round trip, once per namespace (JSON, SSE upstream), \
+             minus the steady search p50:\n"
+        );
+        let _ = writeln!(o, "| tools | first search (JSON, SSE namespace) | steady p50 | index build ≈ |\n|---|---|---|---|");
+        for r in &http.searches {
+            let firsts: Vec<String> = r.first_search.iter().map(|d| ms(*d)).collect();
+            let min_first = r.first_search.iter().min().copied().unwrap_or_default();
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} |",
+                thousands(r.tools),
+                firsts.join(", "),
+                ms(r.search.p50()),
+                ms(min_first.saturating_sub(r.search.p50()))
+            );
+        }
+        let _ = writeln!(o);
+
+        let _ = writeln!(o, "## 2. `tools/list` rewrite overhead\n");
+        let _ = writeln!(
+            o,
+            "`tools/list` through the filtered listener (the filter holds the whole list, learns it, and answers with \
+             `tool_search` plus the eager `github_get_*` tools) vs the baseline listener (the list passes unchanged). The \
+             client reads the whole response in both cases, so the baseline includes sending the full list to the client.\n"
+        );
+        let _ = writeln!(
+            o,
+            "| tools | body | upstream response | client gets (filtered) | baseline p50 / p99 | filtered p50 / p99 | **added p50** | ratio | first list (learns the catalog) | samples |"
+        );
+        let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|---|");
+        for l in &http.lists {
+            let added = l.filtered.p50().as_secs_f64() - l.baseline.p50().as_secs_f64();
+            let added = if added >= 0.0 {
+                format!("+{}", ms(Duration::from_secs_f64(added)))
+            } else {
+                format!("−{}", ms(Duration::from_secs_f64(-added)))
+            };
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {} | {} | **{}** | {:.2}× | {} | {} / {} |",
+                thousands(l.tools),
+                l.kind.to_uppercase(),
+                bytes(l.upstream_bytes),
+                bytes(l.client_bytes),
+                lat(&l.baseline),
+                lat(&l.filtered),
+                added,
+                ratio(l.filtered.p50(), l.baseline.p50()),
+                ms(l.first_list),
+                l.baseline.count(),
+                l.filtered.count()
+            );
+        }
+        let _ = writeln!(o);
+        if let (Some(s), Some(e)) = (http.envoy_rss_start_kb, http.envoy_rss_end_kb) {
+            let _ = writeln!(
+                o,
+                "Envoy resident memory: {} after start, {} at the end (one worker VM holding {} catalogs, plus Envoy's buffers).\n",
+                mib(s * 1024),
+                mib(e * 1024),
+                http.lists.len()
+            );
+        }
+        if !http.stats.is_empty() {
+            let _ = writeln!(o, "Filter stats at the end of the run (non-zero):\n\n```");
+            for (k, v) in &http.stats {
+                let _ = writeln!(o, "{k}: {v}");
+            }
+            let _ = writeln!(o, "```\n");
+        }
+    }
+
+    if let Some(ip) = inp.inproc {
+        let _ = writeln!(o, "## 3. Cost inside the VM\n");
+        let _ = writeln!(
+            o,
+            "**Native**: the `mcp-tool-search` crate compiled for this machine (profile `bench-build`: release \
+             optimizations, the filter crate in one codegen unit, no LTO). All in-process figures are medians of this thread's \
+             **CPU time** (`CLOCK_THREAD_CPUTIME_ID`), so that other processes on a shared machine do not count. *Kernels*: `Catalog::from_json` of the stored \
+             catalog, `catalog::CatalogIndex::build`, `search::search` (BM25, `limit` 5). *Exchanges*: the same \
+             `stream::Stream` code the VM runs, over in-memory shared data (a list: request, response headers, the body in \
+             {} KiB chunks; a search: request headers and body to the local reply).\n\n\
+             **Wasm**: the real `.wasm` in `host-shim` (wasmtime 48, Cranelift; module compiled once in {}), driven as Envoy \
+             drives it, one exchange per stream. *Index build* = the first search of a fresh VM (another worker: it reads the \
+             catalog from shared data, parses it and builds its index) minus a later search; the same difference natively. \
+             *Net* = minus the shim's cost of an exchange of the same size that the filter lets through untouched. \
+             *Memory*: the VM's linear memory size (read from the process's mappings: host-shim has no accessor), which only grows.\n",
+            crate::inproc::RESPONSE_CHUNK / 1024,
+            ms(ip.module_compile)
+        );
+        let _ = writeln!(
+            o,
+            "| tools | list JSON | native: parse stored / build index / search | native exchange: first search / search / list JSON / list SSE | wasm: first search / search (net) / list JSON (net) / list SSE | **index build** wasm / native (ratio) | **search** wasm net / native (ratio) | **list** wasm net / native (ratio) |"
+        );
+        let _ = writeln!(o, "|---|---|---|---|---|---|---|---|");
+        for s in &ip.sizes {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} / {} / {} | {} / {} / {} / {} | {} / {} ({}) / {} ({}) / {} | {} / {} ({:.2}×) | {} / {} ({:.2}×) | {} / {} ({:.2}×) |",
+                thousands(s.tools),
+                bytes(s.list_json_bytes),
+                ms(s.native_parse),
+                ms(s.native_build),
+                ms(s.native_search),
+                ms(s.native_first_search),
+                ms(s.native_search_exchange),
+                ms(s.native_list_json),
+                ms(s.native_list_sse),
+                ms(s.wasm_first_search),
+                ms(s.wasm_search_exchange),
+                ms(s.wasm_search_net()),
+                ms(s.wasm_list_json),
+                ms(s.wasm_list_net()),
+                ms(s.wasm_list_sse),
+                ms(s.wasm_build()),
+                ms(s.native_build_exchange()),
+                ratio(s.wasm_build(), s.native_build_exchange()),
+                ms(s.wasm_search_net()),
+                ms(s.native_search_exchange),
+                ratio(s.wasm_search_net(), s.native_search_exchange),
+                ms(s.wasm_list_net()),
+                ms(s.native_list_json),
+                ratio(s.wasm_list_net(), s.native_list_json),
+            );
+        }
+        let _ = writeln!(o);
+        let _ = writeln!(o, "Shim cost of an untouched exchange (subtracted for *net*): small request {}, list-sized response {} at the largest size.\n",
+            ip.sizes.last().map(|s| ms(s.wasm_noop_small)).unwrap_or_default(),
+            ip.sizes.last().map(|s| ms(s.wasm_noop_list)).unwrap_or_default());
+        let _ = writeln!(o, "| tools | memory per VM: fresh | after lists + searches (rewrote the list) | after searches only (another worker) | stored catalog |\n|---|---|---|---|---|");
+        let opt = |v: Option<u64>| v.map(mib).unwrap_or_else(|| "n/a".to_owned());
+        for s in &ip.sizes {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {} |",
+                thousands(s.tools),
+                opt(s.mem_fresh_vm),
+                opt(s.mem_list_vm),
+                opt(s.mem_search_vm),
+                bytes(s.stored_bytes)
+            );
+        }
+        let _ = writeln!(o);
+    }
+
+    if let Some(ip) = inp.inproc {
+        if let (Some(b), Some(s)) = (
+            &ip.breakdown,
+            ip.sizes
+                .iter()
+                .find(|s| Some(s.tools) == ip.breakdown.as_ref().map(|b| b.tools)),
+        ) {
+            let share = |part: Duration, whole: Duration| {
+                let r = ratio(part, whole);
+                if r.is_finite() {
+                    format!("{:.0}%", r * 100.0)
+                } else {
+                    "".to_owned()
+                }
+            };
+            let _ = writeln!(
+                o,
+                "### Where the time goes ({} tools, native, CPU time)\n",
+                thousands(b.tools)
+            );
+            let _ = writeln!(
+                o,
+                "The filter's own functions timed one by one (medians) on the same catalog; the shares are of the native \
+                 exchange above (the Wasm figures are {:.1}–{:.1}× these).\n",
+                ratio(s.wasm_search_net(), s.native_search_exchange).min(ratio(s.wasm_build(), s.native_build_exchange())).min(ratio(s.wasm_list_net(), s.native_list_json)),
+                ratio(s.wasm_search_net(), s.native_search_exchange).max(ratio(s.wasm_build(), s.native_build_exchange())).max(ratio(s.wasm_list_net(), s.native_list_json)),
+            );
+            let _ = writeln!(o, "| path | function | time | share |\n|---|---|---|---|");
+            let _ = writeln!(
+                o,
+                "| `tools/list` (every list; JSON) | whole exchange (`Stream`) | {} | 100% |",
+                ms(s.native_list_json)
+            );
+            let _ = writeln!(o, "| | `catalog::Tool::from_raw` × {} (in `rewrite::rewrite_object`: every definition parsed, `inputSchema` into a `serde_json::Value`) | {} | {} |", thousands(b.tools), ms(b.from_raw_all), share(b.from_raw_all, s.native_list_json));
+            let _ = writeln!(
+                o,
+                "| | `store::CatalogCache::learn` of the unchanged list (`Env::learn`) | {} | {} |",
+                ms(b.learn_unchanged),
+                share(b.learn_unchanged, s.native_list_json)
+            );
+            let _ = writeln!(o, "| | … of which `catalog::Catalog::from_json` (the stored catalog read back and parsed) | {} | {} |", ms(b.from_json), share(b.from_json, s.native_list_json));
+            let _ = writeln!(o, "| | … of which `catalog::Catalog::merged` (page cloned, sorted, compared) | {} | {} |", ms(b.merged), share(b.merged, s.native_list_json));
+            let _ = writeln!(o, "| first search of a worker (index build) | whole exchange minus a later search | {} | 100% |", ms(s.native_build_exchange()));
+            let _ = writeln!(
+                o,
+                "| | `catalog::Catalog::from_json` (via `store::CatalogCache::index`) | {} | {} |",
+                ms(b.from_json),
+                share(b.from_json, s.native_build_exchange())
+            );
+            let _ = writeln!(
+                o,
+                "| | `catalog::CatalogIndex::build` | {} | {} |",
+                ms(b.build),
+                share(b.build, s.native_build_exchange())
+            );
+            let _ = writeln!(o, "| | … of which `tokenizer::terms` of names and descriptions ({} tokens, {} distinct words) | {} | {} |", thousands(b.tokens), thousands(b.distinct_tokens), ms(b.terms_all), share(b.terms_all, s.native_build_exchange()));
+            let _ = writeln!(
+                o,
+                "| `tool_search` (steady) | whole exchange (`Stream`) | {} | 100% |",
+                ms(s.native_search_exchange)
+            );
+            let _ = writeln!(
+                o,
+                "| | `search::search` (median {} matching tools per query) | {} | {} |",
+                thousands(b.matches),
+                ms(b.search),
+                share(b.search, s.native_search_exchange)
+            );
+            let _ = writeln!(
+                o,
+                "| | … of which `bm25::Bm25Index::scores` | {} | {} |",
+                ms(b.scores),
+                share(b.scores, s.native_search_exchange)
+            );
+            let _ = writeln!(o);
+        }
+    }
+
+    let _ = writeln!(o, "## 4. Retrieval quality\n");
+    let rows = eval_rows(&a.eval);
+    if rows.is_empty() {
+        let _ = writeln!(o, "Not run (pass `--eval FILE` with `make eval` output).\n");
+    } else {
+        let _ = writeln!(
+            o,
+            "`make eval` on `testdata/metatool` (199 tools, 21,041 queries), every ranker of the filter, beside the reference \
+             rows of `testdata/metatool/README.md`:\n"
+        );
+        let _ = writeln!(
+            o,
+            "| method | R@1 | R@5 | NDCG@10 | MRR |\n|---|---|---|---|---|"
+        );
+        for (_, row) in &rows {
+            let _ = writeln!(o, "{row}");
+        }
+        let reference = std::fs::read_to_string("testdata/metatool/README.md").unwrap_or_default();
+        for line in reference
+            .lines()
+            .filter(|l| l.starts_with("| ") && !l.starts_with("| method"))
+        {
+            let mut cells: Vec<&str> = line.split('|').collect();
+            if let Some(c) = cells.get_mut(1) {
+                let label = format!(" reference: {}", c.trim());
+                let _ = writeln!(
+                    o,
+                    "|{label}|{}",
+                    cells.get(2..).map(|r| r.join("|")).unwrap_or_default()
+                );
+            }
+        }
+        if !rows.iter().any(|(r, _)| r == "vector") {
+            let _ = writeln!(
+                o,
+                "\n`vector` and `hybrid` need the embedder sidecar: `make bench EMBEDDINGS=1` adds them (builds the sidecar and fetches the model)."
+            );
+        }
+        let _ = writeln!(o);
+    }
+
+    let _ = writeln!(o, "## 5. Artifact\n");
+    let size = std::fs::metadata(&a.wasm).map(|m| m.len()).unwrap_or(0);
+    let _ = writeln!(
+        o,
+        "`{}`: {} bytes ({}), built by `make wasm` (release: LTO, one codegen unit, `opt-level = 3`, `panic = \"abort\"`, stripped).\n",
+        a.wasm.display(),
+        thousands(size as usize),
+        mib(size)
+    );
+
+    if let Some(notes) = &a.notes {
+        if let Ok(text) = std::fs::read_to_string(notes) {
+            let _ = writeln!(o, "{}", text.trim_end());
+        }
+    }
+    o
+}
