@@ -99,7 +99,8 @@ import json, sys
 result = json.load(sys.stdin)["result"]
 tools = json.loads(result["content"][0]["text"])
 for i, t in enumerate(tools, 1):
-    print(f"    {i}. {t[\"name\"]}: {t.get(\"description\", \"\")}")
+    name, about = t["name"], t.get("description", "")
+    print(f"    {i}. {name}: {about}")
 print("    _meta:", json.dumps(result.get("_meta", {})))
 print("    first definition, as the upstream declared it:")
 print("    " + json.dumps(tools[0]))'
