@@ -53,6 +53,8 @@ pub struct SizeCosts {
     /// Linear memory of a freshly configured VM.
     pub mem_fresh_vm: Option<u64>,
     pub found_first: String,
+    /// Rounds of the round robin (samples per figure).
+    pub rounds: usize,
 }
 
 impl SizeCosts {
@@ -247,159 +249,6 @@ fn native_list(
     Ok(out)
 }
 
-/// Native figures at one size; fills the native fields of `costs`.
-pub fn native(
-    costs: &mut SizeCosts,
-    jsonl: &str,
-    queries: &[&str],
-    budget: Duration,
-) -> Result<()> {
-    let config = Config::parse(&plugin_config(&["/mcp".to_owned()])).map_err(|e| e.to_string())?;
-    let tools = parse_tools(jsonl)?;
-    let catalog = Catalog::from_tools(tools);
-    costs.tools = catalog.len();
-    let stored = catalog.to_json();
-    costs.stored_bytes = stored.len();
-
-    // Kernels: parse the stored catalog, build the index, search it.
-    let parse = reps(3, 200, budget, || {
-        let (c, d) = timed(|| Catalog::from_json(&stored));
-        c.map_err(|e| e.to_string())?;
-        Ok(d)
-    })?;
-    costs.native_parse = median(&parse);
-    let build = reps(3, 200, budget, || {
-        let c = catalog.clone();
-        let (index, d) = timed(|| CatalogIndex::build("bench", c, &config));
-        drop(index);
-        Ok(d)
-    })?;
-    costs.native_build = median(&build);
-    let index = CatalogIndex::build("bench", catalog.clone(), &config);
-    let mut qi = 0usize;
-    let searches = reps(200, 100_000, budget, || {
-        let text = queries
-            .get(qi % queries.len().max(1))
-            .copied()
-            .unwrap_or("issue");
-        qi += 1;
-        let q = Query {
-            text: text.to_owned(),
-            limit: 5,
-            offset: 0,
-            group: None,
-        };
-        let (r, d) = timed(|| {
-            search::search(
-                &index,
-                &config,
-                &q,
-                &|_| true,
-                Err(Fallback::new(FallbackKind::Unavailable, "bm25 only")),
-            )
-        });
-        if r.found.is_empty() {
-            return Err(format!("no result for {text:?}"));
-        }
-        Ok(d)
-    })?;
-    costs.native_search = median(&searches);
-    if let Some(q) = queries.first() {
-        let q = Query {
-            text: (*q).to_owned(),
-            limit: 1,
-            offset: 0,
-            group: None,
-        };
-        let r = search::search(
-            &index,
-            &config,
-            &q,
-            &|_| true,
-            Err(Fallback::new(FallbackKind::Unavailable, "-")),
-        );
-        costs.found_first = r
-            .found
-            .first()
-            .map(|f| f.tool.name.clone())
-            .unwrap_or_default();
-    }
-
-    // Whole exchanges through the same `Stream` code the VM runs.
-    let (list_json, list_sse) = list_response(jsonl);
-    costs.list_json_bytes = list_json.len();
-    let request = list_request();
-    let shared = Rc::new(MemorySharedData::default());
-    let mut env = NativeEnv {
-        config: config.clone(),
-        shared: Rc::clone(&shared),
-        cache: CatalogCache::new(),
-    };
-    let first = native_list(
-        &mut env,
-        request.as_bytes(),
-        "application/json",
-        list_json.as_bytes(),
-    )?;
-    if !String::from_utf8_lossy(&first).contains("tool_search") {
-        return Err("native list: no tool_search in the rewritten list".to_owned());
-    }
-    let lists = reps(3, 100, budget, || {
-        let (out, d) = timed(|| {
-            native_list(
-                &mut env,
-                request.as_bytes(),
-                "application/json",
-                list_json.as_bytes(),
-            )
-        });
-        out?;
-        Ok(d)
-    })?;
-    costs.native_list_json = median(&lists);
-    let lists = reps(3, 100, budget, || {
-        let (out, d) = timed(|| {
-            native_list(
-                &mut env,
-                request.as_bytes(),
-                "text/event-stream",
-                list_sse.as_bytes(),
-            )
-        });
-        out?;
-        Ok(d)
-    })?;
-    costs.native_list_sse = median(&lists);
-    let bodies: Vec<String> = queries
-        .iter()
-        .enumerate()
-        .map(|(i, q)| search_request(i + 1, q))
-        .collect();
-    // A "fresh worker": a new cache over the same shared data builds its index on first search.
-    let firsts = reps(3, 50, budget, || {
-        let mut fresh = NativeEnv {
-            config: config.clone(),
-            shared: Rc::clone(&shared),
-            cache: CatalogCache::new(),
-        };
-        let body = bodies.first().ok_or("no queries")?;
-        let (out, d) = timed(|| native_search(&mut fresh, body.as_bytes()));
-        out?;
-        Ok(d)
-    })?;
-    costs.native_first_search = median(&firsts);
-    let mut bi = 0usize;
-    let steady = reps(200, 100_000, budget, || {
-        let body = bodies.get(bi % bodies.len().max(1)).ok_or("no queries")?;
-        bi += 1;
-        let (out, d) = timed(|| native_search(&mut env, body.as_bytes()));
-        out?;
-        Ok(d)
-    })?;
-    costs.native_search_exchange = median(&steady);
-    Ok(())
-}
-
 // ---- the .wasm in the host-shim -----------------------------------------------------------------
 
 fn vm_options(config: &str) -> VmOptions {
@@ -488,78 +337,6 @@ fn start_vm(host: &Host, module: &WasmModule, config: &str) -> Result<(Vm, Optio
     Ok((vm, mine))
 }
 
-/// The .wasm figures at one size; fills the wasm fields of `costs`.
-pub fn wasm(
-    costs: &mut SizeCosts,
-    module: &WasmModule,
-    jsonl: &str,
-    queries: &[&str],
-    budget: Duration,
-) -> Result<()> {
-    let config = plugin_config(&["/mcp".to_owned()]);
-    let (list_json, list_sse) = list_response(jsonl);
-    let json_response = HttpMessage::response(200)
-        .header("content-type", "application/json")
-        .body(list_json.into_bytes())
-        .chunked(RESPONSE_CHUNK);
-    let sse_response = HttpMessage::response(200)
-        .header("content-type", "text/event-stream")
-        .body(list_sse.into_bytes())
-        .chunked(RESPONSE_CHUNK);
-    let bodies: Vec<String> = queries
-        .iter()
-        .enumerate()
-        .map(|(i, q)| search_request(i + 1, q))
-        .collect();
-    let first_body = bodies.first().ok_or("no queries")?.clone();
-    let small_response = HttpMessage::response(200)
-        .header("content-type", "application/json")
-        .body(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_vec());
-
-    let host = Host::new();
-    let (mut vm, mem) = start_vm(&host, module, &config)?;
-    costs.mem_fresh_vm = mem.and_then(vmmem::size_of);
-
-    // The shim's own cost per exchange, small and list-sized.
-    costs.wasm_noop_small = median(&reps(20, 2000, budget / 4, || {
-        shim_noop(&mut vm, &first_body, &small_response)
-    })?);
-    costs.wasm_noop_list = median(&reps(3, 50, budget / 2, || {
-        shim_noop(&mut vm, &list_request(), &json_response)
-    })?);
-
-    // Lists: the first one writes the shared catalog; later ones find it unchanged.
-    costs.wasm_first_list = shim_list(&mut vm, &json_response)?;
-    costs.wasm_list_json = median(&reps(3, 50, budget, || shim_list(&mut vm, &json_response))?);
-    costs.wasm_list_sse = median(&reps(3, 50, budget, || shim_list(&mut vm, &sse_response))?);
-    // This VM's first search builds its index.
-    shim_search(&mut vm, &first_body)?;
-    let mut bi = 0usize;
-    let steady = reps(100, 50_000, budget, || {
-        let body = bodies.get(bi % bodies.len().max(1)).ok_or("no queries")?;
-        bi += 1;
-        shim_search(&mut vm, body)
-    })?;
-    costs.wasm_search_exchange = median(&steady);
-    costs.mem_list_vm = mem.and_then(vmmem::size_of);
-
-    // Other workers: fresh VMs on the same host find the catalog in shared data and build their
-    // index on their first search.
-    let mut search_mem = None;
-    let firsts = reps(3, 20, budget, || {
-        let (mut fresh, fresh_mem) = start_vm(&host, module, &config)?;
-        let d = shim_search(&mut fresh, &first_body)?;
-        for body in &bodies {
-            shim_search(&mut fresh, body)?;
-        }
-        search_mem = fresh_mem.and_then(vmmem::size_of).or(search_mem);
-        Ok(d)
-    })?;
-    costs.wasm_first_search = median(&firsts);
-    costs.mem_search_vm = search_mem;
-    Ok(())
-}
-
 /// Runs one native operation in a loop for `duration` (for `perf record`): `list` (a JSON
 /// `tools/list` exchange over a learned catalog), `build` (a fresh worker's first search) or
 /// `search` (a search exchange). Returns the number of iterations and the median time.
@@ -638,125 +415,415 @@ pub struct Breakdown {
     pub matches: usize,
 }
 
-pub fn breakdown(jsonl: &str, queries: &[&str], budget: Duration) -> Result<Breakdown> {
+// ---- all of it, round robin ---------------------------------------------------------------------
+
+type Item<'a> = (&'static str, Box<dyn FnMut() -> Result<Duration> + 'a>);
+
+/// Runs every item once per round, rounds until `budget` is spent (at least `min_rounds`, at
+/// most `max_rounds`): every item sees the same machine, so their ratios hold while the
+/// machine's speed drifts. The samples of each item, in order.
+fn round_robin(
+    items: &mut [Item<'_>],
+    min_rounds: usize,
+    max_rounds: usize,
+    budget: Duration,
+) -> Result<Vec<Vec<Duration>>> {
+    let start = Instant::now();
+    let mut samples = vec![Vec::new(); items.len()];
+    let mut rounds = 0;
+    while rounds < min_rounds || (rounds < max_rounds && start.elapsed() < budget) {
+        for ((name, f), out) in items.iter_mut().zip(samples.iter_mut()) {
+            out.push(f().map_err(|e| format!("{name}: {e}"))?);
+        }
+        rounds += 1;
+    }
+    Ok(samples)
+}
+
+/// Every in-process figure at one size: native and Wasm interleaved round by round (and, with
+/// `breakdown`, the filter's functions one by one).
+pub fn measure(
+    module: &WasmModule,
+    jsonl: &str,
+    queries: &[&str],
+    budget: Duration,
+    with_breakdown: bool,
+) -> Result<(SizeCosts, Option<Breakdown>)> {
+    use std::cell::RefCell;
     let config = Config::parse(&plugin_config(&["/mcp".to_owned()])).map_err(|e| e.to_string())?;
+    let plugin = plugin_config(&["/mcp".to_owned()]);
+    let tools = parse_tools(jsonl)?;
+    let catalog = Catalog::from_tools(tools.clone());
+    let stored = catalog.to_json();
+    let index = CatalogIndex::build("bench", catalog.clone(), &config);
+    let (list_json, list_sse) = list_response(jsonl);
+    let request = list_request();
+    let bodies: Vec<String> = queries
+        .iter()
+        .enumerate()
+        .map(|(i, q)| search_request(i + 1, q))
+        .collect();
+    let first_body = bodies.first().ok_or("no queries")?.clone();
+    let per_query = |d: Duration| d / u32::try_from(queries.len().max(1)).unwrap_or(1);
+    let mut costs = SizeCosts {
+        tools: catalog.len(),
+        list_json_bytes: list_json.len(),
+        stored_bytes: stored.len(),
+        ..SizeCosts::default()
+    };
+    if let Some(q) = queries.first() {
+        let q = Query {
+            text: (*q).to_owned(),
+            limit: 1,
+            offset: 0,
+            group: None,
+        };
+        let r = search::search(
+            &index,
+            &config,
+            &q,
+            &|_| true,
+            Err(Fallback::new(FallbackKind::Unavailable, "-")),
+        );
+        costs.found_first = r
+            .found
+            .first()
+            .map(|f| f.tool.name.clone())
+            .unwrap_or_default();
+    }
+
+    // Native: a worker that has learned the list.
+    let shared = Rc::new(MemorySharedData::default());
+    let env = RefCell::new(NativeEnv {
+        config: config.clone(),
+        shared: Rc::clone(&shared),
+        cache: CatalogCache::new(),
+    });
+    let first = native_list(
+        &mut env.borrow_mut(),
+        request.as_bytes(),
+        "application/json",
+        list_json.as_bytes(),
+    )?;
+    if !String::from_utf8_lossy(&first).contains("tool_search") {
+        return Err("native list: no tool_search in the rewritten list".to_owned());
+    }
+    native_search(&mut env.borrow_mut(), first_body.as_bytes())?;
+
+    // Wasm: one VM (worker) that rewrites lists and searches; fresh VMs for first searches.
+    let json_response = HttpMessage::response(200)
+        .header("content-type", "application/json")
+        .body(list_json.clone().into_bytes())
+        .chunked(RESPONSE_CHUNK);
+    let sse_response = HttpMessage::response(200)
+        .header("content-type", "text/event-stream")
+        .body(list_sse.clone().into_bytes())
+        .chunked(RESPONSE_CHUNK);
+    let small_response = HttpMessage::response(200)
+        .header("content-type", "application/json")
+        .body(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_vec());
+    let host = Host::new();
+    let (vm, mem) = start_vm(&host, module, &plugin)?;
+    costs.mem_fresh_vm = mem.and_then(vmmem::size_of);
+    let vm = RefCell::new(vm);
+    costs.wasm_first_list = shim_list(&mut vm.borrow_mut(), &json_response)?;
+    shim_search(&mut vm.borrow_mut(), &first_body)?;
+    let search_mem: RefCell<Option<u64>> = RefCell::new(None);
+
+    let whole = Page {
+        first: true,
+        last: true,
+    };
+    let bd_shared = MemorySharedData::default();
+    let bd_cache = RefCell::new(CatalogCache::new());
+    bd_cache
+        .borrow_mut()
+        .learn(&bd_shared, "bench", &tools, whole)
+        .map_err(|e| e.to_string())?;
     let raws: Vec<Box<RawValue>> = jsonl
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).map_err(|e| e.to_string()))
         .collect::<Result<_>>()?;
-    let tools = parse_tools(jsonl)?;
-    let mut b = Breakdown {
-        tools: tools.len(),
-        ..Breakdown::default()
-    };
-    b.from_raw_all = median(&reps(3, 100, budget, || {
-        let (r, d) = timed(|| {
-            raws.iter()
-                .map(|r| Tool::from_raw(r))
-                .collect::<std::result::Result<Vec<_>, _>>()
-        });
-        r.map_err(|e| e.to_string())?;
-        Ok(d)
-    })?);
-    let catalog = Catalog::from_tools(tools.clone());
-    let stored = catalog.to_json();
-    b.from_json = median(&reps(3, 100, budget, || {
-        let (r, d) = timed(|| Catalog::from_json(&stored));
-        r.map_err(|e| e.to_string())?;
-        Ok(d)
-    })?);
-    let whole = Page {
-        first: true,
-        last: true,
-    };
-    let stored_catalog = Catalog::from_json(&stored).map_err(|e| e.to_string())?;
-    b.merged = median(&reps(3, 100, budget, || {
-        let (r, d) = timed(|| stored_catalog.merged(&tools, whole));
-        drop(r);
-        Ok(d)
-    })?);
-    let shared = MemorySharedData::default();
-    let mut cache = CatalogCache::new();
-    cache
-        .learn(&shared, "bench", &tools, whole)
-        .map_err(|e| e.to_string())?;
-    b.learn_unchanged = median(&reps(3, 100, budget, || {
-        let (r, d) = timed(|| cache.learn(&shared, "bench", &tools, whole));
-        if r.map_err(|e| e.to_string())? {
-            return Err("an unchanged list changed the catalog".to_owned());
-        }
-        Ok(d)
-    })?);
-    b.build = median(&reps(3, 100, budget, || {
-        let c = catalog.clone();
-        let (index, d) = timed(|| CatalogIndex::build("bench", c, &config));
-        drop(index);
-        Ok(d)
-    })?);
     let texts: Vec<(&str, &str)> = catalog
         .tools()
         .iter()
         .map(|t| (t.name.as_str(), t.about.as_str()))
         .collect();
-    let mut distinct = std::collections::HashSet::new();
-    b.terms_all = median(&reps(3, 100, budget, || {
-        let mut n = 0;
-        let (_, d) = timed(|| {
-            for (name, about) in &texts {
-                n += mcp_tool_search::tokenizer::terms(name).len();
-                n += mcp_tool_search::tokenizer::terms(about).len();
-            }
-        });
-        b.tokens = n;
-        Ok(d)
-    })?);
-    for (name, about) in &texts {
-        distinct.extend(mcp_tool_search::tokenizer::words(name));
-        distinct.extend(mcp_tool_search::tokenizer::words(about));
+    let token_count = RefCell::new(0usize);
+
+    let mut items: Vec<Item<'_>> = vec![
+        (
+            "native parse",
+            Box::new(|| {
+                let (c, d) = timed(|| Catalog::from_json(&stored));
+                c.map_err(|e| e.to_string())?;
+                Ok(d)
+            }),
+        ),
+        (
+            "native build",
+            Box::new(|| {
+                let c = catalog.clone();
+                let (index, d) = timed(|| CatalogIndex::build("bench", c, &config));
+                drop(index);
+                Ok(d)
+            }),
+        ),
+        (
+            "native search kernel",
+            Box::new(|| {
+                let mut total = Duration::ZERO;
+                for text in queries {
+                    let q = Query {
+                        text: (*text).to_owned(),
+                        limit: 5,
+                        offset: 0,
+                        group: None,
+                    };
+                    let (r, d) = timed(|| {
+                        search::search(
+                            &index,
+                            &config,
+                            &q,
+                            &|_| true,
+                            Err(Fallback::new(FallbackKind::Unavailable, "bm25 only")),
+                        )
+                    });
+                    if r.found.is_empty() {
+                        return Err(format!("no result for {text:?}"));
+                    }
+                    total += d;
+                }
+                Ok(per_query(total))
+            }),
+        ),
+        (
+            "native list json",
+            Box::new(|| {
+                let (out, d) = timed(|| {
+                    native_list(
+                        &mut env.borrow_mut(),
+                        request.as_bytes(),
+                        "application/json",
+                        list_json.as_bytes(),
+                    )
+                });
+                out?;
+                Ok(d)
+            }),
+        ),
+        (
+            "native list sse",
+            Box::new(|| {
+                let (out, d) = timed(|| {
+                    native_list(
+                        &mut env.borrow_mut(),
+                        request.as_bytes(),
+                        "text/event-stream",
+                        list_sse.as_bytes(),
+                    )
+                });
+                out?;
+                Ok(d)
+            }),
+        ),
+        (
+            "native first search",
+            Box::new(|| {
+                // Another worker: a new cache over the same shared data builds its index.
+                let mut fresh = NativeEnv {
+                    config: config.clone(),
+                    shared: Rc::clone(&shared),
+                    cache: CatalogCache::new(),
+                };
+                let (out, d) = timed(|| native_search(&mut fresh, first_body.as_bytes()));
+                out?;
+                Ok(d)
+            }),
+        ),
+        (
+            "native search",
+            Box::new(|| {
+                let mut total = Duration::ZERO;
+                for body in &bodies {
+                    let (out, d) = timed(|| native_search(&mut env.borrow_mut(), body.as_bytes()));
+                    out?;
+                    total += d;
+                }
+                Ok(per_query(total))
+            }),
+        ),
+        (
+            "wasm no-op small",
+            Box::new(|| {
+                let mut total = Duration::ZERO;
+                for _ in &bodies {
+                    total += shim_noop(&mut vm.borrow_mut(), &first_body, &small_response)?;
+                }
+                Ok(per_query(total))
+            }),
+        ),
+        (
+            "wasm no-op list",
+            Box::new(|| shim_noop(&mut vm.borrow_mut(), &request, &json_response)),
+        ),
+        (
+            "wasm list json",
+            Box::new(|| shim_list(&mut vm.borrow_mut(), &json_response)),
+        ),
+        (
+            "wasm list sse",
+            Box::new(|| shim_list(&mut vm.borrow_mut(), &sse_response)),
+        ),
+        (
+            "wasm first search",
+            Box::new(|| {
+                // Another worker: a fresh VM on the same host finds the catalog in shared data.
+                let (mut fresh, fresh_mem) = start_vm(&host, module, &plugin)?;
+                let d = shim_search(&mut fresh, &first_body)?;
+                for body in &bodies {
+                    shim_search(&mut fresh, body)?;
+                }
+                let m = fresh_mem.and_then(vmmem::size_of);
+                let mut slot = search_mem.borrow_mut();
+                *slot = (*slot).max(m);
+                Ok(d)
+            }),
+        ),
+        (
+            "wasm search",
+            Box::new(|| {
+                let mut total = Duration::ZERO;
+                for body in &bodies {
+                    total += shim_search(&mut vm.borrow_mut(), body)?;
+                }
+                Ok(per_query(total))
+            }),
+        ),
+    ];
+    let core = items.len();
+    if with_breakdown {
+        items.push((
+            "from_raw all",
+            Box::new(|| {
+                let (r, d) = timed(|| {
+                    raws.iter()
+                        .map(|r| Tool::from_raw(r))
+                        .collect::<std::result::Result<Vec<_>, _>>()
+                });
+                r.map_err(|e| e.to_string())?;
+                Ok(d)
+            }),
+        ));
+        items.push((
+            "learn unchanged",
+            Box::new(|| {
+                let (r, d) = timed(|| {
+                    bd_cache
+                        .borrow_mut()
+                        .learn(&bd_shared, "bench", &tools, whole)
+                });
+                if r.map_err(|e| e.to_string())? {
+                    return Err("an unchanged list changed the catalog".to_owned());
+                }
+                Ok(d)
+            }),
+        ));
+        items.push((
+            "merged",
+            Box::new(|| {
+                let (r, d) = timed(|| catalog.merged(&tools, whole));
+                drop(r);
+                Ok(d)
+            }),
+        ));
+        items.push((
+            "terms all",
+            Box::new(|| {
+                let mut n = 0;
+                let (_, d) = timed(|| {
+                    for (name, about) in &texts {
+                        n += mcp_tool_search::tokenizer::terms(name).len();
+                        n += mcp_tool_search::tokenizer::terms(about).len();
+                    }
+                });
+                *token_count.borrow_mut() = n;
+                Ok(d)
+            }),
+        ));
+        items.push((
+            "scores",
+            Box::new(|| {
+                let mut total = Duration::ZERO;
+                for text in queries {
+                    let (r, d) = timed(|| index.bm25.scores(text));
+                    drop(r);
+                    total += d;
+                }
+                Ok(per_query(total))
+            }),
+        ));
     }
-    b.distinct_tokens = distinct.len();
-    let index = CatalogIndex::build("bench", catalog.clone(), &config);
-    let mut qi = 0usize;
-    let mut matches = Vec::new();
-    b.search = median(&reps(100, 100_000, budget, || {
-        let text = queries
-            .get(qi % queries.len().max(1))
-            .copied()
-            .unwrap_or("issue");
-        qi += 1;
-        let q = Query {
-            text: text.to_owned(),
-            limit: 5,
-            offset: 0,
-            group: None,
-        };
-        let (r, d) = timed(|| {
-            search::search(
-                &index,
-                &config,
-                &q,
-                &|_| true,
-                Err(Fallback::new(FallbackKind::Unavailable, "-")),
-            )
-        });
-        if matches.len() < queries.len() {
-            matches.push(r.matches);
+    let samples = round_robin(&mut items, 5, 1000, budget)?;
+    drop(items);
+    let m = |i: usize| samples.get(i).map(|v| median(v)).unwrap_or_default();
+    costs.native_parse = m(0);
+    costs.native_build = m(1);
+    costs.native_search = m(2);
+    costs.native_list_json = m(3);
+    costs.native_list_sse = m(4);
+    costs.native_first_search = m(5);
+    costs.native_search_exchange = m(6);
+    costs.wasm_noop_small = m(7);
+    costs.wasm_noop_list = m(8);
+    costs.wasm_list_json = m(9);
+    costs.wasm_list_sse = m(10);
+    costs.wasm_first_search = m(11);
+    costs.wasm_search_exchange = m(12);
+    costs.rounds = samples.first().map(Vec::len).unwrap_or(0);
+    costs.mem_list_vm = mem.and_then(vmmem::size_of);
+    costs.mem_search_vm = search_mem.into_inner();
+    let breakdown = with_breakdown.then(|| {
+        let mut matches: Vec<usize> = queries
+            .iter()
+            .map(|text| {
+                let q = Query {
+                    text: (*text).to_owned(),
+                    limit: 5,
+                    offset: 0,
+                    group: None,
+                };
+                search::search(
+                    &index,
+                    &config,
+                    &q,
+                    &|_| true,
+                    Err(Fallback::new(FallbackKind::Unavailable, "-")),
+                )
+                .matches
+            })
+            .collect();
+        matches.sort_unstable();
+        let mut distinct = std::collections::HashSet::new();
+        for (name, about) in &texts {
+            distinct.extend(mcp_tool_search::tokenizer::words(name));
+            distinct.extend(mcp_tool_search::tokenizer::words(about));
         }
-        Ok(d)
-    })?);
-    matches.sort_unstable();
-    b.matches = matches.get(matches.len() / 2).copied().unwrap_or(0);
-    let mut qi = 0usize;
-    b.scores = median(&reps(100, 100_000, budget, || {
-        let text = queries
-            .get(qi % queries.len().max(1))
-            .copied()
-            .unwrap_or("issue");
-        qi += 1;
-        let (r, d) = timed(|| index.bm25.scores(text));
-        drop(r);
-        Ok(d)
-    })?);
-    Ok(b)
+        Breakdown {
+            tools: catalog.len(),
+            from_raw_all: m(core),
+            learn_unchanged: m(core + 1),
+            from_json: costs.native_parse,
+            merged: m(core + 2),
+            build: costs.native_build,
+            terms_all: m(core + 3),
+            tokens: token_count.into_inner(),
+            distinct_tokens: distinct.len(),
+            search: costs.native_search,
+            scores: m(core + 4),
+            matches: matches.get(matches.len() / 2).copied().unwrap_or(0),
+        }
+    });
+    Ok((costs, breakdown))
 }

@@ -64,14 +64,14 @@ fn parse_args() -> Result<Args, String> {
         catalog_server: None,
         out: PathBuf::from("BENCHMARKS.md"),
         sizes: vec![100, 1000, 10_000],
-        round: Duration::from_millis(1500),
-        rounds: 4,
+        round: Duration::from_millis(750),
+        rounds: 8,
         eval: Vec::new(),
         notes: None,
         commands: None,
         skip_http: false,
         skip_inproc: false,
-        budget: Duration::from_secs(2),
+        budget: Duration::from_secs(10),
         perf: None,
     };
     let mut it = std::env::args().skip(1);
@@ -113,7 +113,7 @@ fn parse_args() -> Result<Args, String> {
                 a.sizes = vec![100, 1000];
                 a.round = Duration::from_millis(400);
                 a.rounds = 2;
-                a.budget = Duration::from_millis(400);
+                a.budget = Duration::from_secs(1);
             }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
@@ -141,6 +141,8 @@ pub struct SearchRun {
     /// The first search after the first list (the worker builds its index), per namespace.
     pub first_search: Vec<Duration>,
     pub search_bytes: usize,
+    /// search p50 / floor p50, round by round: the median.
+    pub ratio: f64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -152,6 +154,10 @@ pub struct ListRun {
     pub upstream_bytes: usize,
     pub client_bytes: usize,
     pub first_list: Duration,
+    /// filtered p50 / baseline p50, and filtered p50 − baseline p50 (seconds), round by round:
+    /// the medians.
+    pub ratio: f64,
+    pub added: f64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -194,17 +200,16 @@ fn run_inproc(args: &Args, catalogs: &[(usize, String)]) -> Result<InprocResults
         module_compile: compile,
         ..InprocResults::default()
     };
-    for (n, jsonl) in catalogs {
-        log(&format!("in-process: {n} tools, native"));
-        let mut costs = SizeCosts::default();
-        inproc::native(&mut costs, jsonl, QUERIES, args.budget)?;
-        log(&format!("in-process: {n} tools, .wasm in host-shim"));
-        inproc::wasm(&mut costs, &module, jsonl, QUERIES, args.budget)?;
+    let last = catalogs.len().saturating_sub(1);
+    for (i, (n, jsonl)) in catalogs.iter().enumerate() {
+        log(&format!(
+            "in-process: {n} tools, native and .wasm in host-shim, interleaved"
+        ));
+        let (costs, breakdown) = inproc::measure(&module, jsonl, QUERIES, args.budget, i == last)?;
         out.sizes.push(costs);
-    }
-    if let Some((n, jsonl)) = catalogs.last() {
-        log(&format!("in-process: {n} tools, native breakdown"));
-        out.breakdown = Some(inproc::breakdown(jsonl, QUERIES, args.budget)?);
+        if breakdown.is_some() {
+            out.breakdown = breakdown;
+        }
     }
     Ok(out)
 }
@@ -225,8 +230,9 @@ fn interleaved(
     round: Duration,
     conns: usize,
     min: usize,
-) -> Result<Vec<Samples>, String> {
+) -> Result<(Vec<Samples>, Vec<Vec<Duration>>), String> {
     let mut pooled = vec![Samples::default(); targets.len()];
+    let mut p50s = vec![Vec::new(); targets.len()];
     for _ in 0..rounds {
         for (i, (addr, reqs, expect)) in targets.iter().enumerate() {
             let s = client::run(*addr, reqs, conns, round, min, *expect)?;
@@ -237,12 +243,42 @@ fn interleaved(
                     s.count()
                 ));
             }
+            if let Some(p) = p50s.get_mut(i) {
+                p.push(s.p50());
+            }
             if let Some(p) = pooled.get_mut(i) {
                 p.merge(s);
             }
         }
     }
-    Ok(pooled)
+    Ok((pooled, p50s))
+}
+
+fn median_f64(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|x, y| x.total_cmp(y));
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// Round by round, `a`'s p50 over `b`'s p50 (the ratio) and minus it (seconds): medians.
+fn round_figures(a: Option<&Vec<Duration>>, b: Option<&Vec<Duration>>) -> (f64, f64) {
+    let (Some(a), Some(b)) = (a, b) else {
+        return (f64::NAN, f64::NAN);
+    };
+    let pairs: Vec<(f64, f64)> = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| (x.as_secs_f64(), y.as_secs_f64()))
+        .collect();
+    (
+        median_f64(
+            pairs
+                .iter()
+                .filter(|p| p.1 > 0.0)
+                .map(|p| p.0 / p.1)
+                .collect(),
+        ),
+        median_f64(pairs.iter().map(|p| p.0 - p.1).collect()),
+    )
 }
 
 fn run_http(
@@ -329,9 +365,9 @@ fn run_http(
             (ba, search_requests(&auth(ba), &path), None),
             (ba, search_requests(&auth(ba), "/direct"), None),
         ];
-        let lat = interleaved(&targets, args.rounds, args.round, 1, 20)?;
+        let (lat, p50s) = interleaved(&targets, args.rounds, args.round, 1, 20)?;
         let tp_targets: Vec<_> = targets.iter().take(3).cloned().collect();
-        let tp = interleaved(&tp_targets, 1, args.round, 4, 5)?;
+        let (tp, _) = interleaved(&tp_targets, 1, args.round, 4, 5)?;
         let mut it = lat.into_iter();
         let mut tp = tp.into_iter();
         let mut run = SearchRun {
@@ -346,6 +382,7 @@ fn run_http(
             ..SearchRun::default()
         };
         run.search_bytes = run.search.body_bytes;
+        run.ratio = round_figures(p50s.get(1), p50s.first()).0;
         run.first_search = firsts.iter().filter(|f| f.0 == *n).map(|f| f.3).collect();
         out.searches.push(run);
     }
@@ -366,7 +403,8 @@ fn run_http(
                     None,
                 ),
             ];
-            let lat = interleaved(&targets, args.rounds.max(2), args.round, 1, 3)?;
+            let (lat, p50s) = interleaved(&targets, args.rounds.max(2), args.round, 1, 3)?;
+            let (ratio, added) = round_figures(p50s.first(), p50s.get(1));
             let mut it = lat.into_iter();
             let filtered = it.next().unwrap_or_default();
             let baseline = it.next().unwrap_or_default();
@@ -382,6 +420,8 @@ fn run_http(
                     .find(|f| f.0 == *n && f.1 == kind)
                     .map(|f| f.2)
                     .unwrap_or_default(),
+                ratio,
+                added,
             });
         }
     }
