@@ -5,7 +5,7 @@
 
 use crate::config::FieldWeights;
 use crate::fnv::FnvHashMap;
-use crate::tokenizer::terms;
+use crate::tokenizer::{terms, terms_with};
 use std::cmp::Ordering;
 
 pub const K1: f32 = 1.2;
@@ -42,6 +42,7 @@ impl Bm25Index {
     pub fn build<'a>(docs: impl IntoIterator<Item = Fields<'a>>, weights: FieldWeights) -> Self {
         let mut index = Bm25Index::default();
         let mut tf: FnvHashMap<u32, f32> = FnvHashMap::default();
+        let mut stems: FnvHashMap<String, String> = FnvHashMap::default();
         for (doc, fields) in docs.into_iter().enumerate() {
             let doc = u32::try_from(doc).unwrap_or(u32::MAX);
             tf.clear();
@@ -54,7 +55,7 @@ impl Bm25Index {
                 if weight <= 0.0 || text.is_empty() {
                     continue;
                 }
-                for term in terms(text) {
+                for term in terms_with(text, &mut stems) {
                     let next = u32::try_from(index.term_ids.len()).unwrap_or(u32::MAX);
                     let id = *index.term_ids.entry(term).or_insert(next);
                     *tf.entry(id).or_insert(0.0) += weight;
