@@ -138,6 +138,7 @@ BENCH_ARGS ?=
 bench: wasm envoy
 	cargo build --profile $(BENCH_PROFILE) -p mcp-tool-search-bench -p mcp-tool-search-wasm-tests --bins
 	@rm -rf $(BENCH_RUN) && mkdir -p $(BENCH_RUN)
+	@echo '$(if $(CARGO_TARGET_DIR),CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) )make bench$(if $(filter-out $(VENV)/bin/envoy,$(ENVOY)), ENVOY=$(ENVOY))$(if $(filter 1,$(EMBEDDINGS)), EMBEDDINGS=1)$(if $(BENCH_ARGS), BENCH_ARGS="$(BENCH_ARGS)")   # the invocation' > $(BENCH_RUN)/commands.txt
 	@echo "make eval$(if $(filter 1,$(EMBEDDINGS)), EMBEDDINGS=1)   # retrieval quality, into $(BENCH_RUN)/eval.txt" >> $(BENCH_RUN)/commands.txt
 	$(MAKE) --no-print-directory eval $(if $(filter 1,$(EMBEDDINGS)),EMBEDDINGS=1) > $(BENCH_RUN)/eval.txt
 	@cat $(BENCH_RUN)/eval.txt

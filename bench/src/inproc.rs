@@ -406,6 +406,8 @@ pub struct Breakdown {
     pub build: Duration,
     /// `tokenizer::terms` of every tool's name and title+description (inside build).
     pub terms_all: Duration,
+    /// `tokenizer::words` of the same texts (splitting and lowercasing, inside `terms_with`).
+    pub words_all: Duration,
     pub tokens: usize,
     pub distinct_tokens: usize,
     /// `search::search`, and the `Bm25Index::scores` inside it.
@@ -741,14 +743,28 @@ pub fn measure(
         items.push((
             "terms all",
             Box::new(|| {
+                // As `Bm25Index::build` tokenizes: one stem memo for the whole catalog.
                 let mut n = 0;
+                let mut stems = mcp_tool_search::fnv::FnvHashMap::default();
                 let (_, d) = timed(|| {
                     for (name, about) in &texts {
-                        n += mcp_tool_search::tokenizer::terms(name).len();
-                        n += mcp_tool_search::tokenizer::terms(about).len();
+                        n += mcp_tool_search::tokenizer::terms_with(name, &mut stems).len();
+                        n += mcp_tool_search::tokenizer::terms_with(about, &mut stems).len();
                     }
                 });
                 *token_count.borrow_mut() = n;
+                Ok(d)
+            }),
+        ));
+        items.push((
+            "words all",
+            Box::new(|| {
+                let (_, d) = timed(|| {
+                    for (name, about) in &texts {
+                        drop(mcp_tool_search::tokenizer::words(name));
+                        drop(mcp_tool_search::tokenizer::words(about));
+                    }
+                });
                 Ok(d)
             }),
         ));
@@ -818,10 +834,11 @@ pub fn measure(
             merged: m(core + 2),
             build: costs.native_build,
             terms_all: m(core + 3),
+            words_all: m(core + 4),
             tokens: token_count.into_inner(),
             distinct_tokens: distinct.len(),
             search: costs.native_search,
-            scores: m(core + 4),
+            scores: m(core + 5),
             matches: matches.get(matches.len() / 2).copied().unwrap_or(0),
         }
     });

@@ -6,7 +6,8 @@
 //! ```text
 //! mcp-tool-search-bench --envoy BIN --wasm FILE --catalog-server BIN [--out BENCHMARKS.md]
 //!     [--sizes 100,1000,10000] [--round-secs 1.5] [--rounds 4] [--eval FILE]...
-//!     [--notes FILE] [--commands FILE] [--skip-http] [--skip-inproc] [--quick]
+//!     [--notes FILE] [--commands FILE] [--skip-http] [--skip-inproc] [--quick] [--no-spin]
+//!     [--budget-secs S] [--perf list|build|search]
 //! ```
 
 mod client;
@@ -55,6 +56,8 @@ pub struct Args {
     pub budget: Duration,
     /// `--perf list|build|search`: loop one native operation (for `perf record`) and exit.
     pub perf: Option<String>,
+    /// `--no-spin`: no SCHED_IDLE spinners during the HTTP benchmarks.
+    pub no_spin: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -73,6 +76,7 @@ fn parse_args() -> Result<Args, String> {
         skip_inproc: false,
         budget: Duration::from_secs(10),
         perf: None,
+        no_spin: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -108,6 +112,7 @@ fn parse_args() -> Result<Args, String> {
             "--commands" => a.commands = Some(value()?.into()),
             "--skip-http" => a.skip_http = true,
             "--perf" => a.perf = Some(value()?),
+            "--no-spin" => a.no_spin = true,
             "--skip-inproc" => a.skip_inproc = true,
             "--quick" => {
                 a.sizes = vec![100, 1000];
@@ -168,6 +173,8 @@ pub struct HttpResults {
     pub envoy_rss_end_kb: Option<u64>,
     pub stats: Vec<(String, String)>,
     pub config_yaml: String,
+    /// Whether SCHED_IDLE spinners kept the CPUs busy during the measurements.
+    pub spinners: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -281,6 +288,51 @@ fn round_figures(a: Option<&Vec<Duration>>, b: Option<&Vec<Duration>>) -> (f64, 
     )
 }
 
+/// Threads that spin at `SCHED_IDLE` (they run only when no other thread wants the CPU) while
+/// the HTTP benchmarks run: on a virtual machine an idle vCPU halts, and waking it for every
+/// request adds a hypervisor round trip (about 150 µs on the machine these figures were first
+/// taken on) to every latency, the floor included. Kept busy, the vCPUs answer at once.
+struct Spinners {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    handles: Vec<std::thread::JoinHandle<bool>>,
+}
+
+impl Spinners {
+    fn start(n: usize) -> Spinners {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let handles = (0..n)
+            .map(|_| {
+                let stop = std::sync::Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    let param = libc::sched_param { sched_priority: 0 };
+                    // SAFETY: plain syscall on the calling thread (pid 0) with a valid param.
+                    let idle =
+                        unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } == 0;
+                    if !idle {
+                        return false;
+                    }
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                    true
+                })
+            })
+            .collect();
+        Spinners { stop, handles }
+    }
+
+    /// Stops them; whether they ran at SCHED_IDLE.
+    fn stop(self) -> bool {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let idle: Vec<bool> = self
+            .handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(false))
+            .collect();
+        idle.into_iter().all(|b| b)
+    }
+}
+
 fn run_http(
     args: &Args,
     dir: &TestDir,
@@ -321,6 +373,41 @@ fn run_http(
         config_yaml: yaml,
         ..HttpResults::default()
     };
+    let spinners = (!args.no_spin).then(|| {
+        Spinners::start(
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2),
+        )
+    });
+    let result = measure_http(args, catalogs, &mut envoy, &mut out);
+    if let Some(s) = spinners {
+        out.spinners = s.stop();
+    }
+    result?;
+    out.envoy_rss_end_kb = envoy.rss_kb();
+    out.stats = envoy
+        .stats("mcp_tool_search")
+        .into_iter()
+        .filter(|(_, v)| v != "0")
+        .collect();
+    if !envoy.running() {
+        return Err(format!(
+            "Envoy exited during the run:\n{}",
+            envoy.log_tail()
+        ));
+    }
+    envoy.stop();
+    drop(servers);
+    Ok(out)
+}
+
+fn measure_http(
+    args: &Args,
+    catalogs: &[(usize, String)],
+    envoy: &mut envoy::Envoy,
+    out: &mut HttpResults,
+) -> Result<(), String> {
     let fa = envoy.filtered;
     let ba = envoy.baseline;
     let auth = |a: std::net::SocketAddr| a.to_string();
@@ -425,21 +512,7 @@ fn run_http(
             });
         }
     }
-    out.envoy_rss_end_kb = envoy.rss_kb();
-    out.stats = envoy
-        .stats("mcp_tool_search")
-        .into_iter()
-        .filter(|(_, v)| v != "0")
-        .collect();
-    if !envoy.running() {
-        return Err(format!(
-            "Envoy exited during the run:\n{}",
-            envoy.log_tail()
-        ));
-    }
-    envoy.stop();
-    drop(servers);
-    Ok(out)
+    Ok(())
 }
 
 fn main() -> ExitCode {
@@ -449,7 +522,7 @@ fn main() -> ExitCode {
             if !e.is_empty() {
                 eprintln!("mcp-tool-search-bench: {e}");
             }
-            eprintln!("usage: mcp-tool-search-bench --envoy BIN --wasm FILE --catalog-server BIN [--out FILE] [--sizes 100,1000,10000] [--round-secs S] [--rounds N] [--budget-secs S] [--eval FILE]... [--notes FILE] [--commands FILE] [--skip-http] [--skip-inproc] [--quick]");
+            eprintln!("usage: mcp-tool-search-bench --envoy BIN --wasm FILE --catalog-server BIN [--out FILE] [--sizes 100,1000,10000] [--round-secs S] [--rounds N] [--budget-secs S] [--eval FILE]... [--notes FILE] [--commands FILE] [--skip-http] [--skip-inproc] [--quick] [--no-spin] [--perf list|build|search]");
             return ExitCode::from(2);
         }
     };

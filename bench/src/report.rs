@@ -173,9 +173,10 @@ fn targets(inp: &Inputs) -> Vec<Target> {
                         thousands(n)
                     ),
                     figure: format!(
-                        "{x:.2}× (pooled p50 {} vs {})",
+                        "{x:.2}× (median over rounds; pooled p50 {} vs floor {}: the search adds {})",
                         ms(r.search.p50()),
-                        ms(r.floor.p50())
+                        ms(r.floor.p50()),
+                        ms(r.search.p50().saturating_sub(r.floor.p50()))
                     ),
                     ok: Some(x <= limit),
                 });
@@ -351,30 +352,47 @@ pub fn render(inp: &Inputs) -> String {
     );
 
     let _ = writeln!(o, "## How it was run\n");
-    let _ = writeln!(o, "```sh\nmake bench\n```\n");
-    if let Some(cmds) = &a.commands {
-        if let Ok(text) = std::fs::read_to_string(cmds) {
-            let _ = writeln!(o, "which ran:\n\n```sh\n{}\n```\n", text.trim_end());
+    match a
+        .commands
+        .as_ref()
+        .and_then(|c| std::fs::read_to_string(c).ok())
+    {
+        Some(text) => {
+            let _ = writeln!(o, "```sh\n{}\n```\n", text.trim_end());
+        }
+        None => {
+            let _ = writeln!(o, "```sh\nmake bench\n```\n");
         }
     }
     let _ = writeln!(
         o,
         "- Catalogs: {} tools from the deterministic generator (`cargo run -p mcp-tool-search-wasm-tests --bin gen-catalog -- --count N`), \
-         served whole (one page) by `catalog-server --json --stateless` and, for SSE, `catalog-server --stateless` (plus its built-in `slow_progress` tool).",
+         served whole (one page) by `catalog-server --json --stateless --tcp-nodelay` and, for SSE, `catalog-server --stateless --tcp-nodelay` (plus its built-in `slow_progress` tool; `--tcp-nodelay`, added for the bench, avoids ~40 ms Nagle/delayed-ACK stalls on SSE over keep-alive).",
         a.sizes.iter().map(|n| thousands(*n)).collect::<Vec<_>>().join(", ")
     );
     let _ = writeln!(
         o,
         "- Envoy: one process, `--concurrency 1`, two listeners: *filtered* (the filter, configured \
          `{}` with the bench's paths) and *baseline* (no filter, as `envoy/baseline.yaml`); each has a `direct_response` route `/direct` \
-         and the MCP routes. `per_connection_buffer_limit_bytes` 64 MiB on listeners and clusters. Log level warning.",
+         and the MCP routes. The `/direct` route runs Envoy's buffer filter first (disabled on the MCP routes): a \
+         `direct_response` sent before the request body is read closes an HTTP/1.1 connection, so the floor is: read the \
+         request, answer it locally (what the filter does for a search). `per_connection_buffer_limit_bytes` 64 MiB on \
+         listeners and clusters. Log level warning.",
         crate::inproc::plugin_config(&["/mcp".to_owned()])
     );
     let _ = writeln!(
         o,
         "- Load: the bench's own HTTP/1.1 client (keep-alive, closed loop, `TCP_NODELAY`, every latency recorded; \
-         latency runs on 1 connection, throughput runs on 4), {} `tool_search` queries in rotation, `limit` 5. Loopback only.\n",
-        crate::QUERIES.len()
+         latency runs on 1 connection, throughput runs on 4), {} `tool_search` queries in rotation, `limit` 5. Loopback only. {}\n",
+        crate::QUERIES.len(),
+        match inp.http {
+            Some(h) if h.spinners => "During the HTTP runs one `SCHED_IDLE` spinner thread per core keeps the CPUs from idling: \
+                on a virtual machine, waking a halted vCPU for every request adds a hypervisor round trip to each latency \
+                (in trial runs on this machine the floor was ~50 µs with busy CPUs and 150–210 µs idle); `SCHED_IDLE` threads run only when \
+                nothing else wants the CPU.",
+            Some(_) => "No spinners (`--no-spin`): latencies include waking idle vCPUs.",
+            None => "",
+        }
     );
 
     let _ = writeln!(o, "## Targets\n");
@@ -428,12 +446,22 @@ pub fn render(inp: &Inputs) -> String {
         let _ = writeln!(o);
         let _ = writeln!(
             o,
-            "Samples per cell (latency runs): {}. In-VM search through Envoy (V8), estimated as search p50 minus floor p50: {}.\n",
+            "Samples per cell (latency runs): {}. Reconnections (keep-alive connections the server closed): {}. In-VM search \
+             through Envoy (V8), estimated as search p50 minus floor p50: {}.\n",
             http.searches
                 .iter()
                 .map(|r| format!("{} tools: {} / {} / {}", thousands(r.tools), r.floor.count(), r.search.count(), r.baseline.count()))
                 .collect::<Vec<_>>()
                 .join("; "),
+            http.searches
+                .iter()
+                .map(|r| {
+                    r.floor.reconnects
+                        + r.search.reconnects
+                        + r.baseline.reconnects
+                        + r.floor_nofilter.reconnects
+                })
+                .sum::<u64>(),
             http.searches
                 .iter()
                 .map(|r| format!("{} at {} tools", ms(r.search.p50().saturating_sub(r.floor.p50())), thousands(r.tools)))
@@ -652,7 +680,8 @@ pub fn render(inp: &Inputs) -> String {
                 ms(b.build),
                 share(b.build, s.native_build_exchange())
             );
-            let _ = writeln!(o, "| | … of which `tokenizer::terms` of names and descriptions ({} tokens, {} distinct words) | {} | {} |", thousands(b.tokens), thousands(b.distinct_tokens), ms(b.terms_all), share(b.terms_all, s.native_build_exchange()));
+            let _ = writeln!(o, "| | … of which tokenizing names and descriptions as the build does (`tokenizer::terms_with`, one stem memo; {} tokens, {} distinct words) | {} | {} |", thousands(b.tokens), thousands(b.distinct_tokens), ms(b.terms_all), share(b.terms_all, s.native_build_exchange()));
+            let _ = writeln!(o, "| | … … of which `tokenizer::words` (a `Vec<char>` per run, a `String` and its lowercase copy per word) | {} | {} |", ms(b.words_all), share(b.words_all, s.native_build_exchange()));
             let _ = writeln!(
                 o,
                 "| `tool_search` (steady) | whole exchange (`Stream`) | {} | 100% |",
