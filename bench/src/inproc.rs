@@ -7,7 +7,7 @@ use host_shim::{Host, HttpMessage, LogLevel, Outcome, Vm, VmOptions, WasmModule}
 use mcp_tool_search::catalog::{Catalog, CatalogIndex, Page, Tool};
 use mcp_tool_search::config::Config;
 use mcp_tool_search::search::{self, Fallback, FallbackKind, Query};
-use mcp_tool_search::store::{CatalogCache, MemorySharedData, StoreError};
+use mcp_tool_search::store::{CatalogCache, Learned, MemorySharedData, StoreError};
 use mcp_tool_search::stream::{
     Env, Event, RequestBodyAction, RequestHead, RequestHeadersAction, ResponseHeadersAction, Stream,
 };
@@ -185,8 +185,8 @@ impl Env for NativeEnv {
         self.cache
             .index(self.shared.as_ref(), namespace, &self.config)
     }
-    fn learn(&mut self, page: &[Tool], at: Page) -> std::result::Result<bool, StoreError> {
-        self.cache.learn(self.shared.as_ref(), "bench", page, at)
+    fn learn(&mut self, learned: Learned) -> std::result::Result<bool, StoreError> {
+        self.cache.learn(self.shared.as_ref(), "bench", learned)
     }
     fn namespaces(&mut self) -> Vec<String> {
         mcp_tool_search::store::namespaces(self.shared.as_ref()).unwrap_or_default()
@@ -239,6 +239,9 @@ fn native_list(
     match s.on_response_headers(&config, env, Some("200"), Some(content_type), None) {
         ResponseHeadersAction::RewriteBody => {}
         other => return Err(format!("list response not rewritten: {other:?}")),
+    }
+    if content_type == "application/json" {
+        s.expect_response_length(&config, response.len());
     }
     let mut out = Vec::new();
     let chunks: Vec<&[u8]> = response.chunks(RESPONSE_CHUNK).collect();
@@ -342,7 +345,7 @@ fn start_vm(host: &Host, module: &WasmModule, config: &str) -> Result<(Vm, Optio
 /// `search` (a search exchange). Returns the number of iterations and the median time.
 pub fn perf_loop(what: &str, jsonl: &str, duration: Duration) -> Result<(usize, Duration)> {
     let config = Config::parse(&plugin_config(&["/mcp".to_owned()])).map_err(|e| e.to_string())?;
-    let (list_json, _) = list_response(jsonl);
+    let (list_json, list_sse) = list_response(jsonl);
     let request = list_request();
     let shared = Rc::new(MemorySharedData::default());
     let mut env = NativeEnv {
@@ -370,6 +373,17 @@ pub fn perf_loop(what: &str, jsonl: &str, duration: Duration) -> Result<(usize, 
             });
             r.map(|_| d)
         }
+        "list-sse" => {
+            let (r, d) = timed(|| {
+                native_list(
+                    &mut env,
+                    request.as_bytes(),
+                    "text/event-stream",
+                    list_sse.as_bytes(),
+                )
+            });
+            r.map(|_| d)
+        }
         "build" => {
             let mut fresh = NativeEnv {
                 config: config.clone(),
@@ -384,7 +398,7 @@ pub fn perf_loop(what: &str, jsonl: &str, duration: Duration) -> Result<(usize, 
             r.map(|_| d)
         }
         other => Err(format!(
-            "unknown --perf operation {other:?} (list, build, search)"
+            "unknown --perf operation {other:?} (list, list-sse, build, search)"
         )),
     })?;
     Ok((times.len(), median(&times)))
@@ -396,17 +410,19 @@ pub struct Breakdown {
     pub tools: usize,
     /// `Tool::from_raw` of every definition in a list (done by the list rewrite).
     pub from_raw_all: Duration,
-    /// `CatalogCache::learn` of an unchanged complete list (done by every list).
+    /// `CatalogCache::learn` of an unchanged complete list (done by a list not replayed).
     pub learn_unchanged: Duration,
     /// `Catalog::from_json` of the stored catalog (inside learn, and the first search).
     pub from_json: Duration,
-    /// `Catalog::merged` of an unchanged complete page (inside learn).
-    pub merged: Duration,
+    /// `Catalog::unchanged_by` of an unchanged complete page (inside learn).
+    pub unchanged_by: Duration,
+    /// `fnv::fingerprint` of the list (how a list is recognised for replay).
+    pub fingerprint: Duration,
+    /// A JSON list exchange with nothing to replay.
+    pub list_not_remembered: Duration,
     /// `CatalogIndex::build`.
     pub build: Duration,
-    /// `tokenizer::terms` of every tool's name and title+description (inside build).
-    pub terms_all: Duration,
-    /// `tokenizer::words` of the same texts (splitting and lowercasing, inside `terms_with`).
+    /// `tokenizer::for_each_word` of every tool's name and title+description (inside build).
     pub words_all: Duration,
     pub tokens: usize,
     pub distinct_tokens: usize,
@@ -484,7 +500,7 @@ pub fn measure(
             &index,
             &config,
             &q,
-            &|_| true,
+            None,
             Err(Fallback::new(FallbackKind::Unavailable, "-")),
         );
         costs.found_first = r
@@ -513,8 +529,10 @@ pub fn measure(
     native_search(&mut env.borrow_mut(), first_body.as_bytes())?;
 
     // Wasm: one VM (worker) that rewrites lists and searches; fresh VMs for first searches.
+    // As an upstream's JSON response arrives: with its length (the SSE stream has none).
     let json_response = HttpMessage::response(200)
         .header("content-type", "application/json")
+        .header("content-length", &list_json.len().to_string())
         .body(list_json.clone().into_bytes())
         .chunked(RESPONSE_CHUNK);
     let sse_response = HttpMessage::response(200)
@@ -540,17 +558,25 @@ pub fn measure(
     let bd_cache = RefCell::new(CatalogCache::new());
     bd_cache
         .borrow_mut()
-        .learn(&bd_shared, "bench", &tools, whole)
+        .learn(&bd_shared, "bench", Learned::new(tools.clone(), whole))
+        .map_err(|e| e.to_string())?;
+    // As a list finds it: this VM's index is the shared version.
+    bd_cache
+        .borrow_mut()
+        .index(&bd_shared, "bench", &config)
         .map_err(|e| e.to_string())?;
     let raws: Vec<Box<RawValue>> = jsonl
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).map_err(|e| e.to_string()))
         .collect::<Result<_>>()?;
+    let complete = catalog.merge(tools.clone(), whole);
+    let abouts: Vec<String> = catalog.tools().iter().map(Tool::about).collect();
     let texts: Vec<(&str, &str)> = catalog
         .tools()
         .iter()
-        .map(|t| (t.name.as_str(), t.about.as_str()))
+        .zip(&abouts)
+        .map(|(t, about)| (t.name.as_str(), about.as_str()))
         .collect();
     let token_count = RefCell::new(0usize);
 
@@ -588,7 +614,7 @@ pub fn measure(
                             &index,
                             &config,
                             &q,
-                            &|_| true,
+                            None,
                             Err(Fallback::new(FallbackKind::Unavailable, "bm25 only")),
                         )
                     });
@@ -721,11 +747,8 @@ pub fn measure(
         items.push((
             "learn unchanged",
             Box::new(|| {
-                let (r, d) = timed(|| {
-                    bd_cache
-                        .borrow_mut()
-                        .learn(&bd_shared, "bench", &tools, whole)
-                });
+                let learned = Learned::new(tools.clone(), whole);
+                let (r, d) = timed(|| bd_cache.borrow_mut().learn(&bd_shared, "bench", learned));
                 if r.map_err(|e| e.to_string())? {
                     return Err("an unchanged list changed the catalog".to_owned());
                 }
@@ -733,38 +756,61 @@ pub fn measure(
             }),
         ));
         items.push((
-            "merged",
+            "unchanged by",
             Box::new(|| {
-                let (r, d) = timed(|| catalog.merged(&tools, whole));
-                drop(r);
+                let (r, d) = timed(|| complete.unchanged_by(&tools, whole));
+                if !r {
+                    return Err("an unchanged list is not recognised".to_owned());
+                }
                 Ok(d)
             }),
         ));
         items.push((
-            "terms all",
+            "fingerprint",
             Box::new(|| {
-                // As `Bm25Index::build` tokenizes: one stem memo for the whole catalog.
-                let mut n = 0;
-                let mut stems = mcp_tool_search::fnv::FnvHashMap::default();
-                let (_, d) = timed(|| {
-                    for (name, about) in &texts {
-                        n += mcp_tool_search::tokenizer::terms_with(name, &mut stems).len();
-                        n += mcp_tool_search::tokenizer::terms_with(about, &mut stems).len();
-                    }
+                let (r, d) = timed(|| mcp_tool_search::fnv::fingerprint(list_json.as_bytes()));
+                std::hint::black_box(r);
+                Ok(d)
+            }),
+        ));
+        items.push((
+            "native list json, not remembered",
+            Box::new(|| {
+                // The same list, as a VM sees it the first time after a catalog change (or for
+                // another caller or page): nothing to replay.
+                let index = {
+                    let e = &mut *env.borrow_mut();
+                    e.cache
+                        .index(e.shared.as_ref(), "bench", &e.config)
+                        .map_err(|e| e.to_string())?
+                };
+                index.list_memo.replace(None);
+                let (out, d) = timed(|| {
+                    native_list(
+                        &mut env.borrow_mut(),
+                        request.as_bytes(),
+                        "application/json",
+                        list_json.as_bytes(),
+                    )
                 });
-                *token_count.borrow_mut() = n;
+                out?;
                 Ok(d)
             }),
         ));
         items.push((
             "words all",
             Box::new(|| {
+                // The splitting and lowercasing `Bm25Index::build` does for every token (each
+                // distinct word is then stemmed once).
+                let mut n = 0;
+                let mut buf = String::new();
                 let (_, d) = timed(|| {
                     for (name, about) in &texts {
-                        drop(mcp_tool_search::tokenizer::words(name));
-                        drop(mcp_tool_search::tokenizer::words(about));
+                        mcp_tool_search::tokenizer::for_each_word(name, &mut buf, |_| n += 1);
+                        mcp_tool_search::tokenizer::for_each_word(about, &mut buf, |_| n += 1);
                     }
                 });
+                *token_count.borrow_mut() = n;
                 Ok(d)
             }),
         ));
@@ -814,7 +860,7 @@ pub fn measure(
                     &index,
                     &config,
                     &q,
-                    &|_| true,
+                    None,
                     Err(Fallback::new(FallbackKind::Unavailable, "-")),
                 )
                 .matches
@@ -831,14 +877,15 @@ pub fn measure(
             from_raw_all: m(core),
             learn_unchanged: m(core + 1),
             from_json: costs.native_parse,
-            merged: m(core + 2),
+            unchanged_by: m(core + 2),
+            fingerprint: m(core + 3),
+            list_not_remembered: m(core + 4),
             build: costs.native_build,
-            terms_all: m(core + 3),
-            words_all: m(core + 4),
+            words_all: m(core + 5),
             tokens: token_count.into_inner(),
             distinct_tokens: distinct.len(),
             search: costs.native_search,
-            scores: m(core + 5),
+            scores: m(core + 6),
             matches: matches.get(matches.len() / 2).copied().unwrap_or(0),
         }
     });

@@ -174,7 +174,7 @@ fn evaluate(
             }),
             None => Err(Fallback::new(FallbackKind::Unavailable, "lexical only")),
         };
-        let result = search::search(index, config, &query, &|_| true, v);
+        let result = search::search(index, config, &query, None, v);
         let ranked: Vec<&str> = result.found.iter().map(|f| f.tool.name.as_str()).collect();
         metrics.add(&ranked, &q.relevant);
     }

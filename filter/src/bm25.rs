@@ -5,7 +5,8 @@
 
 use crate::config::FieldWeights;
 use crate::fnv::FnvHashMap;
-use crate::tokenizer::{terms, terms_with};
+use crate::stem::stem;
+use crate::tokenizer::{for_each_word, is_stop_word, terms};
 use std::cmp::Ordering;
 
 pub const K1: f32 = 1.2;
@@ -15,6 +16,8 @@ pub const B: f32 = 0.75;
 #[derive(Debug, Clone, Copy)]
 pub struct Fields<'a> {
     pub name: &'a str,
+    /// Indexed as part of the description.
+    pub title: &'a str,
     pub description: &'a str,
     pub input_schema: &'a str,
 }
@@ -41,30 +44,48 @@ pub struct TermScore {
 impl Bm25Index {
     pub fn build<'a>(docs: impl IntoIterator<Item = Fields<'a>>, weights: FieldWeights) -> Self {
         let mut index = Bm25Index::default();
-        let mut tf: FnvHashMap<u32, f32> = FnvHashMap::default();
-        let mut stems: FnvHashMap<String, String> = FnvHashMap::default();
+        // A tool has a few dozen distinct terms: a list searched linearly beats a map.
+        let mut tf: Vec<(u32, f32)> = Vec::new();
+        // Each distinct word's term (None: a stop word), worked out once: a catalog repeats a
+        // few hundred words across hundreds of thousands of tokens.
+        let mut memo: FnvHashMap<String, Option<u32>> = FnvHashMap::default();
+        let mut buf = String::new();
         for (doc, fields) in docs.into_iter().enumerate() {
             let doc = u32::try_from(doc).unwrap_or(u32::MAX);
             tf.clear();
             let mut len = 0.0;
             for (text, weight) in [
                 (fields.name, weights.name),
+                (fields.title, weights.description),
                 (fields.description, weights.description),
                 (fields.input_schema, weights.input_schema),
             ] {
                 if weight <= 0.0 || text.is_empty() {
                     continue;
                 }
-                for term in terms_with(text, &mut stems) {
-                    let next = u32::try_from(index.term_ids.len()).unwrap_or(u32::MAX);
-                    let id = *index.term_ids.entry(term).or_insert(next);
-                    *tf.entry(id).or_insert(0.0) += weight;
-                    len += weight;
-                }
+                let term_ids = &mut index.term_ids;
+                for_each_word(text, &mut buf, |word| {
+                    let id = match memo.get(word) {
+                        Some(&id) => id,
+                        None => {
+                            let id = (!is_stop_word(word)).then(|| {
+                                let next = u32::try_from(term_ids.len()).unwrap_or(u32::MAX);
+                                *term_ids.entry(stem(word)).or_insert(next)
+                            });
+                            memo.insert(word.to_string(), id);
+                            id
+                        }
+                    };
+                    if let Some(id) = id {
+                        match tf.iter_mut().find(|(t, _)| *t == id) {
+                            Some((_, f)) => *f += weight,
+                            None => tf.push((id, weight)),
+                        }
+                        len += weight;
+                    }
+                });
             }
-            let mut doc_terms: Vec<(u32, f32)> = tf.iter().map(|(&t, &f)| (t, f)).collect();
-            doc_terms.sort_unstable_by_key(|&(t, _)| t);
-            for (term, freq) in doc_terms {
+            for &(term, freq) in &tf {
                 let slot = term as usize;
                 if index.postings.len() <= slot {
                     index.postings.resize_with(slot + 1, Vec::new);
@@ -201,6 +222,7 @@ mod tests {
         docs.iter()
             .map(|(n, d)| Fields {
                 name: n,
+                title: "",
                 description: d,
                 input_schema: "",
             })
@@ -243,6 +265,7 @@ mod tests {
     fn schema_indexed_only_when_weighted() {
         let docs = [Fields {
             name: "create_event",
+            title: "",
             description: "Create an event.",
             input_schema: "attendees Email addresses of attendees",
         }];

@@ -4,10 +4,14 @@
 use crate::bm25::{Bm25Index, Fields};
 use crate::config::{Config, DisclosureMode};
 use crate::fnv;
+use crate::rewrite::ListMemo;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
+use std::borrow::Cow;
+use std::cell::RefCell;
 use std::fmt;
+use std::rc::Rc;
 
 /// One tool: the fields search needs, and its definition exactly as the upstream declared it.
 #[derive(Debug, Clone)]
@@ -15,20 +19,26 @@ pub struct Tool {
     pub name: String,
     pub title: String,
     pub description: String,
-    /// Title and description, as indexed: what the tool is for, in words.
-    pub about: String,
-    /// Input-schema property names and descriptions, for when the schema is indexed.
-    pub schema_text: String,
-    pub definition: Box<RawValue>,
+    /// Valid JSON (it came from a `RawValue`). Shared, not copied, when a catalog is merged
+    /// or rebuilt: at 10,000 tools the definitions are megabytes, and a copy of them per
+    /// catalog version was a third of a VM's peak memory.
+    definition: Rc<str>,
+}
+
+/// What a list needs of a definition. The input schema is skipped, not parsed: every list
+/// reads every definition, and building a `Value` of each schema was a quarter of a list's cost.
+#[derive(Deserialize)]
+struct ToolView<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(default, borrow)]
+    title: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    description: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
-struct ToolView {
-    name: String,
-    #[serde(default)]
-    title: Option<String>,
-    #[serde(default)]
-    description: Option<String>,
+struct SchemaView {
     #[serde(default, rename = "inputSchema")]
     input_schema: Option<Value>,
 }
@@ -57,6 +67,12 @@ impl std::error::Error for CatalogError {}
 
 impl Tool {
     pub fn from_raw(raw: &RawValue) -> Result<Tool, CatalogError> {
+        Tool::from_raw_known(raw, &Catalog::default())
+    }
+
+    /// `from_raw`, sharing what an identical tool of `known` holds: a list mostly repeats the
+    /// catalog, and a second copy of every definition was a VM's largest allocation.
+    pub fn from_raw_known(raw: &RawValue, known: &Catalog) -> Result<Tool, CatalogError> {
         let view: ToolView =
             serde_json::from_str(raw.get()).map_err(|e| CatalogError::BadTool {
                 reason: e.to_string(),
@@ -66,32 +82,54 @@ impl Tool {
                 reason: "empty name".to_string(),
             });
         }
-        let mut schema_text = String::new();
-        if let Some(schema) = &view.input_schema {
-            collect_schema_text(schema, 0, &mut schema_text);
+        if let Some(same) = known
+            .get(&view.name)
+            .filter(|k| k.definition() == raw.get())
+        {
+            return Ok(same.clone());
         }
-        let title = view.title.unwrap_or_default();
-        let description = view.description.unwrap_or_default();
-        let about = if title.is_empty() {
-            description.clone()
-        } else {
-            format!("{title}. {description}")
-        };
         Ok(Tool {
-            name: view.name,
-            title,
-            description,
-            about,
-            schema_text,
-            definition: raw.to_owned(),
+            name: view.name.into_owned(),
+            title: view.title.map(Cow::into_owned).unwrap_or_default(),
+            description: view.description.map(Cow::into_owned).unwrap_or_default(),
+            definition: Rc::from(raw.get()),
         })
     }
 
-    pub fn fields(&self) -> Fields<'_> {
+    /// The definition exactly as the upstream declared it.
+    pub fn definition(&self) -> &str {
+        &self.definition
+    }
+
+    /// Title and description: what the tool is for, in words.
+    pub fn about(&self) -> String {
+        if self.title.is_empty() {
+            self.description.clone()
+        } else {
+            format!("{}. {}", self.title, self.description)
+        }
+    }
+
+    /// Input-schema property names and descriptions, read from the definition when asked (the
+    /// schema is indexed only when its weight is set, and embedded once per tool).
+    pub fn schema_text(&self) -> String {
+        let mut out = String::new();
+        if let Ok(SchemaView {
+            input_schema: Some(schema),
+        }) = serde_json::from_str(&self.definition)
+        {
+            collect_schema_text(&schema, 0, &mut out);
+        }
+        out
+    }
+
+    /// Its fields for the index; `schema` is its `schema_text()` when the schema is indexed.
+    pub fn fields<'a>(&'a self, schema: &'a str) -> Fields<'a> {
         Fields {
             name: &self.name,
-            description: &self.about,
-            input_schema: &self.schema_text,
+            title: &self.title,
+            description: &self.description,
+            input_schema: schema,
         }
     }
 }
@@ -184,40 +222,78 @@ impl Catalog {
     /// list and replaces the catalog; other pages add or update tools. `None` when nothing
     /// changes (no write needed).
     pub fn merged(&self, page: &[Tool], at: Page) -> Option<Catalog> {
+        if self.unchanged_by(page, at) {
+            return None;
+        }
+        let next = self.merge(page.to_vec(), at);
+        (!next.same_as(self)).then_some(next)
+    }
+
+    /// Whether learning `page` would leave the catalog as it is, found without copying: every
+    /// list of an unchanged catalog asks this.
+    pub fn unchanged_by(&self, page: &[Tool], at: Page) -> bool {
         let complete = self.complete || at.last;
-        let mut next = if at.first && at.last {
-            Catalog::from_tools(page.to_vec())
+        if complete != self.complete {
+            return false;
+        }
+        if at.first && at.last {
+            let mut view: Vec<&Tool> = page.iter().rev().collect();
+            view.sort_by(|a, b| a.name.cmp(&b.name));
+            view.dedup_by(|later, kept| later.name == kept.name);
+            view.len() == self.tools.len()
+                && view
+                    .iter()
+                    .zip(&self.tools)
+                    .all(|(a, b)| a.definition() == b.definition())
         } else {
-            let unchanged = page.iter().all(|t| {
+            page.iter().all(|t| {
                 self.get(&t.name)
-                    .is_some_and(|known| known.definition.get() == t.definition.get())
-            });
-            if unchanged && complete == self.complete {
-                return None;
-            }
+                    .is_some_and(|known| known.definition() == t.definition())
+            })
+        }
+    }
+
+    /// The catalog after learning `page`, which it takes rather than copies.
+    pub fn merge(&self, page: Vec<Tool>, at: Page) -> Catalog {
+        let mut next = if at.first && at.last {
+            Catalog::from_tools(page)
+        } else {
             let mut all = self.tools.clone();
-            all.extend(page.iter().cloned());
+            all.extend(page);
             Catalog::from_tools(all)
         };
-        next.complete = complete;
-        let same = next.complete == self.complete
-            && next.tools.len() == self.tools.len()
-            && next
+        next.complete = self.complete || at.last;
+        next
+    }
+
+    /// The same tools with the same definitions, equally complete.
+    pub fn same_as(&self, other: &Catalog) -> bool {
+        self.complete == other.complete
+            && self.tools.len() == other.tools.len()
+            && self
                 .tools
                 .iter()
-                .zip(&self.tools)
-                .all(|(a, b)| a.definition.get() == b.definition.get());
-        (!same).then_some(next)
+                .zip(&other.tools)
+                .all(|(a, b)| a.definition() == b.definition())
+    }
+
+    /// Takes the tools out (the catalog is left empty).
+    pub fn into_tools(self) -> Vec<Tool> {
+        self.tools
     }
 
     /// The stored form: `{"complete":bool,"tools":[...]}` with each definition's original bytes.
     pub fn to_json(&self) -> String {
-        let size: usize = self
-            .tools
-            .iter()
-            .map(|t| t.definition.get().len() + 1)
-            .sum();
-        let mut out = String::with_capacity(size + 12);
+        let mut out = String::new();
+        self.write_json(&mut out);
+        out
+    }
+
+    /// `to_json` into `out` (cleared first), which keeps its allocation if large enough.
+    pub fn write_json(&self, out: &mut String) {
+        let size: usize = self.tools.iter().map(|t| t.definition().len() + 1).sum();
+        out.clear();
+        out.reserve(size + 28);
         out.push_str(if self.complete {
             "{\"complete\":true,\"tools\":["
         } else {
@@ -227,10 +303,9 @@ impl Catalog {
             if i > 0 {
                 out.push(',');
             }
-            out.push_str(tool.definition.get());
+            out.push_str(tool.definition());
         }
         out.push_str("]}");
-        out
     }
 
     pub fn from_json(text: &str) -> Result<Catalog, CatalogError> {
@@ -250,8 +325,13 @@ impl Catalog {
 
     /// A version that changes whenever any definition changes.
     pub fn version(&self) -> u64 {
-        fnv::hash(self.to_json().as_bytes())
+        version_of(&self.to_json())
     }
+}
+
+/// The version of a catalog stored as `json` (`Catalog::to_json`).
+pub fn version_of(json: &str) -> u64 {
+    fnv::hash(json.as_bytes())
 }
 
 /// A catalog with its BM25 index and each tool's disclosure mode, built once per version.
@@ -261,6 +341,18 @@ pub struct CatalogIndex {
     pub catalog: Catalog,
     pub modes: Vec<DisclosureMode>,
     pub bm25: Bm25Index,
+    /// Catalog positions ordered by ASCII-lowercased name, then position: an exact-name query
+    /// (any ASCII case) is a binary search, not a scan of every name.
+    by_folded_name: Vec<u32>,
+    /// The last `tools/list` rewrite against this version, to replay for the same result.
+    pub list_memo: RefCell<Option<ListMemo>>,
+}
+
+/// Names compared as `eq_ignore_ascii_case` sees them.
+fn cmp_folded(a: &str, b: &str) -> std::cmp::Ordering {
+    a.bytes()
+        .map(|c| c.to_ascii_lowercase())
+        .cmp(b.bytes().map(|c| c.to_ascii_lowercase()))
 }
 
 /// A search result: the tool and its score under the ranking that ran.
@@ -277,16 +369,59 @@ impl CatalogIndex {
             .iter()
             .map(|t| config.disclosure_mode(namespace, &t.name))
             .collect();
+        let weights = config.search.weights;
+        let schemas: Vec<String> = if weights.input_schema > 0.0 {
+            catalog.tools().iter().map(Tool::schema_text).collect()
+        } else {
+            Vec::new()
+        };
         let bm25 = Bm25Index::build(
-            catalog.tools().iter().map(Tool::fields),
-            config.search.weights,
+            catalog
+                .tools()
+                .iter()
+                .enumerate()
+                .map(|(i, t)| t.fields(schemas.get(i).map(String::as_str).unwrap_or(""))),
+            weights,
         );
+        let name_of = |d: u32| {
+            catalog
+                .tools()
+                .get(d as usize)
+                .map_or("", |t| t.name.as_str())
+        };
+        let mut by_folded_name: Vec<u32> = (0..catalog.len())
+            .filter_map(|d| u32::try_from(d).ok())
+            .collect();
+        // The catalog is in name order: without ASCII capitals that is already folded order.
+        if catalog
+            .tools()
+            .iter()
+            .any(|t| t.name.bytes().any(|b| b.is_ascii_uppercase()))
+        {
+            by_folded_name.sort_by(|&a, &b| cmp_folded(name_of(a), name_of(b)).then(a.cmp(&b)));
+        }
         CatalogIndex {
             namespace: namespace.to_string(),
             catalog,
             modes,
             bm25,
+            by_folded_name,
+            list_memo: RefCell::new(None),
         }
+    }
+
+    /// The positions of the tools named `name` in any ASCII case, in catalog order.
+    pub fn named_ignoring_case<'s>(&'s self, name: &'s str) -> impl Iterator<Item = u32> + 's {
+        let tools = self.catalog.tools();
+        let name_of = move |d: u32| tools.get(d as usize).map_or("", |t| t.name.as_str());
+        let start = self
+            .by_folded_name
+            .partition_point(|&d| cmp_folded(name_of(d), name).is_lt());
+        self.by_folded_name
+            .iter()
+            .skip(start)
+            .copied()
+            .take_while(move |&d| name_of(d).eq_ignore_ascii_case(name))
     }
 
     pub fn mode(&self, doc: usize) -> DisclosureMode {
@@ -334,8 +469,8 @@ mod tests {
         let t = tool(
             r#"{"name":"x","title":"T","description":"D","inputSchema":{"type":"object","properties":{"a":{"description":"first","type":"object","properties":{"b":{"description":"nested"}}}}}}"#,
         );
-        assert_eq!(t.schema_text, "a first b nested ");
-        assert_eq!(t.about, "T. D");
+        assert_eq!(t.schema_text(), "a first b nested ");
+        assert_eq!(t.about(), "T. D");
         assert!(Tool::from_raw(
             &serde_json::value::to_raw_value(&serde_json::json!({"description":"no name"}))
                 .unwrap()

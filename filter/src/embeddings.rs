@@ -18,10 +18,11 @@ pub const MAX_TOOL_TEXT_BYTES: usize = 2000;
 /// description, and input-schema property names and descriptions, capped at 2000 bytes.
 pub fn tool_text(tool: &Tool) -> String {
     let words = crate::tokenizer::words(&tool.name).join(" ");
-    let mut text = format!("{words} ({}): {}", tool.name, tool.about);
-    if !tool.schema_text.is_empty() {
+    let mut text = format!("{words} ({}): {}", tool.name, tool.about());
+    let schema = tool.schema_text();
+    if !schema.is_empty() {
         text.push_str(" Arguments: ");
-        text.push_str(tool.schema_text.trim());
+        text.push_str(schema.trim());
     }
     truncate(&mut text, MAX_TOOL_TEXT_BYTES);
     text

@@ -21,6 +21,11 @@ impl Glob {
         &self.source
     }
 
+    /// Whether every text matches (the pattern is made of `*` only).
+    pub fn matches_everything(&self) -> bool {
+        self.parts.len() > 1 && self.parts.iter().all(String::is_empty)
+    }
+
     pub fn matches(&self, text: &str) -> bool {
         let (first, rest) = match self.parts.split_first() {
             Some(split) => split,

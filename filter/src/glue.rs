@@ -8,7 +8,7 @@
 //! made where the host has what it asks for: request headers are changed only while held (or in
 //! the headers callback), a call response's headers are read only when it has some.
 
-use crate::catalog::{CatalogIndex, Page, Tool};
+use crate::catalog::CatalogIndex;
 use crate::config::Config;
 use crate::config::{EmbeddingsConfig, Ranking};
 use crate::embeddings::{self, InFlight, Worker};
@@ -16,7 +16,7 @@ use crate::policy::{Caller, IdentitySource};
 use crate::search::Fallback;
 use crate::search::FallbackKind;
 use crate::store;
-use crate::store::{CatalogCache, SharedData, StoreError};
+use crate::store::{CatalogCache, Learned, SharedData, StoreError};
 use crate::stream::{
     Env, Event, LocalReply, PassReason, RequestBodyAction, RequestHead, RequestHeadersAction,
     ResponseHeadersAction, Stream,
@@ -670,12 +670,12 @@ impl Env for HostEnv {
         self.plugin.degraded()
     }
 
-    fn learn(&mut self, page: &[Tool], at: Page) -> Result<bool, StoreError> {
+    fn learn(&mut self, learned: Learned) -> Result<bool, StoreError> {
         self.plugin
             .cache
             .try_borrow_mut()
             .map_err(|_| StoreError::Host("catalog cache busy".into()))?
-            .learn(&HostSharedData, &self.namespace, page, at)
+            .learn(&HostSharedData, &self.namespace, learned)
             .inspect(|_| {
                 if self.plugin.config.search.embeddings.is_some() {
                     if let Ok(mut worker) = self.plugin.worker.try_borrow_mut() {
@@ -809,6 +809,10 @@ impl HttpContext for Http {
             h("content-encoding").as_deref(),
         );
         if action != ResponseHeadersAction::Continue {
+            if let Some(length) = h("content-length").and_then(|v| v.trim().parse().ok()) {
+                self.stream
+                    .expect_response_length(&self.plugin.config, length);
+            }
             // The body's length changes; headers can only change in this callback.
             let _ = hostcalls::remove_map_value(MapType::HttpResponseHeaders, "content-length");
         }

@@ -393,7 +393,7 @@ pub fn definitions_array<'t>(tools: impl Iterator<Item = &'t Tool>) -> String {
         if i > 0 {
             defs.push(',');
         }
-        defs.push_str(t.definition.get());
+        defs.push_str(t.definition());
     }
     defs.push(']');
     defs
@@ -440,7 +440,7 @@ fn summary(config: &Config, query: &Query, ranked: &Ranked<'_>, more: bool) -> S
 
 fn summary_line(found: &Found<'_>) -> String {
     let tool = found.tool;
-    let def: Value = serde_json::from_str(tool.definition.get()).unwrap_or(Value::Null);
+    let def: Value = serde_json::from_str(tool.definition()).unwrap_or(Value::Null);
     let mut line = tool.name.clone();
     let sentence = first_sentence(&tool.description);
     if !sentence.is_empty() {

@@ -6,14 +6,17 @@
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use std::borrow::Cow;
 use std::fmt;
 
-/// A JSON object as an ordered list of its members, each value kept as its original bytes.
+/// A JSON object as an ordered list of its members, each value kept as its original bytes,
+/// borrowed from the text it was read from (a `tools/list` result is megabytes; only what the
+/// filter replaces is owned).
 #[derive(Debug, Default)]
-pub struct RawObject(pub Vec<(String, Box<RawValue>)>);
+pub struct RawObject<'a>(pub Vec<(String, Cow<'a, RawValue>)>);
 
-impl RawObject {
-    pub fn parse(text: &str) -> Result<Self, serde_json::Error> {
+impl<'a> RawObject<'a> {
+    pub fn parse(text: &'a str) -> Result<Self, serde_json::Error> {
         serde_json::from_str(text)
     }
 
@@ -22,6 +25,32 @@ impl RawObject {
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_ref())
+    }
+
+    /// The value of `key` as read, for as long as the text lives (`None` when absent or set).
+    pub fn borrowed(&self, key: &str) -> Option<&'a RawValue> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .and_then(|(_, v)| match v {
+                Cow::Borrowed(raw) => Some(*raw),
+                Cow::Owned(_) => None,
+            })
+    }
+
+    /// Replaces the value of `key` (no-op when absent).
+    pub fn set(&mut self, key: &str, value: Box<RawValue>) {
+        if let Some(slot) = self.0.iter_mut().find(|(k, _)| k == key) {
+            slot.1 = Cow::Owned(value);
+        }
+    }
+
+    /// Its encoded length, give or take the quoting of keys.
+    pub fn encoded_len(&self) -> usize {
+        self.0
+            .iter()
+            .map(|(k, v)| k.len() + v.get().len() + 4)
+            .sum()
     }
 
     /// Appends the object's JSON to `out`, each value as its raw bytes.
@@ -39,18 +68,18 @@ impl RawObject {
     }
 }
 
-impl<'de> Deserialize<'de> for RawObject {
+impl<'de> Deserialize<'de> for RawObject<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct Members;
         impl<'de> Visitor<'de> for Members {
-            type Value = RawObject;
+            type Value = RawObject<'de>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a JSON object")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawObject, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawObject<'de>, A::Error> {
                 let mut members = Vec::new();
-                while let Some((key, value)) = map.next_entry::<String, Box<RawValue>>()? {
-                    members.push((key, value));
+                while let Some((key, value)) = map.next_entry::<String, &'de RawValue>()? {
+                    members.push((key, Cow::Borrowed(value)));
                 }
                 Ok(RawObject(members))
             }

@@ -137,23 +137,70 @@ impl Policy {
     /// Whether `caller` may see and call tool `name` of `namespace`: the first rule that
     /// matches caller and tool decides; else the default.
     pub fn allows(&self, caller: &Caller, namespace: &str, name: &str) -> bool {
-        for rule in &self.rules {
-            let caller_matches = {
+        self.scope(caller, namespace).allows(name)
+    }
+
+    /// The rules that can decide for `caller` in `namespace`, in order. A search or a list
+    /// decides for every tool of a catalog: claims and namespaces are matched once, leaving a
+    /// glob match per rule and tool.
+    pub fn scope(&self, caller: &Caller, namespace: &str) -> Scope<'_> {
+        let rules = self
+            .rules
+            .iter()
+            .enumerate()
+            .filter(|(_, rule)| {
                 let have = caller.values(&rule.claim);
                 rule.values
                     .iter()
                     .any(|want| (want == "*" && !have.is_empty()) || have.contains(want))
-            };
-            if caller_matches
-                && rule.namespaces.iter().any(|g| g.matches(namespace))
-                && rule.tools.iter().any(|g| g.matches(name))
-            {
-                return rule.effect == Effect::Allow;
+                    && rule.namespaces.iter().any(|g| g.matches(namespace))
+            })
+            .map(|(i, rule)| (i, rule.tools.as_slice(), rule.effect))
+            .collect();
+        Scope {
+            rules,
+            default: self.default,
+        }
+    }
+}
+
+/// A policy narrowed to one caller and namespace.
+#[derive(Debug, Clone)]
+pub struct Scope<'p> {
+    /// (position in the policy, tool globs, effect).
+    rules: Vec<(usize, &'p [Glob], Effect)>,
+    default: Effect,
+}
+
+impl Scope<'_> {
+    pub fn allows(&self, name: &str) -> bool {
+        self.rules
+            .iter()
+            .find(|(_, tools, _)| tools.iter().any(|g| g.matches(name)))
+            .map_or(self.default, |&(_, _, effect)| effect)
+            == Effect::Allow
+    }
+
+    /// Which rules apply, by position: two callers with the same rules see the same tools.
+    pub fn rules(&self) -> Vec<usize> {
+        self.rules.iter().map(|&(i, _, _)| i).collect()
+    }
+
+    /// Whether every tool is allowed, as far as the rules show without a name: an allow-all
+    /// rule reached before any deny rule, or no deny rule and an allowing default.
+    pub fn allows_everything(&self) -> bool {
+        for (_, tools, effect) in &self.rules {
+            match effect {
+                Effect::Deny => return false,
+                Effect::Allow if tools.iter().any(Glob::matches_everything) => return true,
+                Effect::Allow => {}
             }
         }
         self.default == Effect::Allow
     }
+}
 
+impl Policy {
     pub(crate) fn parse(value: &Value) -> Result<Policy, ConfigError> {
         let mut obj = Object::new("authorization", value)?;
         let identity = match obj.take("identity") {
@@ -322,6 +369,18 @@ mod tests {
         assert!(p.allows(&admin, "demo", "stripe_refund"));
         assert!(!p.allows(&admin, "other", "stripe_refund"));
         assert!(!p.allows(&Caller::anonymous(), "demo", "weather"));
+        // Narrowed to a caller, the answer needs no name when it cannot depend on one.
+        assert!(p.scope(&admin, "demo").allows_everything());
+        assert!(!p.scope(&admin, "other").allows_everything());
+        assert!(!p.scope(&support, "demo").allows_everything());
+        let open = policy(json!({
+            "identity": {"source": "jwt_metadata"},
+            "rules": [{"claim": "roles", "values": ["x"], "tools": ["a_*"]}],
+            "default": "allow"
+        }));
+        assert!(open.scope(&support, "demo").allows_everything());
+        let x = Caller::from_payload(json!({"roles": ["x"]}));
+        assert!(open.scope(&x, "demo").allows_everything());
     }
 
     #[test]

@@ -2,13 +2,18 @@
 //! on the first page. Everything else in the message (other result fields such as
 //! `nextCursor`, `_meta`, `resultType`, and every byte of the tools that stay) is kept.
 
-use crate::catalog::{Page, Tool};
+use crate::catalog::{Catalog, Page, Tool};
 use crate::config::{Config, DisclosureMode, Mode};
+use crate::fnv;
 use crate::injected;
 use crate::json::RawObject;
 use crate::sse;
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
+use std::borrow::Cow;
+use std::cell::RefCell;
 use std::fmt;
 
 /// A `tools/list` request whose response is to be rewritten.
@@ -22,16 +27,47 @@ pub struct ListTarget {
 pub struct ListContext<'a> {
     pub config: &'a Config,
     pub namespace: &'a str,
-    /// Names of the tools already known for this namespace (from the shared catalog), so the
-    /// first page can announce tools that later pages will bring.
-    pub known: Vec<String>,
+    /// The tools already known for this namespace (from the shared catalog), so the first
+    /// page can announce tools that later pages will bring.
+    pub known: &'a Catalog,
     /// Whether the caller may see a tool (authorization; everything when unconfigured).
     pub allowed: &'a dyn Fn(&str) -> bool,
     /// Whether an authorization policy is configured (then even list mode filters).
     pub authorizing: bool,
     /// Whether `known` is the whole list (a last page was learned).
     pub known_complete: bool,
+    /// Who the answer is for: `None` when the caller may see every tool, else the policy
+    /// rules that apply to them (`policy::Scope::rules`). Part of a memo's key.
+    pub audience: Option<Vec<usize>>,
+    /// The last rewrite of this catalog version, to reuse when the same result comes again.
+    pub memo: Option<&'a RefCell<Option<ListMemo>>>,
 }
+
+/// A rewritten `tools/list` result kept for the next identical one. Upstreams answer with the
+/// same bytes list after list, and reading megabytes of definitions to reach the same answer
+/// was most of a list's cost. It lives in one catalog version's `CatalogIndex` (a new version
+/// starts empty) and is stored only once learning the page changed nothing, so replaying it
+/// skips learning too.
+#[derive(Debug, Clone)]
+pub struct ListMemo {
+    key: MemoKey,
+    /// The rewritten result; `None` when the message went on untouched.
+    result: Option<String>,
+    hidden: usize,
+    page: Page,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct MemoKey {
+    len: usize,
+    fingerprint: u64,
+    first_page: bool,
+    audience: Option<Vec<usize>>,
+}
+
+/// Larger rewritten results (list mode filtering a big catalog) are not kept: the memo would
+/// double the VM's memory for a case that does not repeat cheaply anyway.
+const MEMO_MAX_BYTES: usize = 1 << 20;
 
 /// A rewritten message, and what it taught about the catalog.
 #[derive(Debug, Default)]
@@ -40,6 +76,10 @@ pub struct Outcome {
     pub body: Option<Vec<u8>>,
     /// Every valid tool of the page(s), for the catalog.
     pub learned: Vec<Tool>,
+    /// The answer was replayed from the memo: the page is already in the catalog.
+    pub replayed: bool,
+    /// What to remember once learning the page changes nothing (single messages only).
+    pub memo: Option<ListMemo>,
     /// Where the page stands in its listing (for learning).
     pub page: Page,
     pub hidden: usize,
@@ -82,7 +122,7 @@ pub fn rewrite_message(
             if i > 0 {
                 out.push(',');
             }
-            match rewrite_object(item.get(), targets, ctx, &mut outcome)? {
+            match rewrite_object(item.get(), targets, ctx, false, &mut outcome)? {
                 Some(new) => out.push_str(&new),
                 None => out.push_str(item.get()),
             }
@@ -90,7 +130,7 @@ pub fn rewrite_message(
         out.push(']');
         out
     } else {
-        match rewrite_object(text, targets, ctx, &mut outcome)? {
+        match rewrite_object(text, targets, ctx, true, &mut outcome)? {
             Some(new) => new,
             None => return Ok(None),
         }
@@ -104,10 +144,12 @@ pub fn rewrite_message(
     Ok(Some(outcome))
 }
 
+/// `single`: the message is the whole body (not in a batch), so a memo can stand for it.
 fn rewrite_object(
     text: &str,
     targets: &[ListTarget],
     ctx: &ListContext<'_>,
+    single: bool,
     outcome: &mut Outcome,
 ) -> Result<Option<String>, RewriteError> {
     if !text.trim_start().starts_with('{') {
@@ -123,32 +165,61 @@ fn rewrite_object(
     let Some(target) = targets.iter().find(|t| t.id == id) else {
         return Ok(None);
     };
-    let Some(result_raw) = message.get("result") else {
+    let Some(result_raw) = message.borrowed("result") else {
         // An error response to tools/list: nothing to hide.
         return Ok(None);
     };
-    let mut result =
-        RawObject::parse(result_raw.get()).map_err(|e| RewriteError::NotJson(e.to_string()))?;
-    let Some(tools_raw) = result.get("tools") else {
+    let key = MemoKey {
+        len: result_raw.get().len(),
+        fingerprint: fnv::fingerprint(result_raw.get().as_bytes()),
+        first_page: target.first_page,
+        audience: ctx.audience.clone(),
+    };
+    if single {
+        let memo = ctx
+            .memo
+            .and_then(|m| m.try_borrow().ok())
+            .and_then(|m| m.as_ref().filter(|m| m.key == key).cloned());
+        if let Some(memo) = memo {
+            outcome.rewritten += 1;
+            outcome.hidden += memo.hidden;
+            outcome.page = memo.page;
+            outcome.replayed = true;
+            let Some(result) = memo.result else {
+                return Ok(Some(text.to_string()));
+            };
+            outcome.changed = true;
+            set_member(&mut message, "result", result)?;
+            let mut out = String::with_capacity(message.encoded_len());
+            message.write(&mut out);
+            return Ok(Some(out));
+        }
+    }
+    let hidden_before = outcome.hidden;
+    let ListResult {
+        members: mut result,
+        tools,
+    } = serde_json::from_str(result_raw.get()).map_err(|e| RewriteError::NotJson(e.to_string()))?;
+    let Some(tools) = tools else {
         return Ok(None);
     };
-    let tools: Vec<Box<RawValue>> =
-        serde_json::from_str(tools_raw.get()).map_err(|e| RewriteError::NotJson(e.to_string()))?;
+    let tools_len = result_raw.get().len();
     let has_next = result
         .get("nextCursor")
         .is_some_and(|c| c.get().trim() != "null");
 
     let mut page: Vec<(Option<Tool>, &str)> = Vec::with_capacity(tools.len());
-    for raw in &tools {
+    for &raw in &tools {
         // A definition without a name cannot be searched or classified: it stays in place
         // rather than be lost.
-        page.push((Tool::from_raw(raw).ok(), raw.get()));
+        page.push((Tool::from_raw_known(raw, ctx.known).ok(), raw.get()));
     }
     // What the caller may use: the tools known so far and this page's.
     let mut usable: Vec<&str> = ctx
         .known
+        .tools()
         .iter()
-        .map(String::as_str)
+        .map(|t| t.name.as_str())
         .chain(
             page.iter()
                 .filter_map(|(t, _)| t.as_ref().map(|t| t.name.as_str())),
@@ -178,9 +249,6 @@ fn rewrite_object(
             _ => kept.push(raw),
         }
     }
-    outcome
-        .learned
-        .extend(page.iter().filter_map(|(t, _)| t.clone()));
     let hidden: Vec<&str> = usable.iter().copied().filter(|n| progressive(n)).collect();
     let injected = if searching && target.first_page && !hidden.is_empty() {
         let mut groups: Vec<String> = usable
@@ -193,18 +261,33 @@ fn rewrite_object(
     } else {
         Vec::new()
     };
+    drop(usable);
+    outcome
+        .learned
+        .extend(page.into_iter().filter_map(|(t, _)| t));
     outcome.page = Page {
         first: target.first_page,
         last: !has_next,
     };
     outcome.rewritten += 1;
+    let remember = |result: Option<&String>| {
+        if single && result.is_none_or(|r| r.len() <= MEMO_MAX_BYTES) {
+            outcome.memo = Some(ListMemo {
+                key,
+                result: result.cloned(),
+                hidden: outcome.hidden - hidden_before,
+                page: outcome.page,
+            });
+        }
+    };
     if injected.is_empty() && outcome.hidden == 0 && !ctx.authorizing && !searching {
         // List mode with nobody to filter: the message goes on untouched.
+        remember(None);
         return Ok(Some(text.to_string()));
     }
     outcome.changed = true;
 
-    let mut list = String::with_capacity(tools_raw.get().len());
+    let mut list = String::with_capacity(tools_len);
     list.push('[');
     for (i, def) in injected.iter().map(String::as_str).chain(kept).enumerate() {
         if i > 0 {
@@ -214,24 +297,58 @@ fn rewrite_object(
     }
     list.push(']');
     set_member(&mut result, "tools", list)?;
-    let mut result_text = String::with_capacity(encoded_len(&result));
+    let mut result_text = String::with_capacity(result.encoded_len());
     result.write(&mut result_text);
+    remember(Some(&result_text));
     set_member(&mut message, "result", result_text)?;
-    let mut out = String::new();
+    let mut out = String::with_capacity(message.encoded_len());
     message.write(&mut out);
     Ok(Some(out))
 }
 
-fn encoded_len(obj: &RawObject) -> usize {
-    obj.0.iter().map(|(k, v)| k.len() + v.get().len() + 4).sum()
-}
-
 fn set_member(obj: &mut RawObject, key: &str, value: String) -> Result<(), RewriteError> {
     let raw = RawValue::from_string(value).map_err(|e| RewriteError::NotJson(e.to_string()))?;
-    if let Some(slot) = obj.0.iter_mut().find(|(k, _)| k == key) {
-        slot.1 = raw;
-    }
+    obj.set(key, raw);
     Ok(())
+}
+
+/// A `tools/list` result read in one pass: its members kept raw, and the `tools` array split
+/// into definitions as it is read rather than scanned a second time (megabytes at 10,000
+/// tools). The `tools` member's value is a placeholder: a rewrite always replaces it.
+struct ListResult<'a> {
+    members: RawObject<'a>,
+    tools: Option<Vec<&'a RawValue>>,
+}
+
+impl<'de> Deserialize<'de> for ListResult<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Members;
+        impl<'de> Visitor<'de> for Members {
+            type Value = ListResult<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a tools/list result object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ListResult<'de>, A::Error> {
+                let mut members = Vec::new();
+                let mut tools = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "tools" && tools.is_none() {
+                        tools = Some(map.next_value::<Vec<&'de RawValue>>()?);
+                        let placeholder = RawValue::from_string("[]".to_string())
+                            .map_err(serde::de::Error::custom)?;
+                        members.push((key, Cow::Owned(placeholder)));
+                    } else {
+                        members.push((key, Cow::Borrowed(map.next_value::<&'de RawValue>()?)));
+                    }
+                }
+                Ok(ListResult {
+                    members: RawObject(members),
+                    tools,
+                })
+            }
+        }
+        deserializer.deserialize_map(Members)
+    }
 }
 
 /// Rewrites one event's data: `Some(new data)` for the target response, `None` to keep it.
@@ -300,7 +417,7 @@ impl SseRewriter {
                 out.extend_from_slice(&event.raw);
                 continue;
             }
-            let new_data = match &event.data {
+            let new_data = match event.data() {
                 Some(data) => match rewrite(data) {
                     Ok(new) => new,
                     Err(e) => {
@@ -333,11 +450,73 @@ mod tests {
         ListContext {
             config,
             namespace: "ns",
-            known: Vec::new(),
+            known: Box::leak(Box::default()),
             allowed,
             authorizing: false,
             known_complete: false,
+            audience: None,
+            memo: None,
         }
+    }
+
+    #[test]
+    fn a_remembered_result_is_replayed_for_the_same_bytes_and_caller_only() {
+        let config = Config::parse(r#"{"eager_patterns":["get_*"]}"#).unwrap();
+        let all = |_: &str| true;
+        let memo = RefCell::new(None);
+        let mut c = ctx(&config, &all);
+        c.memo = Some(&memo);
+        let first_page = |id: i64| {
+            [ListTarget {
+                id: serde_json::json!(id),
+                first_page: true,
+            }]
+        };
+        let mut first = rewrite_message(LIST.as_bytes(), &first_page(2), &c)
+            .unwrap()
+            .unwrap();
+        assert!(!first.replayed && first.learned.len() == 3);
+        *memo.borrow_mut() = first.memo.take();
+        // The same result under another id: replayed, nothing to learn, same tools.
+        let again = LIST.replace(r#""id":2"#, r#""id":"x-9""#);
+        let second = rewrite_message(again.as_bytes(), &first_page_str("x-9"), &c)
+            .unwrap()
+            .unwrap();
+        assert!(second.replayed && second.learned.is_empty());
+        assert_eq!((second.hidden, second.page), (first.hidden, first.page));
+        assert_eq!(
+            String::from_utf8(second.body.unwrap()).unwrap(),
+            String::from_utf8(first.body.unwrap())
+                .unwrap()
+                .replace(r#""id":2"#, r#""id":"x-9""#)
+        );
+        // One changed byte, another caller, a later page or a batch: computed afresh.
+        let changed = LIST.replace(r#""B""#, r#""C""#);
+        let fresh = |text: &str, targets: &[ListTarget], c: &ListContext| {
+            !rewrite_message(text.as_bytes(), targets, c)
+                .unwrap()
+                .unwrap()
+                .replayed
+        };
+        assert!(fresh(&changed, &first_page(2), &c));
+        let mut narrowed = ctx(&config, &all);
+        narrowed.memo = Some(&memo);
+        narrowed.audience = Some(vec![0]);
+        assert!(fresh(LIST, &first_page(2), &narrowed));
+        let later = [ListTarget {
+            id: serde_json::json!(2),
+            first_page: false,
+        }];
+        assert!(fresh(LIST, &later, &c));
+        assert!(fresh(&format!("[{LIST}]"), &first_page(2), &c));
+        assert!(!fresh(LIST, &first_page(2), &c));
+    }
+
+    fn first_page_str(id: &str) -> [ListTarget; 1] {
+        [ListTarget {
+            id: serde_json::json!(id),
+            first_page: true,
+        }]
     }
 
     const LIST: &str = r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"get_a","description":"A", "inputSchema":{"type":"object"}},{"name":"do_b","description":"B"},{"name":"get_c","x":[1, 2]}],"nextCursor":"abc","_meta":{"k":1}}}"#;

@@ -90,34 +90,39 @@ pub struct Ranked<'a> {
     pub fallback: Option<Fallback>,
 }
 
-/// Runs a search. `vectors` is `Err` when the query could not be embedded.
+/// Runs a search. `allowed` is `None` when the caller may see every tool; `vectors` is `Err`
+/// when the query could not be embedded.
 pub fn search<'a>(
     index: &'a CatalogIndex,
     config: &Config,
     query: &Query,
-    allowed: &dyn Fn(&Tool) -> bool,
+    allowed: Option<&dyn Fn(&Tool) -> bool>,
     vectors: Result<Vectors<'_>, Fallback>,
 ) -> Ranked<'a> {
     let tools = index.catalog.tools();
-    let in_scope = |i: usize| {
-        tools.get(i).is_some_and(|t| {
-            allowed(t)
+    let in_scope = |d: u32| {
+        tools.get(d as usize).is_some_and(|t| {
+            allowed.is_none_or(|allowed| allowed(t))
                 && query
                     .group
                     .as_deref()
                     .is_none_or(|g| config.group_of(&index.namespace, &t.name) == g)
         })
     };
-    let candidates: Vec<u32> = (0..tools.len())
-        .filter(|&i| in_scope(i))
-        .filter_map(|i| u32::try_from(i).ok())
-        .collect();
+    let every_doc = || (0..tools.len()).filter_map(|d| u32::try_from(d).ok());
+    // Only a restricted caller or a vector ranking needs the candidates one by one: an
+    // unrestricted BM25 search looks at the matching tools only (hundreds among thousands).
+    let restricted = allowed.is_some() || query.group.is_some();
+    let wants_vectors = config.search.ranking != Ranking::Bm25 && vectors.is_ok();
+    let scoped: Option<Vec<u32>> =
+        (restricted || wants_vectors).then(|| every_doc().filter(|&d| in_scope(d)).collect());
+    let candidates = scoped.as_ref().map_or(tools.len(), Vec::len);
 
     let wanted = config.search.ranking;
     let (strategy, fallback, cosines) = match (wanted, vectors) {
         (Ranking::Bm25, _) => (Ranking::Bm25, None, None),
         (_, Err(reason)) => (Ranking::Bm25, Some(reason), None),
-        (_, Ok(v)) => match cosines_of(&candidates, &v, tools.len()) {
+        (_, Ok(v)) => match cosines_of(scoped.as_deref().unwrap_or(&[]), &v, tools.len()) {
             Ok(c) => (wanted, None, Some(c)),
             Err(reason) => (Ranking::Bm25, Some(reason), None),
         },
@@ -125,7 +130,13 @@ pub fn search<'a>(
 
     let bm25 = index.bm25.scores(&query.text);
     let raw = |doc: u32| bm25.get(doc as usize).copied().unwrap_or(0.0);
-    let max_bm25 = candidates.iter().map(|&d| raw(d)).fold(0.0f32, f32::max);
+    // The tools that can rank: under BM25 those sharing a term with the query.
+    let pool: Vec<u32> = match (&scoped, strategy) {
+        (Some(scoped), Ranking::Bm25) => scoped.iter().copied().filter(|&d| raw(d) > 0.0).collect(),
+        (None, _) => every_doc().filter(|&d| raw(d) > 0.0).collect(),
+        (Some(scoped), _) => scoped.clone(),
+    };
+    let max_bm25 = pool.iter().map(|&d| raw(d)).fold(0.0f32, f32::max);
     let bm25_norm = |doc: u32| {
         if max_bm25 > 0.0 {
             raw(doc) / max_bm25
@@ -136,7 +147,7 @@ pub fn search<'a>(
     let score: Box<dyn Fn(u32) -> f32> = match (&strategy, &cosines) {
         (Ranking::Vector, Some(c)) => Box::new(|doc| c.get(doc as usize).copied().unwrap_or(-1.0)),
         (Ranking::Hybrid, Some(c)) => {
-            let (lo, hi) = candidates
+            let (lo, hi) = pool
                 .iter()
                 .filter_map(|&d| c.get(d as usize).copied())
                 .fold((f32::MAX, f32::MIN), |(lo, hi), x| (lo.min(x), hi.max(x)));
@@ -150,18 +161,13 @@ pub fn search<'a>(
         _ => Box::new(bm25_norm),
     };
 
-    let wanted_name = query.text.trim();
-    let exact = candidates.iter().copied().find(|&d| {
-        tools
-            .get(d as usize)
-            .is_some_and(|t| t.name.eq_ignore_ascii_case(wanted_name))
-    });
+    let exact = index
+        .named_ignoring_case(query.text.trim())
+        .find(|&d| in_scope(d));
     let threshold = config.search.score_threshold;
-    let matching: Vec<u32> = candidates
-        .iter()
-        .copied()
+    let matching: Vec<u32> = pool
+        .into_iter()
         .filter(|&d| Some(d) != exact)
-        .filter(|&d| strategy != Ranking::Bm25 || raw(d) > 0.0)
         .filter(|&d| threshold.is_none_or(|t| score(d) >= t))
         .collect();
     let matches = matching.len() + usize::from(exact.is_some());
@@ -195,7 +201,7 @@ pub fn search<'a>(
     Ranked {
         found,
         matches,
-        candidates: candidates.len(),
+        candidates,
         strategy,
         fallback,
     }
@@ -272,9 +278,8 @@ mod tests {
     fn paging_is_disjoint_and_covers_the_matches() {
         let config = Config::default();
         let idx = index(&config);
-        let all = |_: &Tool| true;
-        let first = search(&idx, &config, &q("issue", 2, 0), &all, Err(off()));
-        let second = search(&idx, &config, &q("issue", 2, 2), &all, Err(off()));
+        let first = search(&idx, &config, &q("issue", 2, 0), None, Err(off()));
+        let second = search(&idx, &config, &q("issue", 2, 2), None, Err(off()));
         assert_eq!(first.matches, 3);
         assert_eq!(first.candidates, 5);
         let mut seen = names(&first);
@@ -290,7 +295,7 @@ mod tests {
                 "github_list_issues"
             ]
         );
-        let past = search(&idx, &config, &q("issue", 2, 10), &all, Err(off()));
+        let past = search(&idx, &config, &q("issue", 2, 10), None, Err(off()));
         assert!(past.found.is_empty());
         assert_eq!(first.strategy, Ranking::Bm25);
     }
@@ -305,13 +310,13 @@ mod tests {
             &idx,
             &config,
             &q("refund charge", 5, 0),
-            &no_stripe,
+            Some(&no_stripe),
             Err(off()),
         );
         assert!(r.found.is_empty());
         let mut grouped = q("issue message", 5, 0);
         grouped.group = Some("slack".into());
-        let r = search(&idx, &config, &grouped, &|_| true, Err(off()));
+        let r = search(&idx, &config, &grouped, None, Err(off()));
         assert_eq!(names(&r), ["slack_post_message"]);
         assert_eq!(r.candidates, 1);
     }
@@ -334,7 +339,7 @@ mod tests {
             &idx,
             &config,
             &q("anything", 2, 0),
-            &|_| true,
+            None,
             Ok(Vectors {
                 query: &query,
                 tool: &lookup,
@@ -354,7 +359,7 @@ mod tests {
             &idx,
             &config,
             &q("refund", 2, 0),
-            &|_| true,
+            None,
             Ok(Vectors {
                 query: &query,
                 tool: &partial,
@@ -370,14 +375,36 @@ mod tests {
         );
         assert_eq!(names(&r), ["stripe_refund_charge"]);
         let down = Fallback::new(FallbackKind::Status, "embeddings service answered 500");
+        let r = search(&idx, &config, &q("refund", 2, 0), None, Err(down.clone()));
+        assert_eq!(r.fallback, Some(down));
+    }
+
+    #[test]
+    fn exact_name_in_any_ascii_case_among_the_allowed() {
+        let config = Config::default();
+        let tool = |name: &str| {
+            let raw: Box<RawValue> =
+                serde_json::from_str(&format!(r#"{{"name":"{name}","description":"x"}}"#)).unwrap();
+            Tool::from_raw(&raw).unwrap()
+        };
+        let catalog = Catalog::from_tools(vec![tool("Get_Issue"), tool("get_issue"), tool("x")]);
+        let idx = CatalogIndex::build("ns", catalog, &config);
+        let r = search(&idx, &config, &q(" GET_ISSUE ", 1, 0), None, Err(off()));
+        assert_eq!(names(&r), ["Get_Issue"]);
+        let lower_only = |t: &Tool| t.name != "Get_Issue";
         let r = search(
             &idx,
             &config,
-            &q("refund", 2, 0),
-            &|_| true,
-            Err(down.clone()),
+            &q("GET_ISSUE", 1, 0),
+            Some(&lower_only),
+            Err(off()),
         );
-        assert_eq!(r.fallback, Some(down));
+        assert_eq!(names(&r), ["get_issue"]);
+        assert_eq!(r.candidates, 2);
+        assert_eq!(
+            idx.named_ignoring_case("nope").count() + idx.named_ignoring_case("").count(),
+            0
+        );
     }
 
     #[test]
@@ -388,7 +415,7 @@ mod tests {
             &idx,
             &config,
             &q("github_list_issues", 5, 0),
-            &|_| true,
+            None,
             Err(off()),
         );
         assert_eq!(names(&r)[0], "github_list_issues");

@@ -6,8 +6,52 @@
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
     pub raw: Vec<u8>,
+    data: Option<Data>,
+}
+
+/// Where an event's data is. A response is nearly always one `data:` line, megabytes long for
+/// a big `tools/list`: it is then read in place rather than copied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Data {
+    Line(std::ops::Range<usize>),
+    Joined(Vec<u8>),
+}
+
+impl Event {
+    pub fn new(raw: Vec<u8>) -> Event {
+        let mut parts: Vec<std::ops::Range<usize>> = line_ranges(&raw)
+            .into_iter()
+            .filter(|r| {
+                let line = raw.get(r.clone()).unwrap_or_default();
+                !line.is_empty() && line.first() != Some(&b':') && field(line).0 == b"data"
+            })
+            .map(|r| {
+                let line = raw.get(r.clone()).unwrap_or_default();
+                let value = field(line).1;
+                (r.end - value.len())..r.end
+            })
+            .collect();
+        let data = match parts.len() {
+            0 => None,
+            1 => parts.pop().map(Data::Line),
+            _ => Some(Data::Joined(
+                parts
+                    .iter()
+                    .map(|r| raw.get(r.clone()).unwrap_or_default())
+                    .collect::<Vec<_>>()
+                    .join(&b"\n"[..]),
+            )),
+        };
+        Event { raw, data }
+    }
+
     /// `data:` lines joined with `\n`; `None` when the event has no data line.
-    pub data: Option<Vec<u8>>,
+    pub fn data(&self) -> Option<&[u8]> {
+        match self.data.as_ref()? {
+            Data::Line(r) => self.raw.get(r.clone()),
+            Data::Joined(d) => Some(d),
+        }
+    }
 }
 
 /// Splits a byte stream into events. Lines end in CRLF, LF or CR; an empty line ends an event.
@@ -51,7 +95,7 @@ impl Parser {
                     None => self.scan + 1,
                 },
                 _ => {
-                    self.scan += 1;
+                    self.scan = line_break(&self.buf, self.scan).unwrap_or(self.buf.len());
                     continue;
                 }
             };
@@ -59,12 +103,17 @@ impl Parser {
             self.scan = end;
             self.line_start = end;
             if empty_line {
-                let raw = self.buf.get(event_start..end).unwrap_or_default().to_vec();
-                events.push(Event {
-                    data: data_of(&raw),
-                    raw,
-                });
-                event_start = end;
+                if event_start == 0 && end == self.buf.len() {
+                    // The event is all that is held (a big response arriving on its own): the
+                    // buffer is handed over rather than copied.
+                    self.scan = 0;
+                    self.line_start = 0;
+                    events.push(Event::new(std::mem::take(&mut self.buf)));
+                } else {
+                    let raw = self.buf.get(event_start..end).unwrap_or_default().to_vec();
+                    events.push(Event::new(raw));
+                    event_start = end;
+                }
             }
         }
         if event_start > 0 {
@@ -85,26 +134,53 @@ impl Parser {
     }
 }
 
+/// The position of the first CR or LF at or after `from`. A `tools/list` event is one data
+/// line of megabytes: eight bytes are tested at a time (the zero-byte test of "Bit Twiddling
+/// Hacks", on the word XORed with each terminator).
+fn line_break(bytes: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |w: u64| w.wrapping_sub(ONES) & !w & HIGHS != 0;
+    let rest = bytes.get(from..)?;
+    let mut words = rest.chunks_exact(8);
+    let mut at = from;
+    for word in &mut words {
+        let w = u64::from_le_bytes(<[u8; 8]>::try_from(word).unwrap_or_default());
+        if has_zero(w ^ (ONES * u64::from(b'\n'))) || has_zero(w ^ (ONES * u64::from(b'\r'))) {
+            break;
+        }
+        at += 8;
+    }
+    bytes
+        .get(at..)?
+        .iter()
+        .position(|&b| b == b'\n' || b == b'\r')
+        .map(|i| at + i)
+}
+
 /// Lines of `raw` without their terminators.
 fn lines(raw: &[u8]) -> Vec<&[u8]> {
+    line_ranges(raw)
+        .into_iter()
+        .map(|r| raw.get(r).unwrap_or_default())
+        .collect()
+}
+
+/// Where the lines of `raw` are, terminators excluded.
+fn line_ranges(raw: &[u8]) -> Vec<std::ops::Range<usize>> {
     let mut out = Vec::new();
     let mut start = 0;
-    let mut i = 0;
-    while let Some(&b) = raw.get(i) {
-        if b == b'\n' || b == b'\r' {
-            out.push(raw.get(start..i).unwrap_or_default());
-            i += if b == b'\r' && raw.get(i + 1) == Some(&b'\n') {
+    while let Some(end) = line_break(raw, start) {
+        out.push(start..end);
+        start = end
+            + if raw.get(end) == Some(&b'\r') && raw.get(end + 1) == Some(&b'\n') {
                 2
             } else {
                 1
             };
-            start = i;
-        } else {
-            i += 1;
-        }
     }
     if start < raw.len() {
-        out.push(raw.get(start..).unwrap_or_default());
+        out.push(start..raw.len());
     }
     out
 }
@@ -119,17 +195,6 @@ fn field(line: &[u8]) -> (&[u8], &[u8]) {
         }
         None => (line, &[]),
     }
-}
-
-fn data_of(raw: &[u8]) -> Option<Vec<u8>> {
-    let parts: Vec<&[u8]> = lines(raw)
-        .into_iter()
-        .filter(|line| !line.is_empty() && line.first() != Some(&b':'))
-        .map(field)
-        .filter(|(name, _)| *name == b"data")
-        .map(|(_, value)| value)
-        .collect();
-    (!parts.is_empty()).then(|| parts.join(&b"\n"[..]))
 }
 
 /// The line ending an event uses (its first), so a rewritten event matches its neighbours.
@@ -202,10 +267,10 @@ mod tests {
         let (events, rest) = all_events(&[body]);
         assert!(rest.is_empty());
         assert_eq!(events.len(), 4);
-        assert_eq!(events[0].data.as_deref(), Some(&b""[..]));
-        assert_eq!(events[1].data, None);
-        assert_eq!(events[2].data.as_deref(), Some(&b"{\"a\":1}"[..]));
-        assert_eq!(events[3].data.as_deref(), Some(&b"x\ny"[..]));
+        assert_eq!(events[0].data(), Some(&b""[..]));
+        assert_eq!(events[1].data(), None);
+        assert_eq!(events[2].data(), Some(&b"{\"a\":1}"[..]));
+        assert_eq!(events[3].data(), Some(&b"x\ny"[..]));
         let joined: Vec<u8> = events.iter().flat_map(|e| e.raw.clone()).collect();
         assert_eq!(joined, body.to_vec());
     }
@@ -222,7 +287,26 @@ mod tests {
             }
         }
         assert_eq!(whole_rest, b"tail");
-        assert_eq!(whole[2].data.as_deref(), Some(&b"a\nb"[..]));
+        assert_eq!(whole[2].data(), Some(&b"a\nb"[..]));
+    }
+
+    #[test]
+    fn line_breaks_found_at_every_offset() {
+        for len in 0..40 {
+            for at in 0..=len {
+                for brk in [b'\n', b'\r'] {
+                    let mut bytes = vec![b'x'; len];
+                    if at < len {
+                        bytes[at] = brk;
+                    }
+                    for from in 0..=len {
+                        let want = (at < len && at >= from).then_some(at);
+                        assert_eq!(line_break(&bytes, from), want, "{len} {at} {from}");
+                    }
+                }
+            }
+        }
+        assert_eq!(line_break(b"ab", 5), None);
     }
 
     #[test]
@@ -245,6 +329,6 @@ mod tests {
             b"event: message\r\nid: 9\r\ndata: {\"new\":\r\ndata: 1}\r\n\r\n".to_vec()
         );
         let (again, _) = all_events(&[&out]);
-        assert_eq!(again[0].data.as_deref(), Some(&b"{\"new\":\n1}"[..]));
+        assert_eq!(again[0].data(), Some(&b"{\"new\":\n1}"[..]));
     }
 }

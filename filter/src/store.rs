@@ -3,7 +3,7 @@
 //! `cas` token) is the one memory they share. A small version key lets a worker tell in one read
 //! whether its cached index is current; the catalog key holds the definitions.
 
-use crate::catalog::{Catalog, CatalogIndex, Page, Tool};
+use crate::catalog::{version_of, Catalog, CatalogIndex, Page, Tool};
 use crate::config::Config;
 use crate::embeddings::{self, Missing, VectorStore};
 use crate::fnv::FnvHashMap;
@@ -116,6 +116,9 @@ struct ResolvedVectors {
 #[derive(Default)]
 pub struct CatalogCache {
     entries: FnvHashMap<String, (Vec<u8>, Rc<CatalogIndex>)>,
+    /// A catalog this VM wrote, by the version it wrote: its index is built from it without
+    /// reading back and parsing what was just stored.
+    written: FnvHashMap<String, (Vec<u8>, Catalog)>,
     vectors: FnvHashMap<String, ResolvedVectors>,
 }
 
@@ -138,10 +141,12 @@ impl CatalogCache {
                 return Ok(Rc::clone(index));
             }
         }
-        let (data, _) = shared.get(&catalog_key(namespace))?;
-        let catalog = match data {
-            Some(bytes) => parse(&bytes)?,
-            None => Catalog::default(),
+        let catalog = match self.written.remove(namespace) {
+            Some((written, catalog)) if written == version => catalog,
+            _ => match shared.get(&catalog_key(namespace))? {
+                (Some(bytes), _) => parse(&bytes)?,
+                (None, _) => Catalog::default(),
+            },
         };
         let index = Rc::new(CatalogIndex::build(namespace, catalog, config));
         self.entries
@@ -155,9 +160,26 @@ impl CatalogCache {
         &mut self,
         shared: &dyn SharedData,
         namespace: &str,
-        page: &[Tool],
-        at: Page,
+        learned: Learned,
     ) -> Result<bool, StoreError> {
+        let Learned {
+            mut tools,
+            page: at,
+            buffer,
+        } = learned;
+        // Every list of an unchanged catalog: when this VM's index is the shared version and
+        // the page changes nothing in it, the stored catalog (megabytes) is not read at all.
+        // The version key is written after the catalog key, so a concurrent writer can be
+        // missed here; its list and ours then simply race, as they would anyway.
+        let (version, _) = shared.get(&version_key(namespace))?;
+        if let Some((seen, index)) = self.entries.get(namespace) {
+            if *seen == version.unwrap_or_default() && index.catalog.unchanged_by(&tools, at) {
+                return Ok(false);
+            }
+        }
+        let whole = at.first && at.last;
+        // A cleared buffer is valid UTF-8; its allocation is what is reused.
+        let mut json = String::from_utf8(clear(buffer)).unwrap_or_default();
         let key = catalog_key(namespace);
         for _ in 0..MAX_CAS_RETRIES {
             let (data, cas) = shared.get(&key)?;
@@ -165,25 +187,63 @@ impl CatalogCache {
                 Some(bytes) => parse(&bytes)?,
                 None => Catalog::default(),
             };
-            let Some(next) = current.merged(page, at) else {
+            if current.unchanged_by(&tools, at) {
                 return Ok(false);
-            };
+            }
+            // A whole list becomes the catalog, so a retry can take the page back from it; a
+            // partial page is merged into the current tools and must be kept for a retry.
+            let retry = (!whole).then(|| tools.clone());
+            let next = current.merge(std::mem::take(&mut tools), at);
+            if next.same_as(&current) {
+                return Ok(false);
+            }
+            next.write_json(&mut json);
             // Without a token the key does not exist yet; 0 asks the host for "no check",
             // so a first write races; a second writer then merges on its retry.
-            match shared.set(&key, next.to_json().as_bytes(), cas) {
+            match shared.set(&key, json.as_bytes(), cas) {
                 Ok(()) => {
-                    let version = format!("{:016x}", next.version());
+                    let version = format!("{:016x}", version_of(&json));
+                    drop(json);
                     shared.set(&version_key(namespace), version.as_bytes(), None)?;
                     if current.is_empty() {
                         register_namespace(shared, namespace)?;
                     }
+                    self.written
+                        .insert(namespace.to_string(), (version.into_bytes(), next));
                     return Ok(true);
                 }
-                Err(StoreError::CasMismatch) => continue,
+                Err(StoreError::CasMismatch) => {
+                    tools = retry.unwrap_or_else(|| next.into_tools());
+                }
                 Err(e) => return Err(e),
             }
         }
         Err(StoreError::Contended)
+    }
+}
+
+fn clear(mut buffer: Vec<u8>) -> Vec<u8> {
+    buffer.clear();
+    buffer
+}
+
+/// What a `tools/list` response taught: its tools, where the page stands, and the response's
+/// spent buffer, reused to write the catalog to shared data (both are megabytes at 10,000
+/// tools, and a VM's memory never shrinks).
+#[derive(Debug, Default)]
+pub struct Learned {
+    pub tools: Vec<Tool>,
+    pub page: Page,
+    pub buffer: Vec<u8>,
+}
+
+impl Learned {
+    pub fn new(tools: Vec<Tool>, page: Page) -> Learned {
+        Learned {
+            tools,
+            page,
+            buffer: Vec::new(),
+        }
     }
 }
 
@@ -339,15 +399,27 @@ mod tests {
             .catalog
             .is_empty());
         assert!(vm1
-            .learn(&shared, "ns", &[tool("a", "alpha")], Page::default())
+            .learn(
+                &shared,
+                "ns",
+                Learned::new(vec![tool("a", "alpha")], Page::default())
+            )
             .unwrap());
         assert!(
-            !vm1.learn(&shared, "ns", &[tool("a", "alpha")], Page::default())
-                .unwrap(),
+            !vm1.learn(
+                &shared,
+                "ns",
+                Learned::new(vec![tool("a", "alpha")], Page::default())
+            )
+            .unwrap(),
             "no change"
         );
         assert!(vm1
-            .learn(&shared, "ns", &[tool("b", "beta")], Page::default())
+            .learn(
+                &shared,
+                "ns",
+                Learned::new(vec![tool("b", "beta")], Page::default())
+            )
             .unwrap());
         let index = vm2.index(&shared, "ns", &config).unwrap();
         assert_eq!(index.catalog.len(), 2);
@@ -357,11 +429,13 @@ mod tests {
             .learn(
                 &shared,
                 "ns",
-                &[tool("c", "gamma")],
-                Page {
-                    first: true,
-                    last: true
-                }
+                Learned::new(
+                    vec![tool("c", "gamma")],
+                    Page {
+                        first: true,
+                        last: true
+                    }
+                )
             )
             .unwrap());
         assert_eq!(vm2.index(&shared, "ns", &config).unwrap().catalog.len(), 1);
@@ -370,6 +444,66 @@ mod tests {
             .unwrap()
             .catalog
             .is_empty());
+    }
+
+    /// Counts reads of each key.
+    #[derive(Default)]
+    struct Counting {
+        inner: MemorySharedData,
+        reads: std::cell::RefCell<Vec<String>>,
+    }
+
+    impl SharedData for Counting {
+        fn get(&self, key: &str) -> Result<(Option<Vec<u8>>, Option<u32>), StoreError> {
+            self.reads.borrow_mut().push(key.to_string());
+            self.inner.get(key)
+        }
+        fn set(&self, key: &str, value: &[u8], cas: Option<u32>) -> Result<(), StoreError> {
+            self.inner.set(key, value, cas)
+        }
+    }
+
+    #[test]
+    fn an_unchanged_list_reads_no_stored_catalog() {
+        let shared = Counting::default();
+        let config = Config::default();
+        let whole = Page {
+            first: true,
+            last: true,
+        };
+        let page = [tool("a", "alpha"), tool("b", "beta")];
+        let mut vm = CatalogCache::new();
+        vm.index(&shared, "ns", &config).unwrap();
+        assert!(vm
+            .learn(&shared, "ns", Learned::new(page.to_vec(), whole))
+            .unwrap());
+        let catalog_reads = |s: &Counting| {
+            s.reads
+                .borrow()
+                .iter()
+                .filter(|k| **k == catalog_key("ns"))
+                .count()
+        };
+        let before = catalog_reads(&shared);
+        // The index of what this VM wrote comes from memory, and later lists compare to it.
+        assert_eq!(vm.index(&shared, "ns", &config).unwrap().catalog.len(), 2);
+        assert!(!vm
+            .learn(&shared, "ns", Learned::new(page.to_vec(), whole))
+            .unwrap());
+        assert_eq!(catalog_reads(&shared), before);
+        // A changed list is written; another VM reads it from shared data.
+        assert!(vm
+            .learn(
+                &shared,
+                "ns",
+                Learned::new(vec![tool("a", "changed")], whole)
+            )
+            .unwrap());
+        let mut other = CatalogCache::new();
+        let index = other.index(&shared, "ns", &config).unwrap();
+        assert_eq!(index.catalog.get("a").unwrap().description, "changed");
+        assert_eq!(catalog_reads(&shared), before + 2);
+        assert_eq!(vm.index(&shared, "ns", &config).unwrap().catalog.len(), 1);
     }
 
     /// A store whose first write always loses the race, as when another worker wrote between.
@@ -405,7 +539,11 @@ mod tests {
         };
         let mut vm = CatalogCache::new();
         assert!(vm
-            .learn(&shared, "ns", &[tool("mine", "m")], Page::default())
+            .learn(
+                &shared,
+                "ns",
+                Learned::new(vec![tool("mine", "m")], Page::default())
+            )
             .unwrap());
         let index = vm.index(&shared, "ns", &Config::default()).unwrap();
         let names: Vec<&str> = index
@@ -429,11 +567,13 @@ mod tests {
         vm1.learn(
             &shared,
             "ns",
-            &[tool("a", "alpha"), tool("b", "beta")],
-            Page {
-                first: true,
-                last: true,
-            },
+            Learned::new(
+                vec![tool("a", "alpha"), tool("b", "beta")],
+                Page {
+                    first: true,
+                    last: true,
+                },
+            ),
         )
         .unwrap();
         let index = vm2.index(&shared, "ns", &config).unwrap();

@@ -2,18 +2,19 @@
 //! proxy-wasm glue feeds it headers and bodies and carries out the actions it returns; tests
 //! feed it the same way, with no host at all.
 
-use crate::catalog::{CatalogIndex, Page, Tool};
+use crate::catalog::{Catalog, CatalogIndex, Tool};
 use crate::config::{Config, Mode, Ranking};
 use crate::injected::{self, Injected};
 use crate::json::{self, RawObject};
 use crate::jsonrpc::{self, Incoming, Kind, Message};
-use crate::policy::Caller;
+use crate::policy::{Caller, Scope};
 use crate::rewrite::{self, ListContext, ListTarget, RewriteError, SseGiveUp, SseRewriter};
 use crate::search::{self, Fallback, FallbackKind, Query, Ranked, Vectors};
-use crate::store::StoreError;
+use crate::store::{Learned, StoreError};
 use crate::vector::ToolVectors;
 use serde_json::value::RawValue;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::rc::Rc;
 
 /// Why a body the filter meant to change went through unchanged.
@@ -72,7 +73,7 @@ pub trait Env {
     /// This stream's catalog namespace (route metadata, else the upstream cluster).
     fn namespace(&self) -> String;
     fn catalog_of(&mut self, namespace: &str) -> Result<Rc<CatalogIndex>, StoreError>;
-    fn learn(&mut self, page: &[Tool], at: Page) -> Result<bool, StoreError>;
+    fn learn(&mut self, learned: Learned) -> Result<bool, StoreError>;
     /// Every namespace with a learned catalog.
     fn namespaces(&mut self) -> Vec<String>;
     /// The tool vectors known for a catalog (none without embeddings).
@@ -238,11 +239,18 @@ impl Stream {
             .is_some_and(|v| v >= "2026-07-28")
     }
 
-    fn allowed<'c>(&'c self, config: &'c Config, namespace: &'c str) -> impl Fn(&str) -> bool + 'c {
-        move |name: &str| match &config.authorization {
-            Some(policy) => policy.allows(&self.head.caller, namespace, name),
-            None => true,
-        }
+    /// What the caller may see in `namespace`; `None` when that is every tool.
+    fn scope<'c>(&self, config: &'c Config, namespace: &str) -> Option<Scope<'c>> {
+        config
+            .authorization
+            .as_ref()
+            .map(|policy| policy.scope(&self.head.caller, namespace))
+            .filter(|scope| !scope.allows_everything())
+    }
+
+    fn allowed<'c>(&self, config: &'c Config, namespace: &str) -> impl Fn(&str) -> bool + 'c {
+        let scope = self.scope(config, namespace);
+        move |name: &str| scope.as_ref().is_none_or(|s| s.allows(name))
     }
 
     pub fn on_request_headers(
@@ -675,7 +683,8 @@ impl Stream {
         query: &Query,
         vector: Result<Vec<f32>, Fallback>,
     ) -> Ranked<'i> {
-        let allowed = self.allowed(config, &index.namespace);
+        let scope = self.scope(config, &index.namespace);
+        let allowed = |t: &Tool| scope.as_ref().is_none_or(|s| s.allows(&t.name));
         let table = if vector.is_ok() {
             env.tool_vectors(index)
         } else {
@@ -693,7 +702,15 @@ impl Stream {
             )),
             (Err(f), _) => Err(f.clone()),
         };
-        let ranked = search::search(index, config, query, &|t: &Tool| allowed(&t.name), vectors);
+        let ranked = search::search(
+            index,
+            config,
+            query,
+            scope
+                .is_some()
+                .then_some(&allowed as &dyn Fn(&Tool) -> bool),
+            vectors,
+        );
         env.record(Event::SearchAnswered(ranked.strategy));
         if let Some(f) = &ranked.fallback {
             if config.search.ranking != Ranking::Bm25 {
@@ -943,6 +960,14 @@ impl Stream {
         ResponseHeadersAction::Refuse
     }
 
+    /// The response's declared length: a JSON list is held whole, and growing the buffer by
+    /// doubling would briefly need half as much again (megabytes at 10,000 tools).
+    pub fn expect_response_length(&mut self, config: &Config, length: usize) {
+        if let Phase::Json(held) = &mut self.phase {
+            held.reserve_exact(length.min(config.max_body_bytes));
+        }
+    }
+
     /// The JSON-RPC error that replaces a list that cannot be filtered for the caller.
     fn refusal(&self, reason: PassReason, sse: bool) -> Vec<u8> {
         let message = format!(
@@ -1007,8 +1032,15 @@ impl Stream {
                     return Vec::new();
                 }
                 let whole = std::mem::take(held);
-                match self.rewrite(config, env, &whole) {
-                    Ok(Some(new)) => new,
+                match self.rewrite_list(config, env, &whole) {
+                    Ok(Some(rewritten)) => {
+                        if rewritten.outcome.body.is_some() {
+                            learn_from(env, rewritten, whole).unwrap_or_default()
+                        } else {
+                            learn_from(env, rewritten, Vec::new());
+                            whole
+                        }
+                    }
                     Ok(None) => whole,
                     Err(e) => {
                         env.record(Event::PassedThrough(PassReason::Unparseable));
@@ -1098,24 +1130,33 @@ impl Stream {
         env: &mut dyn Env,
         message: &[u8],
     ) -> Result<Option<Vec<u8>>, RewriteError> {
-        let (known, known_complete) = match env.catalog() {
-            Ok(index) => (
-                index
-                    .catalog
-                    .tools()
-                    .iter()
-                    .map(|t| t.name.clone())
-                    .collect(),
-                index.catalog.is_complete(),
-            ),
+        Ok(self
+            .rewrite_list(config, env, message)?
+            .and_then(|rewritten| learn_from(env, rewritten, Vec::new())))
+    }
+
+    /// The rewrite of a `tools/list` response, not yet learned from: learning can wait until
+    /// the response's bytes are freed (they and the learned definitions are each megabytes).
+    fn rewrite_list(
+        &self,
+        config: &Config,
+        env: &mut dyn Env,
+        message: &[u8],
+    ) -> Result<Option<Rewritten>, RewriteError> {
+        let index = match env.catalog() {
+            Ok(index) => Some(index),
             Err(e) => {
                 env.record(Event::Error);
                 env.log_warn(&format!("catalog unavailable while listing: {e}"));
-                (Vec::new(), false)
+                None
             }
         };
+        let none = Catalog::default();
+        let known = index.as_ref().map_or(&none, |index| &index.catalog);
+        let known_complete = known.is_complete();
         let namespace = env.namespace();
         let allowed = self.allowed(config, &namespace);
+        let audience = self.scope(config, &namespace).map(|s| s.rules());
         let ctx = ListContext {
             config,
             namespace: &namespace,
@@ -1123,22 +1164,54 @@ impl Stream {
             allowed: &allowed,
             authorizing: config.authorization.is_some(),
             known_complete,
+            audience,
+            memo: index.as_ref().map(|i| &i.list_memo),
         };
-        let Some(outcome) = rewrite::rewrite_message(message, &self.targets, &ctx)? else {
-            return Ok(None);
-        };
-        if let Err(e) = env.learn(&outcome.learned, outcome.page) {
-            env.record(Event::Error);
-            env.log_warn(&format!("could not store the learned tools: {e}"));
-        }
-        if outcome.body.is_some() {
-            for _ in 0..outcome.rewritten {
-                env.record(Event::ListRewritten);
-            }
-            env.record(Event::ToolsHidden(outcome.hidden as u64));
-        }
-        Ok(outcome.body)
+        let outcome = rewrite::rewrite_message(message, &self.targets, &ctx)?;
+        drop(ctx);
+        Ok(outcome.map(|outcome| Rewritten { outcome, index }))
     }
+}
+
+/// A rewritten list and the catalog version it was rewritten against.
+struct Rewritten {
+    outcome: rewrite::Outcome,
+    index: Option<Rc<CatalogIndex>>,
+}
+
+/// Learns the page of a rewritten list and counts it; returns the new body (`None`: unchanged).
+/// `buffer` is the response's, spent: the catalog is written to shared data through it.
+fn learn_from(env: &mut dyn Env, rewritten: Rewritten, buffer: Vec<u8>) -> Option<Vec<u8>> {
+    let Rewritten { mut outcome, index } = rewritten;
+    if !outcome.replayed {
+        let learned = Learned {
+            tools: std::mem::take(&mut outcome.learned),
+            page: outcome.page,
+            buffer,
+        };
+        match env.learn(learned) {
+            // The page is already in this catalog version: the same result can be replayed.
+            Ok(false) => {
+                if let (Some(index), Some(memo)) = (&index, outcome.memo.take()) {
+                    if let Ok(mut slot) = index.list_memo.try_borrow_mut() {
+                        *slot = Some(memo);
+                    }
+                }
+            }
+            Ok(true) => {}
+            Err(e) => {
+                env.record(Event::Error);
+                env.log_warn(&format!("could not store the learned tools: {e}"));
+            }
+        }
+    }
+    if outcome.body.is_some() {
+        for _ in 0..outcome.rewritten {
+            env.record(Event::ListRewritten);
+        }
+        env.record(Event::ToolsHidden(outcome.hidden as u64));
+    }
+    outcome.body
 }
 
 fn no_vectors() -> Fallback {
@@ -1173,13 +1246,13 @@ fn rewrite_call(message: &Message, target: &str, arguments: Option<&RawValue>) -
         0,
         (
             "name".to_string(),
-            RawValue::from_string(json::string(target)).ok()?,
+            Cow::Owned(RawValue::from_string(json::string(target)).ok()?),
         ),
     );
     if let Some(args) = arguments {
         params
             .0
-            .insert(1, ("arguments".to_string(), args.to_owned()));
+            .insert(1, ("arguments".to_string(), Cow::Borrowed(args)));
     }
     let mut params_text = String::new();
     params.write(&mut params_text);

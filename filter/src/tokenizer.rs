@@ -8,68 +8,117 @@ use crate::stem::stem;
 /// (`getHTTPResponse` → get, http, response) and letter/digit boundaries (`v2api` → v, 2, api).
 pub fn words(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for run in text.split(|c: char| !c.is_alphanumeric()) {
-        split_identifier(run, &mut out);
-    }
+    for_each_word(text, &mut String::new(), |w| out.push(w.to_string()));
     out
 }
 
-fn split_identifier(run: &str, out: &mut Vec<String>) {
-    let chars: Vec<char> = run.chars().collect();
+/// `words` without allocating per word: `f` sees each lowercase word in `buf`, which is reused.
+/// Index builds tokenize hundreds of thousands of words; a `String` each dominated them.
+pub fn for_each_word(text: &str, buf: &mut String, mut f: impl FnMut(&str)) {
+    if text.is_ascii() {
+        return ascii_words(text, buf, &mut f);
+    }
+    for run in text.split(|c: char| !c.is_alphanumeric()) {
+        if !run.is_empty() {
+            split_identifier(run, buf, &mut f);
+        }
+    }
+}
+
+/// Calls `f` with each word of one alphanumeric run. A boundary before a character depends on
+/// it, the one before it and the one after it, so the scan keeps a window of three.
+fn split_identifier(run: &str, buf: &mut String, f: &mut impl FnMut(&str)) {
     let mut start = 0;
-    for i in 1..chars.len() {
-        let (Some(&prev), Some(&cur)) = (chars.get(i - 1), chars.get(i)) else {
-            continue;
-        };
-        let next_is_lower = chars.get(i + 1).is_some_and(|c| c.is_lowercase());
+    let mut chars = run.char_indices();
+    let Some((_, mut prev)) = chars.next() else {
+        return;
+    };
+    let mut next = chars.next();
+    while let Some((i, cur)) = next {
+        next = chars.next();
+        let next_is_lower = next.is_some_and(|(_, c)| c.is_lowercase());
         let boundary = (prev.is_lowercase() && cur.is_uppercase())
             || (prev.is_uppercase() && cur.is_uppercase() && next_is_lower)
             || (prev.is_alphabetic() && cur.is_numeric())
             || (prev.is_numeric() && cur.is_alphabetic());
         if boundary {
-            push_word(chars.get(start..i), out);
+            emit(run.get(start..i), buf, f);
             start = i;
         }
+        prev = cur;
     }
-    push_word(chars.get(start..), out);
+    emit(run.get(start..), buf, f);
 }
 
-fn push_word(chars: Option<&[char]>, out: &mut Vec<String>) {
-    if let Some(chars) = chars.filter(|c| !c.is_empty()) {
-        out.push(chars.iter().collect::<String>().to_lowercase());
+/// `for_each_word` for ASCII text (nearly every tool name and description), a byte at a time:
+/// the same boundaries, since for ASCII the `char` classes are the `u8` ones.
+fn ascii_words(text: &str, buf: &mut String, f: &mut impl FnMut(&str)) {
+    let bytes = text.as_bytes();
+    let mut start: Option<usize> = None;
+    let mut prev = 0u8;
+    for (i, &cur) in bytes.iter().enumerate() {
+        if !cur.is_ascii_alphanumeric() {
+            if let Some(s) = start.take() {
+                emit(text.get(s..i), buf, f);
+            }
+            continue;
+        }
+        match start {
+            None => start = Some(i),
+            Some(s) => {
+                let next_is_lower = bytes.get(i + 1).is_some_and(u8::is_ascii_lowercase);
+                let boundary = (prev.is_ascii_lowercase() && cur.is_ascii_uppercase())
+                    || (prev.is_ascii_uppercase() && cur.is_ascii_uppercase() && next_is_lower)
+                    || (prev.is_ascii_alphabetic() && cur.is_ascii_digit())
+                    || (prev.is_ascii_digit() && cur.is_ascii_alphabetic());
+                if boundary {
+                    emit(text.get(s..i), buf, f);
+                    start = Some(i);
+                }
+            }
+        }
+        prev = cur;
     }
+    if let Some(s) = start {
+        emit(text.get(s..), buf, f);
+    }
+}
+
+fn emit(word: Option<&str>, buf: &mut String, f: &mut impl FnMut(&str)) {
+    let Some(word) = word.filter(|w| !w.is_empty()) else {
+        return;
+    };
+    buf.clear();
+    if word.is_ascii() {
+        buf.push_str(word);
+        buf.make_ascii_lowercase();
+    } else {
+        // `str::to_lowercase` knows context rules (a final sigma) that per-char mapping lacks.
+        buf.push_str(&word.to_lowercase());
+    }
+    f(buf);
 }
 
 /// Search terms: words without English stop words, stemmed.
 pub fn terms(text: &str) -> Vec<String> {
-    words(text)
-        .into_iter()
-        .filter(|w| !is_stop_word(w))
-        .map(|w| stem(&w))
-        .collect()
+    let mut out = Vec::new();
+    for_each_term(text, &mut String::new(), |t| out.push(t.to_string()));
+    out
 }
 
-/// `terms`, with each distinct word stemmed once: a catalog repeats a few hundred words across
-/// hundreds of thousands of tokens, and stemming dominated the index build.
-pub fn terms_with(text: &str, stems: &mut crate::fnv::FnvHashMap<String, String>) -> Vec<String> {
-    words(text)
-        .into_iter()
-        .filter(|w| !is_stop_word(w))
-        .map(|w| match stems.get(&w) {
-            Some(s) => s.clone(),
-            None => {
-                let s = stem(&w);
-                stems.insert(w, s.clone());
-                s
-            }
-        })
-        .collect()
+/// `terms` through a callback: a stop word is skipped, every other word stemmed.
+pub fn for_each_term(text: &str, buf: &mut String, mut f: impl FnMut(&str)) {
+    for_each_word(text, buf, |w| {
+        if !is_stop_word(w) {
+            f(&stem(w));
+        }
+    });
 }
 
 /// English function words that carry no intent in a tool request ("can you *find* me *flights*").
 /// The list is the common NLTK one; measured on the MetaTool set it beats the short Lucene list
 /// (see the README's evaluation section).
-fn is_stop_word(word: &str) -> bool {
+pub fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.binary_search(&word).is_ok()
 }
 
@@ -215,6 +264,56 @@ mod tests {
         assert_eq!(words("PDF_URLTool"), ["pdf", "url", "tool"]);
         assert_eq!(words("  Ünïcode wörds, ok?"), ["ünïcode", "wörds", "ok"]);
         assert_eq!(words(""), Vec::<String>::new());
+    }
+
+    /// The splitter as first written (a `Vec<char>` per run, a `String` per word): plain enough
+    /// to trust, and the windowed scan must agree with it on any text.
+    fn reference_words(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for run in text.split(|c: char| !c.is_alphanumeric()) {
+            let chars: Vec<char> = run.chars().collect();
+            let mut start = 0;
+            for i in 1..chars.len() {
+                let (prev, cur) = (chars[i - 1], chars[i]);
+                let next_is_lower = chars.get(i + 1).is_some_and(|c| c.is_lowercase());
+                if (prev.is_lowercase() && cur.is_uppercase())
+                    || (prev.is_uppercase() && cur.is_uppercase() && next_is_lower)
+                    || (prev.is_alphabetic() && cur.is_numeric())
+                    || (prev.is_numeric() && cur.is_alphabetic())
+                {
+                    out.push(chars[start..i].iter().collect::<String>().to_lowercase());
+                    start = i;
+                }
+            }
+            if start < chars.len() {
+                out.push(chars[start..].iter().collect::<String>().to_lowercase());
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn windowed_scan_agrees_with_the_reference() {
+        let samples = [
+            "getHTTPResponse v2api s3.putObject ÄÖÜgroßΣΑΣ x9Y8z ABCdef ab12CD34ef",
+            "ΟΔΟΣ ΌΣΟΣ İstanbul ǅungla Ⅻroman ２０２６年 snake_case_X kebab-Case-9",
+            "aB Ab AB ab a1 1a A1a 1Aa aA1 ...__..",
+            "getHTTPResponse_v2API s3.putObject PDF_URLTool x9Y8z-ABCdef ab12CD34ef, ok?",
+        ];
+        // Every substring of every sample, cut at character boundaries.
+        for sample in samples {
+            let cuts: Vec<usize> = sample
+                .char_indices()
+                .map(|(i, _)| i)
+                .chain([sample.len()])
+                .collect();
+            for (a, &from) in cuts.iter().enumerate() {
+                for &to in &cuts[a..] {
+                    let text = &sample[from..to];
+                    assert_eq!(words(text), reference_words(text), "{text:?}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -122,7 +122,7 @@ fn every_sample_is_rewritten_faithfully() {
             let b = q.push(body);
             assert_eq!(a.len(), b.len(), "{name}");
             for (x, y) in a.iter().zip(&b) {
-                if x.data.as_deref().is_some_and(|d| d.len() > 2) {
+                if x.data().is_some_and(|d| d.len() > 2) {
                     let strip = |raw: &[u8]| {
                         String::from_utf8(raw.to_vec())
                             .unwrap()

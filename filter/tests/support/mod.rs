@@ -8,7 +8,7 @@
     clippy::indexing_slicing
 )]
 
-use mcp_tool_search::catalog::{CatalogIndex, Tool};
+use mcp_tool_search::catalog::CatalogIndex;
 use mcp_tool_search::config::Config;
 use mcp_tool_search::store::{CatalogCache, MemorySharedData, StoreError};
 use mcp_tool_search::stream::{
@@ -67,13 +67,9 @@ impl Env for TestEnv {
     fn namespaces(&mut self) -> Vec<String> {
         mcp_tool_search::store::namespaces(self.shared.as_ref()).unwrap()
     }
-    fn learn(
-        &mut self,
-        page: &[Tool],
-        at: mcp_tool_search::catalog::Page,
-    ) -> Result<bool, StoreError> {
+    fn learn(&mut self, learned: mcp_tool_search::store::Learned) -> Result<bool, StoreError> {
         self.cache
-            .learn(self.shared.as_ref(), &self.namespace, page, at)
+            .learn(self.shared.as_ref(), &self.namespace, learned)
     }
     fn tool_vectors(
         &mut self,
@@ -256,9 +252,9 @@ pub fn messages(body: &[u8], sse: bool) -> Vec<serde_json::Value> {
     let mut events = parser.push(body);
     events.extend(parser.finish().0);
     events
-        .into_iter()
-        .filter_map(|e| e.data)
+        .iter()
+        .filter_map(|e| e.data())
         .filter(|d| !d.is_empty())
-        .map(|d| serde_json::from_slice(&d).unwrap())
+        .map(|d| serde_json::from_slice(d).unwrap())
         .collect()
 }
