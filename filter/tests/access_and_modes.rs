@@ -92,6 +92,46 @@ fn call(env: &mut TestEnv, head: RequestHead, tool: &str, args: Value) -> Outcom
     )
 }
 
+/// A repeated list is replayed from memory; the memory is per caller's rules, so callers
+/// alternating on one worker never see each other's answer, and a changed catalog is read anew.
+#[test]
+fn replayed_lists_stay_per_caller_and_follow_catalog_changes() {
+    let config = format!(r#"{{"eager_patterns":["*_get_*"],{POLICY}}}"#);
+    let mut env = env_with(&config);
+    for _ in 0..4 {
+        for (role, want) in [
+            ("support", ["tool_search", "github_get_issue"]),
+            ("billing", ["tool_search", "stripe_get_charge"]),
+        ] {
+            let v = listed(&mut env, as_role(role));
+            assert_eq!(names(&v["result"]["tools"]), want, "{role}");
+        }
+        let v = listed(&mut env, as_role("intern"));
+        assert_eq!(v["result"]["tools"], json!([]));
+    }
+    // The upstream's list changes: a new eager tool appears for support at once.
+    let mut changed: Value = serde_json::from_slice(&catalog()).unwrap();
+    changed["result"]["tools"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "slack_get_channel", "description": "Get a channel"}));
+    let body = serde_json::to_vec(&changed).unwrap();
+    for _ in 0..3 {
+        let out = exchange(
+            &mut env,
+            as_role("support"),
+            LIST,
+            ("200", "application/json", &[&body]),
+        );
+        let v: Value = serde_json::from_slice(out.body()).unwrap();
+        assert_eq!(
+            names(&v["result"]["tools"]),
+            ["tool_search", "github_get_issue", "slack_get_channel"]
+        );
+    }
+    assert_eq!(env.count(Event::ListRewritten), 1 + 4 * 3 + 3);
+}
+
 #[test]
 fn each_role_sees_only_its_tools_on_every_path() {
     let config = format!(r#"{{"eager_patterns":["*_get_*"],{POLICY}}}"#);
