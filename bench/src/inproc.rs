@@ -373,6 +373,23 @@ pub fn perf_loop(what: &str, jsonl: &str, duration: Duration) -> Result<(usize, 
             });
             r.map(|_| d)
         }
+        "list-fresh" => {
+            let index = env
+                .cache
+                .index(env.shared.as_ref(), "bench", &config)
+                .map_err(|e| e.to_string())?;
+            index.list_memo.replace(None);
+            drop(index);
+            let (r, d) = timed(|| {
+                native_list(
+                    &mut env,
+                    request.as_bytes(),
+                    "application/json",
+                    list_json.as_bytes(),
+                )
+            });
+            r.map(|_| d)
+        }
         "list-sse" => {
             let (r, d) = timed(|| {
                 native_list(
@@ -398,7 +415,7 @@ pub fn perf_loop(what: &str, jsonl: &str, duration: Duration) -> Result<(usize, 
             r.map(|_| d)
         }
         other => Err(format!(
-            "unknown --perf operation {other:?} (list, list-sse, build, search)"
+            "unknown --perf operation {other:?} (list, list-fresh, list-sse, build, search)"
         )),
     })?;
     Ok((times.len(), median(&times)))

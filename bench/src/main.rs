@@ -7,7 +7,7 @@
 //! mcp-tool-search-bench --envoy BIN --wasm FILE --catalog-server BIN [--out BENCHMARKS.md]
 //!     [--sizes 100,1000,10000] [--round-secs 1.5] [--rounds 4] [--eval FILE]...
 //!     [--notes FILE] [--commands FILE] [--skip-http] [--skip-inproc] [--quick] [--no-spin]
-//!     [--budget-secs S] [--perf list|list-sse|build|search]
+//!     [--budget-secs S] [--perf list|list-fresh|list-sse|build|search]
 //! ```
 
 mod client;
@@ -54,7 +54,7 @@ pub struct Args {
     pub skip_http: bool,
     pub skip_inproc: bool,
     pub budget: Duration,
-    /// `--perf list|list-sse|build|search`: loop one native operation (for `perf record`) and exit.
+    /// `--perf list|list-fresh|list-sse|build|search`: loop one native operation (for `perf record`) and exit.
     pub perf: Option<String>,
     /// `--no-spin`: no SCHED_IDLE spinners during the HTTP benchmarks.
     pub no_spin: bool,
@@ -522,7 +522,7 @@ fn main() -> ExitCode {
             if !e.is_empty() {
                 eprintln!("mcp-tool-search-bench: {e}");
             }
-            eprintln!("usage: mcp-tool-search-bench --envoy BIN --wasm FILE --catalog-server BIN [--out FILE] [--sizes 100,1000,10000] [--round-secs S] [--rounds N] [--budget-secs S] [--eval FILE]... [--notes FILE] [--commands FILE] [--skip-http] [--skip-inproc] [--quick] [--no-spin] [--perf list|list-sse|build|search]");
+            eprintln!("usage: mcp-tool-search-bench --envoy BIN --wasm FILE --catalog-server BIN [--out FILE] [--sizes 100,1000,10000] [--round-secs S] [--rounds N] [--budget-secs S] [--eval FILE]... [--notes FILE] [--commands FILE] [--skip-http] [--skip-inproc] [--quick] [--no-spin] [--perf list|list-fresh|list-sse|build|search]");
             return ExitCode::from(2);
         }
     };

@@ -2,10 +2,14 @@
 //! bytes: a body arrives in arbitrary chunks, a UTF-8 character or a CRLF may be split across
 //! two of them, and every event the filter does not change must leave exactly as it came.
 
+use std::ops::Range;
+
 /// One complete event: its exact bytes (terminating blank line included) and its parsed data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
     pub raw: Vec<u8>,
+    /// Its non-empty lines in `raw`, terminators excluded (found once, by the parser).
+    lines: Vec<Range<usize>>,
     data: Option<Data>,
 }
 
@@ -13,14 +17,23 @@ pub struct Event {
 /// a big `tools/list`: it is then read in place rather than copied.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Data {
-    Line(std::ops::Range<usize>),
+    Line(Range<usize>),
     Joined(Vec<u8>),
 }
 
 impl Event {
     pub fn new(raw: Vec<u8>) -> Event {
-        let mut parts: Vec<std::ops::Range<usize>> = line_ranges(&raw)
+        let lines = line_ranges(&raw)
             .into_iter()
+            .filter(|r| !r.is_empty())
+            .collect();
+        Event::with_lines(raw, lines)
+    }
+
+    fn with_lines(raw: Vec<u8>, lines: Vec<Range<usize>>) -> Event {
+        let mut parts: Vec<Range<usize>> = lines
+            .iter()
+            .cloned()
             .filter(|r| {
                 let line = raw.get(r.clone()).unwrap_or_default();
                 !line.is_empty() && line.first() != Some(&b':') && field(line).0 == b"data"
@@ -42,7 +55,7 @@ impl Event {
                     .join(&b"\n"[..]),
             )),
         };
-        Event { raw, data }
+        Event { raw, lines, data }
     }
 
     /// `data:` lines joined with `\n`; `None` when the event has no data line.
@@ -63,6 +76,8 @@ pub struct Parser {
     scan: usize,
     /// The end of the last complete line (its terminator included).
     line_start: usize,
+    /// The non-empty lines of the event being read, in `buf`.
+    lines: Vec<Range<usize>>,
 }
 
 impl Parser {
@@ -100,18 +115,26 @@ impl Parser {
                 }
             };
             let empty_line = self.scan == self.line_start;
+            if !empty_line {
+                self.lines.push(self.line_start..self.scan);
+            }
             self.scan = end;
             self.line_start = end;
             if empty_line {
+                let lines: Vec<Range<usize>> = self
+                    .lines
+                    .drain(..)
+                    .map(|r| r.start - event_start..r.end - event_start)
+                    .collect();
                 if event_start == 0 && end == self.buf.len() {
                     // The event is all that is held (a big response arriving on its own): the
                     // buffer is handed over rather than copied.
                     self.scan = 0;
                     self.line_start = 0;
-                    events.push(Event::new(std::mem::take(&mut self.buf)));
+                    events.push(Event::with_lines(std::mem::take(&mut self.buf), lines));
                 } else {
                     let raw = self.buf.get(event_start..end).unwrap_or_default().to_vec();
-                    events.push(Event::new(raw));
+                    events.push(Event::with_lines(raw, lines));
                     event_start = end;
                 }
             }
@@ -120,6 +143,9 @@ impl Parser {
             self.buf.drain(..event_start);
             self.scan -= event_start;
             self.line_start -= event_start;
+            for line in &mut self.lines {
+                *line = line.start - event_start..line.end - event_start;
+            }
         }
         events
     }
@@ -130,6 +156,7 @@ impl Parser {
         let events = self.events(true);
         self.scan = 0;
         self.line_start = 0;
+        self.lines.clear();
         (events, std::mem::take(&mut self.buf))
     }
 }
@@ -167,7 +194,7 @@ fn lines(raw: &[u8]) -> Vec<&[u8]> {
 }
 
 /// Where the lines of `raw` are, terminators excluded.
-fn line_ranges(raw: &[u8]) -> Vec<std::ops::Range<usize>> {
+fn line_ranges(raw: &[u8]) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     let mut start = 0;
     while let Some(end) = line_break(raw, start) {
@@ -224,10 +251,11 @@ pub fn replace_data(event: &Event, data: &[u8]) -> Vec<u8> {
             out.extend_from_slice(eol);
         }
     };
-    for line in lines(&event.raw) {
-        if line.is_empty() {
-            continue;
-        }
+    for line in event
+        .lines
+        .iter()
+        .map(|r| event.raw.get(r.clone()).unwrap_or_default())
+    {
         let is_data = line.first() != Some(&b':') && field(line).0 == b"data";
         if is_data {
             if !written {
@@ -283,6 +311,13 @@ mod tests {
             for j in i..=body.len() {
                 let (events, rest) = all_events(&[&body[..i], &body[i..j], &body[j..]]);
                 assert_eq!(events, whole, "split at {i},{j}");
+                for e in &events {
+                    assert_eq!(
+                        *e,
+                        Event::new(e.raw.clone()),
+                        "lines as found by the parser"
+                    );
+                }
                 assert_eq!(rest, whole_rest);
             }
         }
