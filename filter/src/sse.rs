@@ -33,15 +33,11 @@ impl Event {
     fn with_lines(raw: Vec<u8>, lines: Vec<Range<usize>>) -> Event {
         let mut parts: Vec<Range<usize>> = lines
             .iter()
-            .cloned()
-            .filter(|r| {
+            .filter_map(|r| {
                 let line = raw.get(r.clone()).unwrap_or_default();
-                !line.is_empty() && line.first() != Some(&b':') && field(line).0 == b"data"
-            })
-            .map(|r| {
-                let line = raw.get(r.clone()).unwrap_or_default();
-                let value = field(line).1;
-                (r.end - value.len())..r.end
+                let (name, value) = field(line);
+                (!line.is_empty() && line.first() != Some(&b':') && name == b"data")
+                    .then(|| (r.end - value.len())..r.end)
             })
             .collect();
         let data = match parts.len() {
