@@ -144,16 +144,26 @@ impl Bm25Index {
 
     /// The BM25 score of every document for `query` (0 where no term matches).
     pub fn scores(&self, query: &str) -> Vec<f32> {
+        self.scores_and_matches(query).0
+    }
+
+    /// `scores`, and the documents that matched, each once: a search then looks at those (a
+    /// few hundred) rather than at every document's score (thousands).
+    pub fn scores_and_matches(&self, query: &str) -> (Vec<f32>, Vec<u32>) {
         let mut scores = vec![0.0; self.doc_count];
+        let mut matched = Vec::new();
         for (_, list) in self.query_postings(query) {
             let idf = self.idf(list.len());
             for &(doc, tf) in list {
                 if let Some(s) = scores.get_mut(doc as usize) {
+                    if *s == 0.0 {
+                        matched.push(doc);
+                    }
                     *s += self.term_score(idf, tf, doc);
                 }
             }
         }
-        scores
+        (scores, matched)
     }
 
     /// How `doc`'s score for `query` comes about, term by term.

@@ -128,13 +128,15 @@ pub fn search<'a>(
         },
     };
 
-    let bm25 = index.bm25.scores(&query.text);
+    let (bm25, matched) = index.bm25.scores_and_matches(&query.text);
     let raw = |doc: u32| bm25.get(doc as usize).copied().unwrap_or(0.0);
-    // The tools that can rank: under BM25 those sharing a term with the query.
+    // The tools that can rank: under BM25 those in scope sharing a term with the query.
     let pool: Vec<u32> = match (&scoped, strategy) {
-        (Some(scoped), Ranking::Bm25) => scoped.iter().copied().filter(|&d| raw(d) > 0.0).collect(),
-        (None, _) => every_doc().filter(|&d| raw(d) > 0.0).collect(),
-        (Some(scoped), _) => scoped.clone(),
+        (Some(scoped), Ranking::Vector | Ranking::Hybrid) => scoped.clone(),
+        (scoped, _) => matched
+            .into_iter()
+            .filter(|&d| raw(d) > 0.0 && (scoped.is_none() || in_scope(d)))
+            .collect(),
     };
     let max_bm25 = pool.iter().map(|&d| raw(d)).fold(0.0f32, f32::max);
     let bm25_norm = |doc: u32| {
