@@ -219,6 +219,29 @@ fn native_search(env: &mut NativeEnv, body: &[u8]) -> Result<Vec<u8>> {
     }
 }
 
+/// One list through `Stream`, timed (CPU time).
+fn timed_list(
+    env: &mut NativeEnv,
+    request: &str,
+    content_type: &str,
+    response: &str,
+) -> Result<Duration> {
+    let (out, d) =
+        timed(|| native_list(env, request.as_bytes(), content_type, response.as_bytes()));
+    out.map(|_| d)
+}
+
+/// Forgets the list rewrite this VM remembers, so that the next list is computed afresh (as
+/// the first after a catalog change, or for another caller or page).
+fn forget_list(env: &mut NativeEnv) -> Result<()> {
+    let index = env
+        .cache
+        .index(env.shared.as_ref(), "bench", &env.config)
+        .map_err(|e| e.to_string())?;
+    index.list_memo.replace(None);
+    Ok(())
+}
+
 /// A list through `Stream`: the body the client gets.
 fn native_list(
     env: &mut NativeEnv,
@@ -362,45 +385,12 @@ pub fn perf_loop(what: &str, jsonl: &str, duration: Duration) -> Result<(usize, 
     let body = search_request(1, "send a message to a slack channel");
     native_search(&mut env, body.as_bytes())?;
     let times = reps(1, usize::MAX, duration, || match what {
-        "list" => {
-            let (r, d) = timed(|| {
-                native_list(
-                    &mut env,
-                    request.as_bytes(),
-                    "application/json",
-                    list_json.as_bytes(),
-                )
-            });
-            r.map(|_| d)
-        }
+        "list" => timed_list(&mut env, &request, "application/json", &list_json),
         "list-fresh" => {
-            let index = env
-                .cache
-                .index(env.shared.as_ref(), "bench", &config)
-                .map_err(|e| e.to_string())?;
-            index.list_memo.replace(None);
-            drop(index);
-            let (r, d) = timed(|| {
-                native_list(
-                    &mut env,
-                    request.as_bytes(),
-                    "application/json",
-                    list_json.as_bytes(),
-                )
-            });
-            r.map(|_| d)
+            forget_list(&mut env)?;
+            timed_list(&mut env, &request, "application/json", &list_json)
         }
-        "list-sse" => {
-            let (r, d) = timed(|| {
-                native_list(
-                    &mut env,
-                    request.as_bytes(),
-                    "text/event-stream",
-                    list_sse.as_bytes(),
-                )
-            });
-            r.map(|_| d)
-        }
+        "list-sse" => timed_list(&mut env, &request, "text/event-stream", &list_sse),
         "build" => {
             let mut fresh = NativeEnv {
                 config: config.clone(),
@@ -646,31 +636,23 @@ pub fn measure(
         (
             "native list json",
             Box::new(|| {
-                let (out, d) = timed(|| {
-                    native_list(
-                        &mut env.borrow_mut(),
-                        request.as_bytes(),
-                        "application/json",
-                        list_json.as_bytes(),
-                    )
-                });
-                out?;
-                Ok(d)
+                timed_list(
+                    &mut env.borrow_mut(),
+                    &request,
+                    "application/json",
+                    &list_json,
+                )
             }),
         ),
         (
             "native list sse",
             Box::new(|| {
-                let (out, d) = timed(|| {
-                    native_list(
-                        &mut env.borrow_mut(),
-                        request.as_bytes(),
-                        "text/event-stream",
-                        list_sse.as_bytes(),
-                    )
-                });
-                out?;
-                Ok(d)
+                timed_list(
+                    &mut env.borrow_mut(),
+                    &request,
+                    "text/event-stream",
+                    &list_sse,
+                )
             }),
         ),
         (
@@ -793,25 +775,9 @@ pub fn measure(
         items.push((
             "native list json, not remembered",
             Box::new(|| {
-                // The same list, as a VM sees it the first time after a catalog change (or for
-                // another caller or page): nothing to replay.
-                let index = {
-                    let e = &mut *env.borrow_mut();
-                    e.cache
-                        .index(e.shared.as_ref(), "bench", &e.config)
-                        .map_err(|e| e.to_string())?
-                };
-                index.list_memo.replace(None);
-                let (out, d) = timed(|| {
-                    native_list(
-                        &mut env.borrow_mut(),
-                        request.as_bytes(),
-                        "application/json",
-                        list_json.as_bytes(),
-                    )
-                });
-                out?;
-                Ok(d)
+                let e = &mut *env.borrow_mut();
+                forget_list(e)?;
+                timed_list(e, &request, "application/json", &list_json)
             }),
         ));
         items.push((

@@ -8,7 +8,7 @@ use crate::rewrite::ListMemo;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
-use std::borrow::Cow;
+use std::borrow::{Borrow, Cow};
 use std::cell::RefCell;
 use std::fmt;
 use std::rc::Rc;
@@ -183,13 +183,9 @@ struct StoredCatalog<'a> {
 }
 
 impl Catalog {
-    pub fn from_tools(mut tools: Vec<Tool>) -> Catalog {
-        // A later definition of the same name wins, as it would in a fresh list.
-        tools.reverse();
-        tools.sort_by(|a, b| a.name.cmp(&b.name));
-        tools.dedup_by(|later, kept| later.name == kept.name);
+    pub fn from_tools(tools: Vec<Tool>) -> Catalog {
         Catalog {
-            tools,
+            tools: latest_per_name(tools),
             complete: false,
         }
     }
@@ -237,14 +233,7 @@ impl Catalog {
             return false;
         }
         if at.first && at.last {
-            let mut view: Vec<&Tool> = page.iter().rev().collect();
-            view.sort_by(|a, b| a.name.cmp(&b.name));
-            view.dedup_by(|later, kept| later.name == kept.name);
-            view.len() == self.tools.len()
-                && view
-                    .iter()
-                    .zip(&self.tools)
-                    .all(|(a, b)| a.definition() == b.definition())
+            same_definitions(&latest_per_name(page.iter().collect()), &self.tools)
         } else {
             page.iter().all(|t| {
                 self.get(&t.name)
@@ -268,13 +257,7 @@ impl Catalog {
 
     /// The same tools with the same definitions, equally complete.
     pub fn same_as(&self, other: &Catalog) -> bool {
-        self.complete == other.complete
-            && self.tools.len() == other.tools.len()
-            && self
-                .tools
-                .iter()
-                .zip(&other.tools)
-                .all(|(a, b)| a.definition() == b.definition())
+        self.complete == other.complete && same_definitions(&self.tools, &other.tools)
     }
 
     /// Takes the tools out (the catalog is left empty).
@@ -327,6 +310,26 @@ impl Catalog {
     pub fn version(&self) -> u64 {
         version_of(&self.to_json())
     }
+}
+
+/// One tool per name, in name order; a later definition of a name wins, as it would in a fresh
+/// list. Over tools or references to them (comparing a page without copying it).
+fn latest_per_name<T: Borrow<Tool>>(mut tools: Vec<T>) -> Vec<T> {
+    fn name<T: Borrow<Tool>>(t: &T) -> &str {
+        &t.borrow().name
+    }
+    tools.reverse();
+    tools.sort_by(|a, b| name(a).cmp(name(b)));
+    tools.dedup_by(|later, kept| name(later) == name(kept));
+    tools
+}
+
+/// The same tools, position by position, with the same definitions.
+fn same_definitions<T: Borrow<Tool>>(a: &[T], b: &[Tool]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(a, b)| a.borrow().definition() == b.definition())
 }
 
 /// The version of a catalog stored as `json` (`Catalog::to_json`).

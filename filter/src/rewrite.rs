@@ -155,7 +155,7 @@ fn rewrite_object(
     if !text.trim_start().starts_with('{') {
         return Ok(None);
     }
-    let mut message = RawObject::parse(text).map_err(|e| RewriteError::NotJson(e.to_string()))?;
+    let message = RawObject::parse(text).map_err(|e| RewriteError::NotJson(e.to_string()))?;
     let Some(id) = message
         .get("id")
         .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
@@ -169,31 +169,27 @@ fn rewrite_object(
         // An error response to tools/list: nothing to hide.
         return Ok(None);
     };
-    let key = MemoKey {
+    // Only a whole body with a memo to consult is fingerprinted (a pass over megabytes).
+    let memo = ctx.memo.filter(|_| single);
+    let key = memo.map(|_| MemoKey {
         len: result_raw.get().len(),
         fingerprint: fnv::fingerprint(result_raw.get().as_bytes()),
         first_page: target.first_page,
         audience: ctx.audience.clone(),
-    };
-    if single {
-        let memo = ctx
-            .memo
-            .and_then(|m| m.try_borrow().ok())
-            .and_then(|m| m.as_ref().filter(|m| m.key == key).cloned());
-        if let Some(memo) = memo {
-            outcome.rewritten += 1;
-            outcome.hidden += memo.hidden;
-            outcome.page = memo.page;
-            outcome.replayed = true;
-            let Some(result) = memo.result else {
-                return Ok(Some(text.to_string()));
-            };
-            outcome.changed = true;
-            set_member(&mut message, "result", result)?;
-            let mut out = String::with_capacity(message.encoded_len());
-            message.write(&mut out);
-            return Ok(Some(out));
-        }
+    });
+    let remembered = memo
+        .and_then(|m| m.try_borrow().ok())
+        .and_then(|m| m.as_ref().filter(|m| Some(&m.key) == key.as_ref()).cloned());
+    if let Some(memo) = remembered {
+        outcome.rewritten += 1;
+        outcome.hidden += memo.hidden;
+        outcome.page = memo.page;
+        outcome.replayed = true;
+        let Some(result) = memo.result else {
+            return Ok(Some(text.to_string()));
+        };
+        outcome.changed = true;
+        return with_result(message, result).map(Some);
     }
     let hidden_before = outcome.hidden;
     let ListResult {
@@ -271,7 +267,7 @@ fn rewrite_object(
     };
     outcome.rewritten += 1;
     let remember = |result: Option<&String>| {
-        if single && result.is_none_or(|r| r.len() <= MEMO_MAX_BYTES) {
+        if let Some(key) = key.filter(|_| result.is_none_or(|r| r.len() <= MEMO_MAX_BYTES)) {
             outcome.memo = Some(ListMemo {
                 key,
                 result: result.cloned(),
@@ -300,10 +296,15 @@ fn rewrite_object(
     let mut result_text = String::with_capacity(result.encoded_len());
     result.write(&mut result_text);
     remember(Some(&result_text));
-    set_member(&mut message, "result", result_text)?;
+    with_result(message, result_text).map(Some)
+}
+
+/// The message, written out with `result` as its result.
+fn with_result(mut message: RawObject, result: String) -> Result<String, RewriteError> {
+    set_member(&mut message, "result", result)?;
     let mut out = String::with_capacity(message.encoded_len());
     message.write(&mut out);
-    Ok(Some(out))
+    Ok(out)
 }
 
 fn set_member(obj: &mut RawObject, key: &str, value: String) -> Result<(), RewriteError> {

@@ -109,13 +109,16 @@ pub fn search<'a>(
                     .is_none_or(|g| config.group_of(&index.namespace, &t.name) == g)
         })
     };
-    let every_doc = || (0..tools.len()).filter_map(|d| u32::try_from(d).ok());
     // Only a restricted caller or a vector ranking needs the candidates one by one: an
     // unrestricted BM25 search looks at the matching tools only (hundreds among thousands).
     let restricted = allowed.is_some() || query.group.is_some();
     let wants_vectors = config.search.ranking != Ranking::Bm25 && vectors.is_ok();
-    let scoped: Option<Vec<u32>> =
-        (restricted || wants_vectors).then(|| every_doc().filter(|&d| in_scope(d)).collect());
+    let scoped: Option<Vec<u32>> = (restricted || wants_vectors).then(|| {
+        (0..tools.len())
+            .filter_map(|d| u32::try_from(d).ok())
+            .filter(|&d| in_scope(d))
+            .collect()
+    });
     let candidates = scoped.as_ref().map_or(tools.len(), Vec::len);
 
     let wanted = config.search.ranking;
@@ -131,8 +134,8 @@ pub fn search<'a>(
     let (bm25, matched) = index.bm25.scores_and_matches(&query.text);
     let raw = |doc: u32| bm25.get(doc as usize).copied().unwrap_or(0.0);
     // The tools that can rank: under BM25 those in scope sharing a term with the query.
-    let pool: Vec<u32> = match (&scoped, strategy) {
-        (Some(scoped), Ranking::Vector | Ranking::Hybrid) => scoped.clone(),
+    let pool: Vec<u32> = match (scoped, strategy) {
+        (Some(scoped), Ranking::Vector | Ranking::Hybrid) => scoped,
         (scoped, _) => matched
             .into_iter()
             .filter(|&d| raw(d) > 0.0 && (scoped.is_none() || in_scope(d)))

@@ -1155,8 +1155,9 @@ impl Stream {
         let known = index.as_ref().map_or(&none, |index| &index.catalog);
         let known_complete = known.is_complete();
         let namespace = env.namespace();
-        let allowed = self.allowed(config, &namespace);
-        let audience = self.scope(config, &namespace).map(|s| s.rules());
+        let scope = self.scope(config, &namespace);
+        let allowed = |name: &str| scope.as_ref().is_none_or(|s| s.allows(name));
+        let audience = scope.as_ref().map(Scope::rules);
         let ctx = ListContext {
             config,
             namespace: &namespace,

@@ -102,17 +102,12 @@ fn emit(word: Option<&str>, buf: &mut String, f: &mut impl FnMut(&str)) {
 /// Search terms: words without English stop words, stemmed.
 pub fn terms(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for_each_term(text, &mut String::new(), |t| out.push(t.to_string()));
-    out
-}
-
-/// `terms` through a callback: a stop word is skipped, every other word stemmed.
-pub fn for_each_term(text: &str, buf: &mut String, mut f: impl FnMut(&str)) {
-    for_each_word(text, buf, |w| {
+    for_each_word(text, &mut String::new(), |w| {
         if !is_stop_word(w) {
-            f(&stem(w));
+            out.push(stem(w));
         }
     });
+    out
 }
 
 /// English function words that carry no intent in a tool request ("can you *find* me *flights*").
