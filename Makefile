@@ -18,7 +18,7 @@ EMBEDDER_LISTEN ?= 127.0.0.1:8090
 # Where `make embedder` puts the sidecar (cargo's target directory, wherever that is).
 EMBEDDER_BIN := $(abspath $(or $(CARGO_TARGET_DIR),target)/release/mcp-tool-search-embedder)
 
-.PHONY: help wasm test test-native lint fmt eval demo run run-baseline validate envoy peers clean \
+.PHONY: help wasm test test-native lint fmt eval demo run run-baseline validate envoy peers python-peers clean \
 	model fetch-model embedder run-embedder bench-embedder bench
 
 help:
@@ -51,6 +51,15 @@ $(ENVOY):
 
 envoy: $(ENVOY)
 
+# The official Python MCP SDK (FastMCP 1.x) as a test peer, in the same venv.
+MCP_PY_VERSION := 1.30.0
+PY_PEERS := $(VENV)/.mcp-$(MCP_PY_VERSION)
+$(PY_PEERS): $(ENVOY)
+	$(VENV)/bin/pip install --quiet "mcp==$(MCP_PY_VERSION)"
+	@touch $@
+
+python-peers: $(PY_PEERS)
+
 # The test peers (the rmcp catalog server) and the generator, natively.
 peers:
 	cargo build --release -p mcp-tool-search-wasm-tests --bins
@@ -60,9 +69,9 @@ test-native:
 
 # The Envoy end-to-end tests of semantic ranking (wasm-tests/tests/embeddings_e2e.rs) run the
 # sidecar built by `embedder`, with the model from `model`.
-test: wasm envoy model embedder
+test: wasm envoy python-peers model embedder
 	ENVOY_BIN=$(CURDIR)/$(ENVOY) FILTER_WASM=$(CURDIR)/$(WASM) EMBEDDER_BIN=$(EMBEDDER_BIN) \
-		MODEL_DIR=$(abspath $(MODEL_DIR)) cargo test --workspace
+		MCP_PYTHON=$(CURDIR)/$(VENV)/bin/python MODEL_DIR=$(abspath $(MODEL_DIR)) cargo test --workspace
 
 lint: .rust-target-$(WASM_TARGET)
 	cargo fmt --all -- --check

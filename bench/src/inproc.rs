@@ -200,7 +200,7 @@ fn head() -> RequestHead {
         method: "POST".into(),
         path: "/mcp".into(),
         accept: Some("application/json, text/event-stream".into()),
-        protocol_version: Some("2025-11-25".into()),
+        mcp: mcp_tool_search::mcp_headers::Mirrored::of(None, None, Some("2025-11-25")),
         ..RequestHead::default()
     }
 }

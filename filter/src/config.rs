@@ -308,8 +308,11 @@ impl Config {
         }
     }
 
-    pub fn is_mcp_path(&self, path: &str) -> bool {
-        self.mcp_paths.iter().any(|p| p == path)
+    /// Whether `path`, already normalized (`paths::normalize`), is one of the MCP endpoints.
+    pub fn is_mcp_path(&self, normalized: &str) -> bool {
+        self.mcp_paths
+            .iter()
+            .any(|p| crate::paths::normalize(p) == normalized)
     }
 }
 
@@ -873,7 +876,8 @@ mod tests {
         )
         .unwrap();
         assert!(c.is_mcp_path("/v2/mcp"));
-        assert!(!c.is_mcp_path("/v2/mcp/"));
+        assert!(c.is_mcp_path(&crate::paths::normalize("/v2/mcp/")));
+        assert!(!c.is_mcp_path(&crate::paths::normalize("/v2/mcpx")));
         assert_eq!(c.search.tool_name, "find_tools");
         assert!(c.hold_request_headers);
         assert_eq!(c.search.weights.input_schema, 0.5);

@@ -12,14 +12,15 @@ use crate::catalog::CatalogIndex;
 use crate::config::Config;
 use crate::config::{EmbeddingsConfig, Ranking};
 use crate::embeddings::{self, InFlight, Worker};
+use crate::mcp_headers::Mirrored;
 use crate::policy::{Caller, IdentitySource};
 use crate::search::Fallback;
 use crate::search::FallbackKind;
 use crate::store;
 use crate::store::{CatalogCache, Learned, SharedData, StoreError};
 use crate::stream::{
-    Env, Event, LocalReply, PassReason, RequestBodyAction, RequestHead, RequestHeadersAction,
-    ResponseHeadersAction, Stream,
+    Env, Event, LocalReply, PassReason, Refusal, RequestBodyAction, RequestHead,
+    RequestHeadersAction, ResponseHeadersAction, Stream,
 };
 use crate::vector::ToolVectors;
 use proxy_wasm::hostcalls;
@@ -105,6 +106,7 @@ struct Metrics {
     errors: Option<u32>,
     embedding_failures: Option<u32>,
     passthrough: Vec<(PassReason, Option<u32>)>,
+    refused: Vec<(Refusal, Option<u32>)>,
 }
 
 fn counter(name: &str) -> Option<u32> {
@@ -139,6 +141,10 @@ impl Metrics {
                 .iter()
                 .map(|&r| (r, counter(&format!("passthrough.{}", r.name()))))
                 .collect(),
+            refused: Refusal::ALL
+                .iter()
+                .map(|&r| (r, counter(&format!("requests_refused.{}", r.name()))))
+                .collect(),
         }
     }
 
@@ -159,6 +165,7 @@ impl Metrics {
             Event::CallForwarded => (self.calls_forwarded, 1),
             Event::Error => (self.errors, 1),
             Event::PassedThrough(reason) => (find(&self.passthrough, reason), 1),
+            Event::RequestRefused(reason) => (find(&self.refused, reason), 1),
         };
         if let Some(id) = id {
             if by > 0 {
@@ -479,6 +486,14 @@ fn header(map: MapType, name: &str) -> Option<String> {
     hostcalls::get_map_value(map, name).ok().flatten()
 }
 
+/// A request header that must be sent once: a repeated identity header (one value set by the
+/// trusted proxy, one by the client) names nobody.
+fn single_header(headers: &[(String, String)], name: &str) -> Option<String> {
+    let mut values = headers.iter().filter(|(k, _)| k.eq_ignore_ascii_case(name));
+    let (_, first) = values.next()?;
+    values.next().is_none().then(|| first.clone())
+}
+
 fn property_string(path: Vec<&str>) -> Option<String> {
     let bytes = hostcalls::get_property(path).ok().flatten()?;
     String::from_utf8(bytes).ok().filter(|s| !s.is_empty())
@@ -504,7 +519,7 @@ impl Http {
     }
 
     /// The caller's claims, from the configured identity source.
-    fn caller(&self) -> Caller {
+    fn caller(&self, headers: &[(String, String)]) -> Caller {
         let Some(policy) = &self.plugin.config.authorization else {
             return Caller::anonymous();
         };
@@ -512,10 +527,10 @@ impl Http {
             IdentitySource::Header {
                 header: name,
                 claim,
-            } => header(MapType::HttpRequestHeaders, name)
+            } => single_header(headers, name)
                 .map(|v| Caller::from_header(claim, &v))
                 .unwrap_or_default(),
-            IdentitySource::JwtHeader { header: name } => header(MapType::HttpRequestHeaders, name)
+            IdentitySource::JwtHeader { header: name } => single_header(headers, name)
                 .map(|v| Caller::from_base64url_json(&v))
                 .unwrap_or_default(),
             IdentitySource::JwtMetadata { filter, key } => {
@@ -730,15 +745,19 @@ impl Context for Http {
 impl HttpContext for Http {
     fn on_http_request_headers(&mut self, _num_headers: usize, end_of_stream: bool) -> Action {
         let h = |name| header(MapType::HttpRequestHeaders, name);
+        // Every value of a repeated header: Envoy's single-value lookup would show only one.
+        let pairs = hostcalls::get_map(MapType::HttpRequestHeaders).unwrap_or_default();
+        let mut mcp = Mirrored::default();
+        for (name, value) in &pairs {
+            mcp.add(name, value);
+        }
         let head = RequestHead {
             method: h(":method").unwrap_or_default(),
             path: h(":path").unwrap_or_default(),
-            mcp_method: h("mcp-method"),
-            mcp_name: h("mcp-name"),
-            protocol_version: h("mcp-protocol-version"),
+            mcp,
             accept: h("accept"),
             session_id: h("mcp-session-id"),
-            caller: self.caller(),
+            caller: self.caller(&pairs),
         };
         let mut env = self.env();
         match self
@@ -789,10 +808,31 @@ impl HttpContext for Http {
             return Action::Pause;
         }
         let Some(body) = self.read_body(BufferType::HttpRequestBody, body_size) else {
-            return Action::Continue;
+            return match self.stream.request_body_unavailable(
+                config,
+                &mut env,
+                "the host could not hand over the body",
+            ) {
+                Some(reply) => self.send(reply),
+                None => Action::Continue,
+            };
         };
         let action = self.stream.on_request_body(config, &mut env, &body);
         self.carry_out(action, body_size)
+    }
+
+    fn on_http_request_trailers(&mut self, _num_trailers: usize) -> Action {
+        // HTTP/2 request trailers end the stream: a body still held was never seen whole, and
+        // continuing would send it upstream unread.
+        let mut env = self.env();
+        match self.stream.request_body_unavailable(
+            &self.plugin.config,
+            &mut env,
+            "request trailers ended the body before it could be read",
+        ) {
+            Some(reply) => self.send(reply),
+            None => Action::Continue,
+        }
     }
 
     fn on_http_response_headers(&mut self, _num_headers: usize, end_of_stream: bool) -> Action {

@@ -52,6 +52,10 @@ impl Incoming {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JsonRpcError {
     NotJson(String),
+    /// Not plain UTF-8 JSON text: a byte-order mark, UTF-16 or UTF-32, invalid UTF-8. Lenient
+    /// readers (Python's `json.loads` on bytes) accept some of these, so they cannot be
+    /// passed on unread where a policy decides.
+    Encoding(&'static str),
     NotAMessage,
     EmptyBatch,
 }
@@ -60,6 +64,7 @@ impl fmt::Display for JsonRpcError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             JsonRpcError::NotJson(e) => write!(f, "body is not JSON: {e}"),
+            JsonRpcError::Encoding(what) => write!(f, "body is not plain UTF-8 JSON: {what}"),
             JsonRpcError::NotAMessage => write!(f, "body is not a JSON-RPC object or batch"),
             JsonRpcError::EmptyBatch => write!(f, "empty JSON-RPC batch"),
         }
@@ -83,9 +88,33 @@ fn message(raw: &RawValue) -> Result<Message, JsonRpcError> {
     })
 }
 
-/// Parses a request or response body.
+/// RFC 8259 §8.1: JSON exchanged between systems is UTF-8 without a byte-order mark. Anything
+/// else is named here so that it is never mistaken for "not JSON, let the server decide".
+fn encoding_problem(body: &[u8]) -> Option<&'static str> {
+    if body.starts_with(&[0xef, 0xbb, 0xbf]) {
+        return Some("a UTF-8 byte-order mark");
+    }
+    if body.starts_with(&[0xfe, 0xff]) || body.starts_with(&[0xff, 0xfe]) {
+        return Some("a UTF-16 or UTF-32 byte-order mark");
+    }
+    if body.starts_with(&[0, 0, 0xfe, 0xff]) {
+        return Some("a UTF-32 byte-order mark");
+    }
+    // JSON text starts with ASCII: a NUL among the first four bytes is UTF-16 or UTF-32
+    // (RFC 4627 §3's detection, which Python's reader still applies).
+    if body.iter().take(4).any(|&b| b == 0) {
+        return Some("UTF-16 or UTF-32 text");
+    }
+    None
+}
+
+/// Parses a request or response body. Keys the filter reads (`id`, `method`, `params`) may
+/// appear once: readers disagree on which of two wins.
 pub fn parse(body: &[u8]) -> Result<Incoming, JsonRpcError> {
-    let text = std::str::from_utf8(body).map_err(|e| JsonRpcError::NotJson(e.to_string()))?;
+    if let Some(problem) = encoding_problem(body) {
+        return Err(JsonRpcError::Encoding(problem));
+    }
+    let text = std::str::from_utf8(body).map_err(|_| JsonRpcError::Encoding("invalid UTF-8"))?;
     let raw: &RawValue =
         serde_json::from_str(text).map_err(|e| JsonRpcError::NotJson(e.to_string()))?;
     if raw.get().trim_start().starts_with('[') {
@@ -101,18 +130,22 @@ pub fn parse(body: &[u8]) -> Result<Incoming, JsonRpcError> {
     }
 }
 
-/// The two requests whose handling the filter changes.
+/// What the filter does with a message depends on its kind.
 #[derive(Debug)]
 pub enum Kind<'a> {
-    /// `tools/list`; `first_page` when the request carries no cursor.
+    /// A `tools/list` request; `first_page` when it carries no cursor.
     ToolsList {
         first_page: bool,
     },
-    /// `tools/call` of `name` with its `arguments` (raw, if any).
+    /// `tools/call` of `name` with its `arguments` (raw, if any): a request, or a notification
+    /// (which a lenient server may still execute, so it is authorized all the same).
     ToolsCall {
         name: String,
         arguments: Option<&'a RawValue>,
     },
+    /// A `tools/call` whose tool cannot be read in exactly one way (no `params`, `params.name`
+    /// missing or not a string, a key given twice): why.
+    UnreadableCall(String),
     Other,
 }
 
@@ -129,18 +162,39 @@ struct ListParams {
     cursor: Option<Value>,
 }
 
+/// What Streamable HTTP 2026-07-28 ("Standard Request Headers") mirrors into `Mcp-Name`:
+/// `params.name` (tools, prompts) or `params.uri` (resources).
+#[derive(Deserialize)]
+struct NamedParams {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    uri: Option<String>,
+}
+
+/// `params._meta` as far as the protocol version goes (Streamable HTTP 2026-07-28, "Protocol
+/// Version Header": the header must match this field).
+#[derive(Deserialize)]
+struct MetaParams {
+    #[serde(default, rename = "_meta")]
+    meta: Option<VersionMeta>,
+}
+
+#[derive(Deserialize)]
+struct VersionMeta {
+    #[serde(default, rename = "io.modelcontextprotocol/protocolVersion")]
+    protocol_version: Option<String>,
+}
+
 impl Message {
     pub fn is_request(&self) -> bool {
         self.id.is_some() && self.method.is_some()
     }
 
     pub fn kind(&self) -> Kind<'_> {
-        if !self.is_request() {
-            return Kind::Other;
-        }
-        let params = self.params.as_deref().map(RawValue::get).unwrap_or("{}");
         match self.method.as_deref() {
-            Some("tools/list") => {
+            Some("tools/list") if self.is_request() => {
+                let params = self.params.as_deref().map(RawValue::get).unwrap_or("{}");
                 let first_page = serde_json::from_str::<ListParams>(params)
                     .map(|p| p.cursor.is_none_or(|c| c.is_null()))
                     .unwrap_or(true);
@@ -152,12 +206,45 @@ impl Message {
                         name: p.name,
                         arguments: p.arguments,
                     },
-                    Err(_) => Kind::Other,
+                    Err(e) => Kind::UnreadableCall(format!("params: {e}")),
                 },
-                None => Kind::Other,
+                None => Kind::UnreadableCall("no params".to_string()),
             },
             _ => Kind::Other,
         }
+    }
+
+    /// The body value `Mcp-Name` mirrors: `Ok(None)` for other methods or when absent, `Err`
+    /// when `params` cannot be read in exactly one way.
+    pub fn mirrored_name(&self) -> Result<Option<String>, String> {
+        let field_is_uri = match self.method.as_deref() {
+            Some("tools/call" | "prompts/get") => false,
+            Some("resources/read") => true,
+            _ => return Ok(None),
+        };
+        let Some(raw) = self.params.as_deref() else {
+            return Ok(None);
+        };
+        let params: NamedParams =
+            serde_json::from_str(raw.get()).map_err(|e| format!("params: {e}"))?;
+        Ok(if field_is_uri {
+            params.uri
+        } else {
+            params.name
+        })
+    }
+
+    /// `params._meta["io.modelcontextprotocol/protocolVersion"]`, if the request carries it.
+    pub fn protocol_version(&self) -> Result<Option<String>, String> {
+        let Some(raw) = self.params.as_deref() else {
+            return Ok(None);
+        };
+        if !raw.get().trim_start().starts_with('{') {
+            return Ok(None);
+        }
+        let params: MetaParams =
+            serde_json::from_str(raw.get()).map_err(|e| format!("params._meta: {e}"))?;
+        Ok(params.meta.and_then(|m| m.protocol_version))
     }
 
     /// The id as a value, for matching a response to its request (servers may re-serialize).
@@ -234,8 +321,56 @@ mod tests {
         assert_eq!(parse(b"\"x\"").unwrap_err(), JsonRpcError::NotAMessage);
         assert!(matches!(
             parse(&[0xff, 0xfe]),
-            Err(JsonRpcError::NotJson(_))
+            Err(JsonRpcError::Encoding(_))
         ));
+    }
+
+    #[test]
+    fn bodies_readable_more_than_one_way_are_errors() {
+        let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}"#;
+        let encoding = |body: &[u8]| matches!(parse(body), Err(JsonRpcError::Encoding(_)));
+        assert!(encoding(&[b"\xef\xbb\xbf", call.as_bytes()].concat()));
+        let utf16: Vec<u8> = call.encode_utf16().flat_map(u16::to_le_bytes).collect();
+        assert!(encoding(&utf16));
+        let utf16be: Vec<u8> = call.encode_utf16().flat_map(u16::to_be_bytes).collect();
+        assert!(encoding(&utf16be));
+        let utf32: Vec<u8> = call
+            .chars()
+            .flat_map(|c| (c as u32).to_le_bytes())
+            .collect();
+        assert!(encoding(&utf32));
+        assert!(encoding(b"{\"method\":\"\xff\"}"));
+        for dup in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"tools/call","params":{"name":"a"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"me\u0074hod":"tools/call","method":"tools/call","params":{"name":"a"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"a"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"},"params":{"name":"b"}}"#,
+            r#"[{"jsonrpc":"2.0","id":1,"method":"x","method":"tools/call"}]"#,
+        ] {
+            assert!(
+                matches!(parse(dup.as_bytes()), Err(JsonRpcError::NotJson(e)) if e.contains("duplicate")),
+                "{dup}"
+            );
+        }
+        let m = parse(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","n\u0061me":"b"}}"#).unwrap();
+        assert!(
+            matches!(m.messages()[0].kind(), Kind::UnreadableCall(e) if e.contains("duplicate"))
+        );
+        // A notification is still a call a lenient server may run.
+        let n = parse(br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"a"}}"#).unwrap();
+        assert!(matches!(n.messages()[0].kind(), Kind::ToolsCall { name, .. } if name == "a"));
+        for odd in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":null}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":7}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}"#,
+        ] {
+            let m = parse(odd.as_bytes()).unwrap();
+            assert!(
+                matches!(m.messages()[0].kind(), Kind::UnreadableCall(_)),
+                "{odd}"
+            );
+        }
     }
 
     #[test]

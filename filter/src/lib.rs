@@ -12,6 +12,8 @@ pub mod glue;
 pub mod injected;
 pub mod json;
 pub mod jsonrpc;
+pub mod mcp_headers;
+pub mod paths;
 pub mod rewrite;
 pub mod sse;
 pub mod stem;

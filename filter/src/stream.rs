@@ -7,6 +7,7 @@ use crate::config::{Config, Mode, Ranking};
 use crate::injected::{self, Injected};
 use crate::json::{self, RawObject};
 use crate::jsonrpc::{self, Incoming, Kind, Message};
+use crate::mcp_headers::{self, Mirrored};
 use crate::policy::{Caller, Scope};
 use crate::rewrite::{self, ListContext, ListTarget, RewriteError, SseGiveUp, SseRewriter};
 use crate::search::{self, Fallback, FallbackKind, Query, Ranked, Vectors};
@@ -65,7 +66,30 @@ pub enum Event {
     /// A `call_tool` turned into a plain `tools/call` upstream.
     CallForwarded,
     PassedThrough(PassReason),
+    /// A request refused before it reached the upstream.
+    RequestRefused(Refusal),
     Error,
+}
+
+/// Why a request was refused before it reached the upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Under a policy: a body that cannot be read in exactly one way, one too large to read,
+    /// or one that could not be read whole.
+    Unreadable,
+    /// `Mcp-Method`, `Mcp-Name` or `MCP-Protocol-Version` disagrees with the body.
+    HeaderMismatch,
+}
+
+impl Refusal {
+    pub const ALL: [Refusal; 2] = [Refusal::Unreadable, Refusal::HeaderMismatch];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Refusal::Unreadable => "unreadable",
+            Refusal::HeaderMismatch => "header_mismatch",
+        }
+    }
 }
 
 /// What a stream needs from its surroundings: catalogs, learning, vectors and stats.
@@ -98,9 +122,9 @@ pub trait Env {
 pub struct RequestHead {
     pub method: String,
     pub path: String,
-    pub mcp_method: Option<String>,
-    pub mcp_name: Option<String>,
-    pub protocol_version: Option<String>,
+    /// `Mcp-Method`, `Mcp-Name`, `MCP-Protocol-Version`: checked against the body, never
+    /// trusted instead of it.
+    pub mcp: Mirrored,
     pub accept: Option<String>,
     pub session_id: Option<String>,
     pub caller: Caller,
@@ -234,9 +258,10 @@ impl Stream {
     /// Whether this request uses protocol 2026-07-28 (results then carry `resultType`).
     fn modern(&self) -> bool {
         self.head
+            .mcp
             .protocol_version
-            .as_deref()
-            .is_some_and(|v| v >= "2026-07-28")
+            .first()
+            .is_some_and(|v| v.as_str() >= "2026-07-28")
     }
 
     /// What the caller may see in `namespace`; `None` when that is every tool.
@@ -260,8 +285,9 @@ impl Stream {
         head: RequestHead,
         end_of_stream: bool,
     ) -> RequestHeadersAction {
-        let path = head.path.split('?').next().unwrap_or("").to_string();
+        let path = crate::paths::normalize(&head.path);
         if let Some(search_path) = config.search.http_path.as_deref() {
+            let search_path = crate::paths::normalize(search_path);
             if path == search_path {
                 self.head = head;
                 if self.head.method != "POST" {
@@ -279,41 +305,28 @@ impl Stream {
                     drop_content_length: false,
                 };
             }
-            if path.strip_prefix(search_path) == Some("/health") {
+            if path.strip_prefix(search_path.as_str()) == Some("/health") {
                 if head.method != "GET" {
                     return RequestHeadersAction::Reply(method_not_allowed("GET"));
                 }
                 return RequestHeadersAction::Reply(health(config, env));
             }
         }
-        // GET streams and DELETE never carry a request we change (Streamable HTTP, spec
-        // 2025-11-25 "Transports": only POST bodies hold client messages).
-        if !config.is_mcp_path(&path) || head.method != "POST" || end_of_stream {
+        if !config.is_mcp_path(&path) || end_of_stream {
             return RequestHeadersAction::Continue;
         }
-        // Protocol 2026-07-28 names the method (and tool) in headers: skip the body when the
-        // request is one we leave alone.
-        let interesting = match head.mcp_method.as_deref() {
-            None => true,
-            Some("tools/list") => true,
-            Some("tools/call") => match head.mcp_name.as_deref() {
-                None => true,
-                Some(name) => {
-                    Injected::of(config, name).is_some() || {
-                        self.head.caller = head.caller.clone();
-                        !self.allowed(config, &env.namespace())(name)
-                    }
-                }
-            },
-            Some(_) => false,
-        };
-        if !interesting {
+        // Only POST bodies hold client messages (Streamable HTTP, spec 2025-11-25
+        // "Transports"); under a policy any body is read all the same, since what a server does
+        // with an unexpected method is not ours to assume. No header lets a body go unread:
+        // `Mcp-Method` and `Mcp-Name` are the client's word, the body is what the server runs.
+        if head.method != "POST" && config.authorization.is_none() {
             return RequestHeadersAction::Continue;
         }
         let hold = config.hold_request_headers;
         // Forwarded headers cannot wait for the body: a response that may be rewritten must
         // come back uncompressed, so every candidate request asks for identity encoding.
-        let strip_accept_encoding = !hold || head.mcp_method.as_deref() == Some("tools/list");
+        let strip_accept_encoding =
+            !hold || head.mcp.method.iter().any(|m| m.as_str() == "tools/list");
         let drop_content_length =
             !hold && Injected::of(config, injected::CALL) == Some(Injected::Call);
         self.head = head;
@@ -363,6 +376,28 @@ impl Stream {
         })
     }
 
+    /// The request body the filter was waiting for cannot be had whole (the host could not hand
+    /// it over, or request trailers ended the stream before the body did). Under a policy, or
+    /// for the search endpoint, the request is refused; otherwise it goes on unread.
+    pub fn request_body_unavailable(
+        &mut self,
+        config: &Config,
+        env: &mut dyn Env,
+        why: &str,
+    ) -> Option<LocalReply> {
+        if !self.wants_request_body() {
+            return None;
+        }
+        let endpoint = matches!(self.phase, Phase::SearchEndpointBody);
+        self.phase = Phase::Done;
+        if endpoint {
+            env.record(Event::SearchRejected);
+            return Some(bad_request(&format!("the search request body: {why}")));
+        }
+        config.authorization.as_ref()?;
+        Some(self.refuse_unreadable(env, why))
+    }
+
     /// The whole request body.
     pub fn on_request_body(
         &mut self,
@@ -388,16 +423,31 @@ impl Stream {
         env: &mut dyn Env,
         body: &[u8],
     ) -> RequestBodyAction {
-        let pass = RequestBodyAction::Continue {
-            strip_accept_encoding: false,
-        };
+        let strict = config.authorization.is_some();
         let incoming = match jsonrpc::parse(body) {
             Ok(incoming) => incoming,
+            // Under a policy, what the filter cannot read in exactly one way may be read some
+            // other way by the server: it never reaches it.
+            Err(e) if strict => {
+                return RequestBodyAction::Reply(self.refuse_unreadable(env, &e.to_string()))
+            }
             // Not ours to judge: the upstream answers malformed requests with its own error.
-            Err(_) => return pass,
+            Err(_) => {
+                return RequestBodyAction::Continue {
+                    strip_accept_encoding: false,
+                }
+            }
         };
-        if let Some(reply) = self.header_mismatch(&incoming) {
-            return RequestBodyAction::Reply(reply);
+        if let Err(mismatch) = mcp_headers::validate(&self.head.mcp, &incoming) {
+            env.record(Event::RequestRefused(Refusal::HeaderMismatch));
+            let id = match &incoming {
+                Incoming::Single(m) => m.id.as_deref(),
+                Incoming::Batch(_) => None,
+            };
+            return RequestBodyAction::Reply(LocalReply::json(
+                400,
+                jsonrpc::error_response(id, mcp_headers::HEADER_MISMATCH, &mismatch.to_string()),
+            ));
         }
         let namespace = env.namespace();
         let listing = config.mode != Mode::List;
@@ -413,20 +463,26 @@ impl Stream {
                     }
                 }
                 Kind::ToolsCall { name, .. } => {
-                    if listing && Injected::of(config, &name).is_some() {
+                    if listing && m.id.is_some() && Injected::of(config, &name).is_some() {
                         local += 1;
                     } else if !self.allowed(config, &namespace)(&name) {
                         refused += 1;
                     }
                 }
-                Kind::Other => {}
+                Kind::UnreadableCall(why) if strict => {
+                    let reply = self.refuse_unreadable(env, &format!("tools/call {why}"));
+                    return RequestBodyAction::Reply(reply);
+                }
+                Kind::UnreadableCall(_) | Kind::Other => {}
             }
         }
         let total = incoming.messages().len();
         if local + refused > 0 {
             if local + refused < total {
-                if refused > 0 {
-                    // Nothing of a batch that calls a forbidden tool may reach the upstream.
+                // Nothing of a batch that calls a forbidden tool may reach the upstream; under
+                // a policy neither may a call of our tools' names, which the upstream would run
+                // as its own tool of that name if it has one.
+                if refused > 0 || strict {
                     env.record(Event::CallRefused);
                     return RequestBodyAction::Reply(self.refuse_batch(&incoming));
                 }
@@ -514,27 +570,23 @@ impl Stream {
         matches!(self.phase, Phase::Embedding(_))
     }
 
-    /// Protocol 2026-07-28: `mcp-method`/`mcp-name` must agree with the body, else 400.
-    fn header_mismatch(&self, incoming: &Incoming) -> Option<LocalReply> {
-        let header = self.head.mcp_method.as_deref()?;
-        let Incoming::Single(m) = incoming else {
-            return None;
-        };
-        let body_method = m.method.as_deref().unwrap_or("");
-        let name_differs = match (m.kind(), self.head.mcp_name.as_deref()) {
-            (Kind::ToolsCall { name, .. }, Some(h)) => name != h,
-            _ => false,
-        };
-        if body_method == header && !name_differs {
-            return None;
-        }
-        let message = format!(
-            "mcp-method header {header:?} does not match the request body (method {body_method:?})"
-        );
-        Some(LocalReply::json(
+    /// A request the policy cannot be applied to: refused before it reaches the upstream.
+    fn refuse_unreadable(&mut self, env: &mut dyn Env, why: &str) -> LocalReply {
+        env.record(Event::RequestRefused(Refusal::Unreadable));
+        env.log_warn(&format!(
+            "request refused under the authorization policy: {why}"
+        ));
+        self.phase = Phase::Done;
+        LocalReply::json(
             400,
-            jsonrpc::error_response(m.id.as_deref(), jsonrpc::INVALID_REQUEST, &message),
-        ))
+            jsonrpc::error_response(
+                None,
+                jsonrpc::INVALID_REQUEST,
+                &format!(
+                    "Request refused: the authorization policy needs a body it can read in exactly one way ({why})"
+                ),
+            ),
+        )
     }
 
     fn refuse_batch(&self, incoming: &Incoming) -> LocalReply {
@@ -566,8 +618,12 @@ impl Stream {
         let mut next_vector = 0;
         let mut replies = Vec::new();
         for m in incoming.messages() {
-            let (Some(id), Kind::ToolsCall { name, arguments }) = (m.id.as_deref(), m.kind())
-            else {
+            let Kind::ToolsCall { name, arguments } = m.kind() else {
+                continue;
+            };
+            let Some(id) = m.id.as_deref() else {
+                // A notification calling a forbidden tool: withheld, and JSON-RPC has no reply.
+                env.record(Event::CallRefused);
                 continue;
             };
             let reply = match Injected::of(config, &name) {
@@ -611,6 +667,14 @@ impl Stream {
                 }
             };
             replies.push(reply);
+        }
+        if replies.is_empty() {
+            // Streamable HTTP: notifications alone are answered 202 Accepted with no body.
+            return LocalReply {
+                status: 202,
+                headers: Vec::new(),
+                body: Vec::new(),
+            };
         }
         let body = match incoming {
             Incoming::Single(_) => replies.concat(),
@@ -804,7 +868,7 @@ impl Stream {
         }
         // Headers already forwarded still name call_tool in `mcp-name` (2026-07-28): the
         // upstream would refuse the rewritten body.
-        if self.head.mcp_name.is_some() && !config.hold_request_headers {
+        if !self.head.mcp.name.is_empty() && !config.hold_request_headers {
             return fail(
                 self,
                 &format!(
@@ -818,7 +882,7 @@ impl Stream {
                 // Its response is the upstream's own; nothing to rewrite on the way back.
                 RequestBodyAction::Replace {
                     body: body.into_bytes(),
-                    mcp_name: self.head.mcp_name.as_ref().map(|_| target),
+                    mcp_name: (!self.head.mcp.name.is_empty()).then_some(target),
                 }
             }
             None => fail(
@@ -1224,6 +1288,7 @@ fn search_texts(config: &Config, incoming: &Incoming) -> Vec<String> {
     incoming
         .messages()
         .iter()
+        .filter(|m| m.id.is_some())
         .filter_map(|m| match m.kind() {
             Kind::ToolsCall { name, arguments }
                 if Injected::of(config, &name) == Some(Injected::Search) =>

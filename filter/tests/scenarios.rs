@@ -9,6 +9,7 @@
 
 mod support;
 
+use mcp_tool_search::mcp_headers::Mirrored;
 use mcp_tool_search::stream::{
     Event, PassReason, RequestHead, RequestHeadersAction, ResponseHeadersAction, Stream,
 };
@@ -85,7 +86,7 @@ fn non_mcp_traffic_get_streams_and_bodyless_requests_are_not_touched() {
         (
             RequestHead {
                 method: "POST".into(),
-                path: "/mcp/".into(),
+                path: "/mcpx".into(),
                 ..Default::default()
             },
             false,
@@ -106,6 +107,22 @@ fn non_mcp_traffic_get_streams_and_bodyless_requests_are_not_touched() {
         assert_eq!(action, RequestHeadersAction::Continue, "{head:?}");
         assert!(!stream.wants_request_body());
     }
+    // Every spelling a server routes to its MCP endpoint is MCP traffic.
+    for path in ["/mcp?x=1", "/mcp/", "/%6dcp", "//mcp", "/a/../mcp", "/MCP"] {
+        let mut stream = Stream::new();
+        let q = RequestHead {
+            method: "POST".into(),
+            path: path.into(),
+            ..Default::default()
+        };
+        assert!(
+            matches!(
+                stream.on_request_headers(&config, &mut env, q, false),
+                RequestHeadersAction::ReadBody { .. }
+            ),
+            "{path}"
+        );
+    }
     let mut stream = Stream::new();
     let q = RequestHead {
         method: "POST".into(),
@@ -123,52 +140,37 @@ fn non_mcp_traffic_get_streams_and_bodyless_requests_are_not_touched() {
 }
 
 #[test]
-fn protocol_2026_headers_decide_before_the_body() {
+fn protocol_2026_headers_never_let_a_body_go_unread() {
     let config =
         mcp_tool_search::config::Config::parse(r#"{"hold_request_headers":true}"#).unwrap();
     let head = |method: &str, name: Option<&str>| RequestHead {
         method: "POST".into(),
         path: "/mcp".into(),
-        mcp_method: Some(method.into()),
-        mcp_name: name.map(str::to_string),
-        protocol_version: Some("2026-07-28".into()),
+        mcp: Mirrored::of(Some(method), name, Some("2026-07-28")),
         ..Default::default()
     };
     let mut env = TestEnv::new("{}");
     let mut action = |h| Stream::new().on_request_headers(&config, &mut env, h, false);
+    let read = |strip| RequestHeadersAction::ReadBody {
+        hold: true,
+        strip_accept_encoding: strip,
+        drop_content_length: false,
+    };
     assert_eq!(
         action(head("tools/call", Some("github_get_issue"))),
-        RequestHeadersAction::Continue
+        read(false)
     );
-    assert_eq!(
-        action(head("resources/list", None)),
-        RequestHeadersAction::Continue
-    );
-    assert_eq!(
-        action(head("tools/list", None)),
-        RequestHeadersAction::ReadBody {
-            hold: true,
-            strip_accept_encoding: true,
-            drop_content_length: false
-        }
-    );
-    assert_eq!(
-        action(head("tools/call", Some("tool_search"))),
-        RequestHeadersAction::ReadBody {
-            hold: true,
-            strip_accept_encoding: false,
-            drop_content_length: false
-        }
-    );
+    assert_eq!(action(head("notifications/initialized", None)), read(false));
+    assert_eq!(action(head("resources/list", None)), read(false));
+    assert_eq!(action(head("tools/list", None)), read(true));
+    assert_eq!(action(head("tools/call", Some("tool_search"))), read(false));
 }
 
 #[test]
 fn protocol_2026_search_reply_says_complete_and_mismatch_is_400() {
     let mut env = learned_env("{}");
     let modern = |method: &str, name: &str| RequestHead {
-        mcp_method: Some(method.into()),
-        mcp_name: Some(name.into()),
-        protocol_version: Some("2026-07-28".into()),
+        mcp: Mirrored::of(Some(method), Some(name), Some("2026-07-28")),
         ..post("/mcp")
     };
     let body = br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"refund"},"_meta":{"io.modelcontextprotocol/clientInfo":{"name":"t"}}}}"#;
@@ -180,35 +182,49 @@ fn protocol_2026_search_reply_says_complete_and_mismatch_is_400() {
     );
     let reply: Value = serde_json::from_slice(out.body()).unwrap();
     assert_eq!(reply["result"]["resultType"], "complete");
+    // Streamable HTTP 2026-07-28 "Server Validation": a header naming another tool than the
+    // body is refused (an intermediary routing on it would disagree with the server).
+    let mismatch = |out: Outcome| {
+        let Outcome::Local {
+            status: 400, body, ..
+        } = out
+        else {
+            panic!("{out:?}")
+        };
+        let error: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(error["error"]["code"], -32020);
+        assert_eq!(error["id"], 3);
+        error["error"]["message"].as_str().unwrap().to_string()
+    };
     let out = exchange(
         &mut env,
         modern("tools/call", "other_tool"),
         body,
         ("200", "application/json", &[]),
     );
-    // A header naming another tool is not ours: it goes upstream untouched.
-    assert!(matches!(
-        out,
-        Outcome::Upstream {
-            rewritten: false,
-            ..
-        }
-    ));
+    assert_eq!(
+        mismatch(out),
+        "Header mismatch: Mcp-Name header value 'other_tool' does not match body value 'tool_search'"
+    );
     let out = exchange(
         &mut env,
-        modern("tools/list", ""),
+        modern("tools/list", "tool_search"),
         body,
         ("200", "application/json", &[]),
     );
-    let Outcome::Local {
-        status: 400, body, ..
-    } = out
-    else {
-        panic!("{out:?}")
-    };
-    let error: Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(error["error"]["code"], -32600);
-    assert_eq!(error["id"], 3);
+    assert_eq!(
+        mismatch(out),
+        "Header mismatch: Mcp-Method header value 'tools/list' does not match body value 'tools/call'"
+    );
+    // The name in the Base64 sentinel form (Streamable HTTP 2026-07-28, "Value Encoding").
+    let out = exchange(
+        &mut env,
+        modern("tools/call", "=?base64?dG9vbF9zZWFyY2g=?="),
+        body,
+        ("200", "application/json", &[]),
+    );
+    let reply: Value = serde_json::from_slice(out.body()).unwrap();
+    assert_eq!(reply["result"]["resultType"], "complete", "{reply}");
 }
 
 #[test]

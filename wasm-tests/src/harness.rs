@@ -413,6 +413,9 @@ pub struct EnvoyOptions {
     /// More clusters after `mcp_upstream`, each one YAML list item (`- name: ...`) written
     /// without indentation (see [`static_cluster_yaml`]), e.g. the filter's `embeddings`.
     pub extra_clusters: Vec<String>,
+    /// Route every other path to the upstream too (as `make run` does), with Envoy's path
+    /// normalization off: what reaches the server is the path as the client wrote it.
+    pub catch_all_route: bool,
 }
 
 impl EnvoyOptions {
@@ -427,6 +430,7 @@ impl EnvoyOptions {
             route_namespace: None,
             search_prefix: None,
             extra_clusters: Vec::new(),
+            catch_all_route: false,
         }
     }
 }
@@ -628,7 +632,7 @@ static_resources:
                 direct_response:
                   status: 200
                   body: {{ inline_string: "direct response" }}
-          http_filters:
+{catch_all}          http_filters:
 {filters}          - name: envoy.filters.http.router
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
@@ -645,6 +649,11 @@ static_resources:
               socket_address: {{ address: {host}, port_value: {port} }}
 {extra_clusters}"#,
         mcp_path = yaml_single_quoted(&opts.mcp_path),
+        catch_all = if opts.catch_all_route {
+            format!("              - match: {{ prefix: \"/\" }}\n                route: {{ cluster: mcp_upstream, timeout: 0s }}{metadata}\n")
+        } else {
+            String::new()
+        },
         filters = filters,
         search_route = search_route,
         metadata = metadata,
@@ -676,36 +685,66 @@ pub fn http_post(addr: SocketAddr, path: &str) -> Result<(u16, String)> {
 }
 
 fn http_request(addr: SocketAddr, method: &str, path: &str) -> Result<(u16, String)> {
-    use std::io::{Read, Write};
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
     let length = if method == "GET" {
         ""
     } else {
         "Content-Length: 0\r\n"
     };
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{length}Connection: close\r\n\r\n"
-    )?;
+    let request = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{length}\r\n");
+    let reply = raw_exchange(addr, request.as_bytes())?;
+    Ok((
+        reply.status,
+        String::from_utf8_lossy(&reply.body).into_owned(),
+    ))
+}
+
+/// An HTTP/1.1 response read by [`raw_exchange`].
+#[derive(Debug, Clone)]
+pub struct RawReply {
+    pub status: u16,
+    /// The status line and headers, as received.
+    pub head: String,
+    pub body: Vec<u8>,
+}
+
+/// Sends `request` (a whole HTTP/1.1 request, written byte for byte as given: any path, any
+/// headers, any body) on a new connection and reads the response to the end. `Connection:
+/// close` is added after the request line.
+pub fn raw_exchange(addr: SocketAddr, request: &[u8]) -> Result<RawReply> {
+    use std::io::{Read, Write};
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let line_end = request
+        .windows(2)
+        .position(|w| w == b"\r\n")
+        .ok_or("raw_exchange: no request line")?;
+    let (line, rest) = request.split_at(line_end + 2);
+    s.write_all(line)?;
+    s.write_all(b"Connection: close\r\n")?;
+    s.write_all(rest)?;
     let mut buf = Vec::new();
     s.read_to_end(&mut buf)?;
-    let text = String::from_utf8_lossy(&buf).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let split = buf
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| format!("no HTTP response head from {addr}"))?;
+    let (head, body) = buf.split_at(split);
+    let head = String::from_utf8_lossy(head).into_owned();
+    let body = body.get(4..).unwrap_or_default();
     let status = head
         .split_whitespace()
         .nth(1)
         .and_then(|s| s.parse().ok())
-        .ok_or_else(|| format!("bad HTTP response from {addr}{path}: {head}"))?;
+        .ok_or_else(|| format!("bad HTTP response from {addr}: {head}"))?;
     let body = if head
         .to_ascii_lowercase()
         .contains("transfer-encoding: chunked")
     {
-        dechunk(body)
+        dechunk(&String::from_utf8_lossy(body)).into_bytes()
     } else {
-        body.to_owned()
+        body.to_vec()
     };
-    Ok((status, body))
+    Ok(RawReply { status, head, body })
 }
 
 fn dechunk(mut s: &str) -> String {

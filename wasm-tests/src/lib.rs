@@ -5,3 +5,4 @@ pub mod catalog;
 pub mod harness;
 pub mod jwt;
 pub mod mcp;
+pub mod python;

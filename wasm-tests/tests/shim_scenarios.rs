@@ -12,6 +12,7 @@ mod shim_support;
 
 use host_shim::{Host, HttpMessage, LogLevel, Outcome, ShimError, Vm};
 use mcp_tool_search::config::Ranking;
+use mcp_tool_search::mcp_headers::Mirrored;
 use mcp_tool_search::stream::{Event, PassReason, RequestHead};
 use serde_json::Value;
 use shim_support::native::{self, TestEnv};
@@ -158,28 +159,28 @@ fn non_mcp_traffic_get_streams_and_bodyless_requests_go_through_untouched() {
 }
 
 #[test]
-fn protocol_2026_headers_decide_before_the_body_when_request_headers_are_held() {
+fn protocol_2026_headers_never_let_a_body_go_unread_when_request_headers_are_held() {
     let config = r#"{"hold_request_headers":true}"#;
     let host = Host::new();
     let mut env = ShimEnv::on(&host, options(config).allow_on_headers_stop_iteration(true));
     let modern = |method: &str, name: Option<&str>| RequestHead {
-        mcp_method: Some(method.into()),
-        mcp_name: name.map(str::to_string),
-        protocol_version: Some("2026-07-28".into()),
+        mcp: Mirrored::of(Some(method), name, Some("2026-07-28")),
         ..post("/mcp")
     };
     let call = br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"github_get_issue","arguments":{}}}"#;
-    // Another tool's call: decided from the headers, forwarded at once, compression kept.
+    // Another tool's call: the headers wait for the body all the same (they are the client's
+    // word, the body is what the server runs), then go up with compression kept.
     let (_, x) = exchange_full(
         &mut env,
         &request(&modern("tools/call", Some("github_get_issue")), call),
         &response("200", "application/json", &[b"{}"]),
     );
     assert_eq!(x.upstream.header("accept-encoding"), Some("gzip, deflate"));
+    assert_eq!(x.upstream.body(), call.to_vec());
     assert!(
         x.events
             .iter()
-            .any(|e| e.starts_with("proxy_on_request_headers") && e.ends_with("-> Continue")),
+            .any(|e| e.starts_with("proxy_on_request_headers") && e.ends_with("-> StopIteration")),
         "{:#?}",
         x.events
     );
@@ -229,9 +230,7 @@ fn protocol_2026_headers_decide_before_the_body_when_request_headers_are_held() 
 fn protocol_2026_search_reply_says_complete_and_mismatch_is_400() {
     let mut both = Both::learned("{}");
     let modern = |method: &str, name: &str| RequestHead {
-        mcp_method: Some(method.into()),
-        mcp_name: Some(name.into()),
-        protocol_version: Some("2026-07-28".into()),
+        mcp: Mirrored::of(Some(method), Some(name), Some("2026-07-28")),
         ..post("/mcp")
     };
     let body = br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"refund"},"_meta":{"io.modelcontextprotocol/clientInfo":{"name":"t"}}}}"#;
@@ -242,32 +241,43 @@ fn protocol_2026_search_reply_says_complete_and_mismatch_is_400() {
     );
     let reply: Value = serde_json::from_slice(out.body()).unwrap();
     assert_eq!(reply["result"]["resultType"], "complete");
+    // Streamable HTTP 2026-07-28 "Server Validation": headers that disagree with the body are
+    // refused with HeaderMismatch, naming the header and both values.
+    for (method, name, says) in [
+        (
+            "tools/call",
+            "other_tool",
+            "Mcp-Name header value 'other_tool' does not match body value 'tool_search'",
+        ),
+        (
+            "tools/list",
+            "tool_search",
+            "Mcp-Method header value 'tools/list' does not match body value 'tools/call'",
+        ),
+    ] {
+        let out = both.exchange(modern(method, name), body, ("200", "application/json", &[]));
+        let native::Outcome::Local {
+            status: 400, body, ..
+        } = out
+        else {
+            panic!("{out:?}")
+        };
+        let error: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(error["error"]["code"], -32020);
+        assert_eq!(
+            error["error"]["message"],
+            format!("Header mismatch: {says}")
+        );
+        assert_eq!(error["id"], 3);
+    }
+    // The name in the Base64 sentinel form is the same name.
     let out = both.exchange(
-        modern("tools/call", "other_tool"),
+        modern("tools/call", "=?base64?dG9vbF9zZWFyY2g=?="),
         body,
         ("200", "application/json", &[]),
     );
-    assert!(matches!(
-        out,
-        native::Outcome::Upstream {
-            rewritten: false,
-            ..
-        }
-    ));
-    let out = both.exchange(
-        modern("tools/list", ""),
-        body,
-        ("200", "application/json", &[]),
-    );
-    let native::Outcome::Local {
-        status: 400, body, ..
-    } = out
-    else {
-        panic!("{out:?}")
-    };
-    let error: Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(error["error"]["code"], -32600);
-    assert_eq!(error["id"], 3);
+    let reply: Value = serde_json::from_slice(out.body()).unwrap();
+    assert_eq!(reply["result"]["resultType"], "complete", "{reply}");
 }
 
 #[test]
@@ -699,4 +709,114 @@ fn a_bad_configuration_is_refused_with_the_filters_message() {
     }
     // An empty configuration is every default.
     Vm::load(&Host::new(), wasm_path(), options("")).unwrap();
+}
+
+#[test]
+fn under_a_policy_the_wasm_refuses_what_it_cannot_read_whole_or_once() {
+    let config = |hold: bool| {
+        format!(
+            r#"{{"hold_request_headers":{hold},"authorization":{{"identity":{{"source":"header","header":"x-user-roles","claim":"roles"}},
+            "rules":[{{"claim":"roles","values":["support"],"tools":["github_*"]}}],"default":"deny"}}}}"#
+        )
+    };
+    let allowed = br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"github_get_issue","arguments":{}}}"#;
+    let duplicate = br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"github_get_issue","name":"stripe_create_refund"}}"#;
+    let bom = [&[0xef, 0xbb, 0xbf][..], allowed].concat();
+    let at = |path: &str, body: &[u8]| {
+        HttpMessage::request("POST", path)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("content-length", &body.len().to_string())
+            .body(body.to_vec())
+    };
+    let base = |body: &[u8]| at("/mcp", body);
+    for hold in [false, true] {
+        let host = Host::new();
+        let mut env = ShimEnv::on(
+            &host,
+            options(&config(hold)).allow_on_headers_stop_iteration(hold),
+        );
+        let cases: Vec<(&str, HttpMessage, u32, i64)> = vec![
+            (
+                "duplicate name",
+                base(duplicate).header("x-user-roles", "support"),
+                400,
+                -32600,
+            ),
+            (
+                "byte-order mark",
+                base(&bom).header("x-user-roles", "support"),
+                400,
+                -32600,
+            ),
+            (
+                "repeated identity header",
+                base(allowed)
+                    .header("x-user-roles", "support")
+                    .header("x-user-roles", "support"),
+                200,
+                -32602,
+            ),
+            (
+                "repeated mcp-method",
+                base(allowed)
+                    .header("x-user-roles", "support")
+                    .header("mcp-method", "tools/call")
+                    .header("mcp-method", "tools/list"),
+                400,
+                -32020,
+            ),
+            (
+                "request trailers before the body ended",
+                base(allowed)
+                    .header("x-user-roles", "support")
+                    .trailers(vec![("x-trailer".into(), "1".into())]),
+                400,
+                -32600,
+            ),
+            (
+                "a percent-encoded path",
+                at("/%6dcp", duplicate).header("x-user-roles", "support"),
+                400,
+                -32600,
+            ),
+        ];
+        for (what, request, status, code) in cases {
+            let (out, x) = exchange_full(
+                &mut env,
+                &request,
+                &response("200", "application/json", &[b"{}"]),
+            );
+            let native::Outcome::Local {
+                status: got, body, ..
+            } = &out
+            else {
+                panic!("{what} (hold {hold}): not refused: {out:?}")
+            };
+            let reply: Value = serde_json::from_slice(body).unwrap();
+            assert_eq!(
+                (*got, reply["error"]["code"].as_i64()),
+                (status, Some(code)),
+                "{what} (hold {hold}): {reply}"
+            );
+            assert!(
+                !x.upstream.end_of_stream,
+                "{what} (hold {hold}): the upstream got the whole request"
+            );
+        }
+        // The same call, read once and whole, goes through.
+        let (out, x) = exchange_full(
+            &mut env,
+            &base(allowed).header("x-user-roles", "support"),
+            &response("200", "application/json", &[b"{}"]),
+        );
+        assert!(matches!(out, native::Outcome::Upstream { .. }), "{out:?}");
+        assert_eq!(x.upstream.body(), allowed.to_vec());
+        assert_eq!(env.stat("requests_refused.unreadable"), 4, "hold {hold}");
+        assert_eq!(
+            env.stat("requests_refused.header_mismatch"),
+            1,
+            "hold {hold}"
+        );
+    }
 }

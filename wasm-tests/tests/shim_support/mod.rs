@@ -119,6 +119,7 @@ pub fn stat_name(event: Event) -> String {
         Event::CallForwarded => "calls_forwarded".into(),
         Event::Error => "errors".into(),
         Event::PassedThrough(r) => format!("passthrough.{}", r.name()),
+        Event::RequestRefused(r) => format!("requests_refused.{}", r.name()),
     }
 }
 
@@ -129,13 +130,20 @@ pub fn request(head: &RequestHead, body: &[u8]) -> HttpMessage {
         .header("accept-encoding", "gzip, deflate");
     let optional = [
         ("accept", &head.accept),
-        ("mcp-method", &head.mcp_method),
-        ("mcp-name", &head.mcp_name),
-        ("mcp-protocol-version", &head.protocol_version),
         ("mcp-session-id", &head.session_id),
     ];
     for (name, value) in optional {
         if let Some(v) = value {
+            m = m.header(name, v);
+        }
+    }
+    let mirrored = [
+        ("mcp-method", &head.mcp.method),
+        ("mcp-name", &head.mcp.name),
+        ("mcp-protocol-version", &head.mcp.protocol_version),
+    ];
+    for (name, values) in mirrored {
+        for v in values {
             m = m.header(name, v);
         }
     }

@@ -1,0 +1,64 @@
+"""A real MCP server for the Envoy end-to-end tests: the official Python SDK's FastMCP (1.x),
+Streamable HTTP, stateless, JSON responses. Every tool run is appended to the file named by
+--record, one line "tools/call NAME", so a test can tell what the server executed.
+
+    python fastmcp_server.py --port 18777 --record /tmp/calls.txt
+"""
+
+import argparse
+
+from mcp.server.fastmcp import FastMCP
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--port", type=int, required=True)
+parser.add_argument("--record", required=True)
+parser.add_argument("--sse", action="store_true", help="answer with SSE instead of JSON")
+parser.add_argument("--stateful", action="store_true", help="sessions (initialize first)")
+args = parser.parse_args()
+
+server = FastMCP(
+    "attack-target",
+    host="127.0.0.1",
+    port=args.port,
+    stateless_http=not args.stateful,
+    json_response=not args.sse,
+)
+
+
+def ran(name: str) -> str:
+    with open(args.record, "a", encoding="utf-8") as f:
+        f.write(f"tools/call {name}\n")
+    return f"{name} ran"
+
+
+@server.tool()
+def github_get_issue(number: int = 1) -> str:
+    """Get a GitHub issue by number."""
+    return ran("github_get_issue")
+
+
+@server.tool()
+def github_list_issues(repo: str = "a/b") -> str:
+    """List the issues of a GitHub repository."""
+    return ran("github_list_issues")
+
+
+@server.tool()
+def stripe_create_refund(charge: str = "ch_1") -> str:
+    """Refund a Stripe charge: returns the money to the customer."""
+    return ran("stripe_create_refund")
+
+
+@server.tool()
+def stripe_get_balance() -> str:
+    """Get the Stripe account balance."""
+    return ran("stripe_get_balance")
+
+
+@server.tool()
+def tool_search(query: str = "") -> str:
+    """A tool of the server's own that happens to share the filter's search tool name."""
+    return ran("tool_search")
+
+
+server.run(transport="streamable-http")

@@ -1,0 +1,359 @@
+//! The authorization policy against an attacker, end to end: Envoy's real `jwt_authn` (the
+//! caller is a valid `support` token, allowed `github_*` only) in front of the `.wasm`, in front
+//! of the official Python SDK's FastMCP server (1.x, stateless, JSON), which records every tool
+//! it runs. Each attack calls `stripe_create_refund`; every one of them is first shown to run
+//! that tool when sent to the server directly, then shown to be refused through the filter, with
+//! request headers held and not held. Requests are written byte for byte (raw HTTP/1.1), so
+//! paths, repeated headers and bodies reach Envoy exactly as an attacker would send them.
+//!
+//! Needs Envoy, the built filter and a Python with `mcp` (`make test` installs all three).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use mcp_tool_search_wasm_tests::harness::{
+    self, raw_exchange, Envoy, EnvoyOptions, FilterOptions, JwtAuthnOptions, JwtRequirement,
+    RawReply, TestDir,
+};
+use mcp_tool_search_wasm_tests::jwt::Hs256Key;
+use mcp_tool_search_wasm_tests::python::{FastMcpOptions, FastMcpServer};
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+
+const SECRET: &[u8] = b"mcp-tool-search attack e2e HS256 secret, 32+ bytes";
+const ALLOWED: &str = "github_get_issue";
+const FORBIDDEN: &str = "stripe_create_refund";
+
+/// What the filter must answer instead of forwarding.
+#[derive(Debug, Clone, Copy)]
+enum Refused {
+    /// 400 with `HeaderMismatch` (-32020).
+    HeaderMismatch,
+    /// 400 with -32600: a body the policy cannot read in exactly one way.
+    Unreadable,
+    /// 200 with -32602 `Unknown tool: …` (the tool is not the caller's).
+    UnknownTool,
+}
+
+struct Attack {
+    what: &'static str,
+    path: &'static str,
+    headers: Vec<(&'static str, String)>,
+    body: Vec<u8>,
+    refused: Refused,
+    /// The 1.x server runs it when sent directly (it refuses protocol 2026-07-28 itself).
+    runs_directly: bool,
+}
+
+fn call(name: &str, version: Option<&str>) -> String {
+    let mut params = json!({"name": name, "arguments": {}});
+    if let Some(v) = version {
+        params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": v});
+    }
+    json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params}).to_string()
+}
+
+fn attacks() -> Vec<Attack> {
+    let plain = call(FORBIDDEN, None);
+    let h = |pairs: &[(&'static str, &str)]| -> Vec<(&'static str, String)> {
+        pairs.iter().map(|(k, v)| (*k, (*v).to_string())).collect()
+    };
+    vec![
+        Attack {
+            what: "headers name an allowed tool, the body calls a forbidden one (2025-11-25)",
+            path: "/mcp",
+            headers: h(&[
+                ("mcp-protocol-version", "2025-11-25"),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", ALLOWED),
+            ]),
+            body: plain.clone().into_bytes(),
+            refused: Refused::HeaderMismatch,
+            runs_directly: true,
+        },
+        Attack {
+            what: "2026-07-28 headers name an allowed tool, the body calls a forbidden one",
+            path: "/mcp",
+            headers: h(&[
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", ALLOWED),
+            ]),
+            body: call(FORBIDDEN, Some("2026-07-28")).into_bytes(),
+            runs_directly: false,
+            refused: Refused::HeaderMismatch,
+        },
+        Attack {
+            what: "a notification's mcp-method over a call (2025-06-18)",
+            path: "/mcp",
+            headers: h(&[
+                ("mcp-protocol-version", "2025-06-18"),
+                ("mcp-method", "notifications/initialized"),
+            ]),
+            body: plain.clone().into_bytes(),
+            runs_directly: true,
+            refused: Refused::HeaderMismatch,
+        },
+        Attack {
+            what: "a notification's mcp-method over a call (2026-07-28)",
+            path: "/mcp",
+            headers: h(&[
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "notifications/initialized"),
+            ]),
+            body: call(FORBIDDEN, Some("2026-07-28")).into_bytes(),
+            runs_directly: false,
+            refused: Refused::HeaderMismatch,
+        },
+        Attack {
+            what: "a percent-encoded path (/%6dcp)",
+            path: "/%6dcp",
+            headers: Vec::new(),
+            body: plain.clone().into_bytes(),
+            runs_directly: true,
+            refused: Refused::UnknownTool,
+        },
+        Attack {
+            what: "a percent-encoded path with a query (/%6Dcp?x=1)",
+            path: "/%6Dcp?x=1",
+            headers: Vec::new(),
+            body: plain.clone().into_bytes(),
+            runs_directly: true,
+            refused: Refused::UnknownTool,
+        },
+        Attack {
+            what: "a duplicate `name` in params (the server takes the last)",
+            path: "/mcp",
+            headers: Vec::new(),
+            body: format!(r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"{ALLOWED}","name":"{FORBIDDEN}","arguments":{{}}}}}}"#).into_bytes(),
+            runs_directly: true,
+            refused: Refused::Unreadable,
+        },
+        Attack {
+            what: "a duplicate `params`",
+            path: "/mcp",
+            headers: Vec::new(),
+            body: format!(r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"{ALLOWED}"}},"params":{{"name":"{FORBIDDEN}","arguments":{{}}}}}}"#).into_bytes(),
+            runs_directly: true,
+            refused: Refused::Unreadable,
+        },
+        Attack {
+            what: "a duplicate `method`",
+            path: "/mcp",
+            headers: Vec::new(),
+            body: format!(r#"{{"jsonrpc":"2.0","id":7,"method":"tools/list","method":"tools/call","params":{{"name":"{FORBIDDEN}","arguments":{{}}}}}}"#).into_bytes(),
+            runs_directly: true,
+            refused: Refused::Unreadable,
+        },
+        Attack {
+            what: "a UTF-8 byte-order mark",
+            path: "/mcp",
+            headers: Vec::new(),
+            body: [&[0xef, 0xbb, 0xbf][..], plain.as_bytes()].concat(),
+            runs_directly: true,
+            refused: Refused::Unreadable,
+        },
+        Attack {
+            what: "UTF-16LE",
+            path: "/mcp",
+            headers: Vec::new(),
+            body: plain.encode_utf16().flat_map(u16::to_le_bytes).collect(),
+            runs_directly: true,
+            refused: Refused::Unreadable,
+        },
+        Attack {
+            what: "UTF-16BE with a byte-order mark",
+            path: "/mcp",
+            headers: Vec::new(),
+            body: std::iter::once(0xfeff_u16)
+                .chain(plain.encode_utf16())
+                .flat_map(u16::to_be_bytes)
+                .collect(),
+            runs_directly: true,
+            refused: Refused::Unreadable,
+        },
+        Attack {
+            what: "UTF-32LE",
+            path: "/mcp",
+            headers: Vec::new(),
+            body: plain.chars().flat_map(|c| (c as u32).to_le_bytes()).collect(),
+            runs_directly: true,
+            refused: Refused::Unreadable,
+        },
+    ]
+}
+
+fn request(addr: SocketAddr, attack: &Attack, token: Option<&str>) -> Vec<u8> {
+    let mut head = format!(
+        "POST {} HTTP/1.1\r\nHost: {addr}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n",
+        attack.path,
+        attack.body.len()
+    );
+    if let Some(t) = token {
+        head.push_str(&format!("authorization: Bearer {t}\r\n"));
+    }
+    for (k, v) in &attack.headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    [head.into_bytes(), attack.body.clone()].concat()
+}
+
+fn send(addr: SocketAddr, attack: &Attack, token: Option<&str>) -> RawReply {
+    raw_exchange(addr, &request(addr, attack, token))
+        .unwrap_or_else(|e| panic!("{}: {e}", attack.what))
+}
+
+fn json_of(reply: &RawReply) -> Value {
+    serde_json::from_slice(&reply.body).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{}",
+            reply.head,
+            String::from_utf8_lossy(&reply.body)
+        )
+    })
+}
+
+fn ran(server: &FastMcpServer, tool: &str) -> usize {
+    let line = format!("tools/call {tool}");
+    server.recorded().iter().filter(|l| **l == line).count()
+}
+
+fn envoy(server: &FastMcpServer, hold: bool, dir: &TestDir) -> Envoy {
+    let key = Hs256Key::new(SECRET);
+    let mut jwt = JwtAuthnOptions::new(key.jwks(), JwtRequirement::Required);
+    jwt.payload_in_metadata = Some("jwt_payload".to_owned());
+    let config = json!({
+        "mcp_paths": ["/mcp"],
+        "hold_request_headers": hold,
+        "authorization": {
+            "identity": {"source": "jwt_metadata"},
+            "rules": [{"claim": "roles", "values": ["support"], "tools": ["github_*"]}],
+            "default": "deny"
+        }
+    });
+    let filter = FilterOptions {
+        wasm: harness::filter_wasm().unwrap_or_else(|e| panic!("{e}")),
+        config_json: config.to_string(),
+    };
+    let mut opts = EnvoyOptions::new(server.addr, Some(filter));
+    opts.allow_on_headers_stop_iteration = hold;
+    opts.catch_all_route = true;
+    opts.http_filters_before.push(jwt.yaml());
+    Envoy::start(&opts, dir).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Every attack runs the forbidden tool when sent to the server directly: the attacks are real,
+/// and the refusals below are the filter's doing.
+#[test]
+fn every_attack_runs_the_forbidden_tool_without_the_filter() {
+    let dir = TestDir::new("attacks_direct").unwrap();
+    let server = FastMcpServer::start(FastMcpOptions::default(), &dir).unwrap();
+    for attack in attacks().into_iter().filter(|a| a.runs_directly) {
+        let before = ran(&server, FORBIDDEN);
+        let reply = send(server.addr, &attack, None);
+        assert_eq!(
+            ran(&server, FORBIDDEN),
+            before + 1,
+            "{}: the server did not run it directly ({} {})\n{}",
+            attack.what,
+            reply.head,
+            String::from_utf8_lossy(&reply.body),
+            server.log()
+        );
+    }
+}
+
+fn attacks_are_refused(hold: bool) {
+    let dir = TestDir::new(&format!("attacks_hold_{hold}")).unwrap();
+    let server = FastMcpServer::start(FastMcpOptions::default(), &dir).unwrap();
+    let envoy = envoy(&server, hold, &dir);
+    let token = Hs256Key::new(SECRET).token("mallory", &["support"]);
+    for attack in attacks() {
+        let reply = send(envoy.listener, &attack, Some(&token));
+        let body = json_of(&reply);
+        let (status, code) = match attack.refused {
+            Refused::HeaderMismatch => (400, -32020),
+            Refused::Unreadable => (400, -32600),
+            Refused::UnknownTool => (200, -32602),
+        };
+        assert_eq!(
+            (reply.status, body["error"]["code"].as_i64()),
+            (status, Some(code)),
+            "{} (hold {hold}): {body}",
+            attack.what
+        );
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        match attack.refused {
+            Refused::HeaderMismatch => assert!(message.starts_with("Header mismatch: Mcp-"), "{message}"),
+            Refused::Unreadable => assert!(message.starts_with("Request refused: the authorization policy needs a body it can read in exactly one way"), "{message}"),
+            Refused::UnknownTool => assert_eq!(message, format!("Unknown tool: {FORBIDDEN}")),
+        }
+        assert_eq!(
+            ran(&server, FORBIDDEN),
+            0,
+            "{} (hold {hold}) ran upstream",
+            attack.what
+        );
+    }
+    // The first attack's header mismatch names both values.
+    let reply = send(envoy.listener, &attacks()[0], Some(&token));
+    assert_eq!(
+        json_of(&reply)["error"]["message"],
+        format!("Header mismatch: Mcp-Name header value '{ALLOWED}' does not match body value '{FORBIDDEN}'")
+    );
+
+    // What the caller may use still works, with the name plain or in the Base64 sentinel form.
+    for name_header in [
+        ALLOWED.to_string(),
+        "=?base64?Z2l0aHViX2dldF9pc3N1ZQ==?=".to_string(),
+    ] {
+        let allowed = Attack {
+            what: "an allowed call",
+            path: "/mcp",
+            headers: vec![
+                ("mcp-protocol-version", "2026-07-28".to_string()),
+                ("mcp-method", "tools/call".to_string()),
+                ("mcp-name", name_header.clone()),
+            ],
+            body: call(ALLOWED, Some("2026-07-28")).into_bytes(),
+            refused: Refused::UnknownTool,
+            runs_directly: true,
+        };
+        let before = ran(&server, ALLOWED);
+        let reply = send(envoy.listener, &allowed, Some(&token));
+        let body = json_of(&reply);
+        assert_eq!(reply.status, 200, "{name_header}: {body}");
+        assert_eq!(
+            body["result"]["content"][0]["text"],
+            format!("{ALLOWED} ran"),
+            "{name_header}: {body}"
+        );
+        assert_eq!(ran(&server, ALLOWED), before + 1);
+    }
+    let stats = envoy.stats("mcp_tool_search.requests_refused").unwrap();
+    let count = |name: &str| {
+        stats
+            .iter()
+            .filter(|(k, _)| k.ends_with(name))
+            .map(|(_, v)| *v)
+            .sum::<u64>()
+    };
+    // Four header-mismatch cases plus the repeated first one; seven unreadable bodies.
+    assert_eq!(count("requests_refused.header_mismatch"), 5, "{stats:?}");
+    assert_eq!(count("requests_refused.unreadable"), 7, "{stats:?}");
+}
+
+#[test]
+fn attacks_are_refused_with_request_headers_held() {
+    attacks_are_refused(true);
+}
+
+#[test]
+fn attacks_are_refused_with_request_headers_forwarded() {
+    attacks_are_refused(false);
+}
