@@ -4,11 +4,11 @@
 
 use crate::vmmem;
 use host_shim::{Host, HttpMessage, LogLevel, Outcome, Vm, VmOptions, WasmModule};
-use mcp_tool_search::catalog::{Catalog, CatalogIndex, Page, Tool};
-use mcp_tool_search::config::Config;
-use mcp_tool_search::search::{self, Fallback, FallbackKind, Query};
-use mcp_tool_search::store::{CatalogCache, Learned, MemorySharedData, StoreError};
-use mcp_tool_search::stream::{
+use mcp_tool_search_core::config::Config;
+use mcp_tool_search_core::index::catalog::{Catalog, CatalogIndex, Page, Tool};
+use mcp_tool_search_core::rank::search::{self, Fallback, FallbackKind, Query};
+use mcp_tool_search_core::store::{CatalogCache, Learned, MemorySharedData, StoreError};
+use mcp_tool_search_core::stream::{
     Env, Event, RequestBodyAction, RequestHead, RequestHeadersAction, ResponseHeadersAction, Stream,
 };
 use serde_json::value::RawValue;
@@ -189,7 +189,7 @@ impl Env for NativeEnv {
         self.cache.learn(self.shared.as_ref(), "bench", learned)
     }
     fn namespaces(&mut self) -> Vec<String> {
-        mcp_tool_search::store::namespaces(self.shared.as_ref()).unwrap_or_default()
+        mcp_tool_search_core::store::namespaces(self.shared.as_ref()).unwrap_or_default()
     }
     fn record(&mut self, _event: Event) {}
     fn log_warn(&mut self, _message: &str) {}
@@ -200,7 +200,7 @@ fn head() -> RequestHead {
         method: "POST".into(),
         path: "/mcp".into(),
         accept: Some("application/json, text/event-stream".into()),
-        mcp: mcp_tool_search::mcp_headers::Mirrored::of(None, None, Some("2025-11-25")),
+        mcp: mcp_tool_search_core::mcp::headers::Mirrored::of(None, None, Some("2025-11-25")),
         ..RequestHead::default()
     }
 }
@@ -767,7 +767,8 @@ pub fn measure(
         items.push((
             "fingerprint",
             Box::new(|| {
-                let (r, d) = timed(|| mcp_tool_search::fnv::fingerprint(list_json.as_bytes()));
+                let (r, d) =
+                    timed(|| mcp_tool_search_core::index::fnv::fingerprint(list_json.as_bytes()));
                 std::hint::black_box(r);
                 Ok(d)
             }),
@@ -789,8 +790,16 @@ pub fn measure(
                 let mut buf = String::new();
                 let (_, d) = timed(|| {
                     for (name, about) in &texts {
-                        mcp_tool_search::tokenizer::for_each_word(name, &mut buf, |_| n += 1);
-                        mcp_tool_search::tokenizer::for_each_word(about, &mut buf, |_| n += 1);
+                        mcp_tool_search_core::index::tokenizer::for_each_word(
+                            name,
+                            &mut buf,
+                            |_| n += 1,
+                        );
+                        mcp_tool_search_core::index::tokenizer::for_each_word(
+                            about,
+                            &mut buf,
+                            |_| n += 1,
+                        );
                     }
                 });
                 *token_count.borrow_mut() = n;
@@ -852,8 +861,8 @@ pub fn measure(
         matches.sort_unstable();
         let mut distinct = std::collections::HashSet::new();
         for (name, about) in &texts {
-            distinct.extend(mcp_tool_search::tokenizer::words(name));
-            distinct.extend(mcp_tool_search::tokenizer::words(about));
+            distinct.extend(mcp_tool_search_core::index::tokenizer::words(name));
+            distinct.extend(mcp_tool_search_core::index::tokenizer::words(about));
         }
         Breakdown {
             tools: catalog.len(),

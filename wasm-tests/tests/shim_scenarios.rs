@@ -1,4 +1,4 @@
-//! The native scenarios (filter/tests/scenarios.rs) against the built `.wasm` in host-shim, with
+//! The native scenarios (filter/core/tests/scenarios.rs) against the built `.wasm` in host-shim, with
 //! the same expected outputs, plus what only a host can show: what reaches the upstream, what
 //! is buffered, the stats, a refused configuration, two workers sharing one catalog.
 #![allow(
@@ -11,9 +11,9 @@
 mod shim_support;
 
 use host_shim::{Host, HttpMessage, LogLevel, Outcome, ShimError, Vm};
-use mcp_tool_search::config::Ranking;
-use mcp_tool_search::mcp_headers::Mirrored;
-use mcp_tool_search::stream::{Event, PassReason, RequestHead};
+use mcp_tool_search_core::config::Ranking;
+use mcp_tool_search_core::mcp::headers::Mirrored;
+use mcp_tool_search_core::stream::{Event, PassReason, RequestHead};
 use serde_json::Value;
 use shim_support::native::{self, TestEnv};
 use shim_support::*;
@@ -693,7 +693,7 @@ fn a_bad_configuration_is_refused_with_the_filters_message() {
         r#"{"eager_patterns":["a"],"no_such_field":1}"#,
         "not json",
     ] {
-        let want = mcp_tool_search::config::Config::parse(config)
+        let want = mcp_tool_search_core::config::Config::parse(config)
             .unwrap_err()
             .to_string();
         let err = Vm::load(&Host::new(), wasm_path(), options(config)).unwrap_err();

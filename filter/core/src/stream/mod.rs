@@ -2,15 +2,15 @@
 //! proxy-wasm glue feeds it headers and bodies and carries out the actions it returns; tests
 //! feed it the same way, with no host at all.
 
-use crate::catalog::{Catalog, CatalogIndex, Tool};
+use crate::config::policy::{Caller, Scope};
 use crate::config::{Config, Mode, Ranking};
-use crate::injected::{self, Injected};
-use crate::json::{self, RawObject};
-use crate::jsonrpc::{self, Incoming, Kind, Message};
-use crate::mcp_headers::{self, Mirrored};
-use crate::policy::{Caller, Scope};
-use crate::rewrite::{self, ListContext, ListTarget, RewriteError, SseGiveUp, SseRewriter};
-use crate::search::{self, Fallback, FallbackKind, Query, Ranked, Vectors};
+use crate::index::catalog::{Catalog, CatalogIndex, Tool};
+use crate::mcp::headers::{self, Mirrored};
+use crate::mcp::injected::{self, Injected};
+use crate::mcp::json::{self, RawObject};
+use crate::mcp::jsonrpc::{self, Incoming, Kind, Message};
+use crate::mcp::list::{self, ListContext, ListTarget, RewriteError, SseGiveUp, SseRewriter};
+use crate::rank::search::{self, Fallback, FallbackKind, Query, Ranked, Vectors};
 use crate::store::{Learned, StoreError};
 use crate::vector::ToolVectors;
 use serde_json::value::RawValue;
@@ -285,9 +285,9 @@ impl Stream {
         head: RequestHead,
         end_of_stream: bool,
     ) -> RequestHeadersAction {
-        let path = crate::paths::normalize(&head.path);
+        let path = crate::mcp::paths::normalize(&head.path);
         if let Some(search_path) = config.search.http_path.as_deref() {
-            let search_path = crate::paths::normalize(search_path);
+            let search_path = crate::mcp::paths::normalize(search_path);
             if path == search_path {
                 self.head = head;
                 if self.head.method != "POST" {
@@ -438,7 +438,7 @@ impl Stream {
                 }
             }
         };
-        if let Err(mismatch) = mcp_headers::validate(&self.head.mcp, &incoming) {
+        if let Err(mismatch) = headers::validate(&self.head.mcp, &incoming) {
             env.record(Event::RequestRefused(Refusal::HeaderMismatch));
             let id = match &incoming {
                 Incoming::Single(m) => m.id.as_deref(),
@@ -446,7 +446,7 @@ impl Stream {
             };
             return RequestBodyAction::Reply(LocalReply::json(
                 400,
-                jsonrpc::error_response(id, mcp_headers::HEADER_MISMATCH, &mismatch.to_string()),
+                jsonrpc::error_response(id, headers::HEADER_MISMATCH, &mismatch.to_string()),
             ));
         }
         let namespace = env.namespace();
@@ -1232,7 +1232,7 @@ impl Stream {
             audience,
             memo: index.as_ref().map(|i| &i.list_memo),
         };
-        let outcome = rewrite::rewrite_message(message, &self.targets, &ctx)?;
+        let outcome = list::rewrite_message(message, &self.targets, &ctx)?;
         drop(ctx);
         Ok(outcome.map(|outcome| Rewritten { outcome, index }))
     }
@@ -1240,7 +1240,7 @@ impl Stream {
 
 /// A rewritten list and the catalog version it was rewritten against.
 struct Rewritten {
-    outcome: rewrite::Outcome,
+    outcome: list::Outcome,
     index: Option<Rc<CatalogIndex>>,
 }
 

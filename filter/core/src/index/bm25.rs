@@ -4,9 +4,9 @@
 //! its own terms.
 
 use crate::config::FieldWeights;
-use crate::fnv::FnvHashMap;
-use crate::stem::stem;
-use crate::tokenizer::{for_each_word, is_stop_word, terms};
+use crate::index::fnv::FnvHashMap;
+use crate::index::stem::stem;
+use crate::index::tokenizer::{for_each_word, is_stop_word, terms};
 use std::cmp::Ordering;
 
 pub const K1: f32 = 1.2;

@@ -13,8 +13,8 @@
 
 mod support;
 
-use mcp_tool_search::mcp_headers::Mirrored;
-use mcp_tool_search::stream::{Refusal, RequestHead};
+use mcp_tool_search_core::mcp::headers::Mirrored;
+use mcp_tool_search_core::stream::{Refusal, RequestHead};
 use serde_json::{json, Value};
 use support::*;
 
@@ -235,7 +235,7 @@ fn no_generated_request_runs_a_forbidden_tool_upstream() {
         let env = &mut envs[case % 2];
         let (path, routed) = *rng.pick(&PATHS);
         let method = *rng.pick(&["POST", "POST", "POST", "PUT", "GET"]);
-        let caller = mcp_tool_search::policy::Caller::from_header("roles", "support");
+        let caller = mcp_tool_search_core::config::policy::Caller::from_header("roles", "support");
         let head = RequestHead {
             method: method.into(),
             path: path.into(),
@@ -310,7 +310,7 @@ fn refusal(env: &mut TestEnv, head: RequestHead, body: &[u8]) -> (u32, Value) {
 fn the_issue_s_bypasses_are_refused_with_a_reason() {
     let mut env = TestEnv::new(&POLICY.replace("HOLD", "true"));
     let support = || RequestHead {
-        caller: mcp_tool_search::policy::Caller::from_header("roles", "support"),
+        caller: mcp_tool_search_core::config::policy::Caller::from_header("roles", "support"),
         ..post("/mcp")
     };
     let call = |name: &str| {
@@ -370,7 +370,7 @@ fn the_issue_s_bypasses_are_refused_with_a_reason() {
         ("UTF-16 or UTF-32 text", text.encode_utf16().flat_map(u16::to_le_bytes).collect()),
         ("UTF-16 or UTF-32 text", text.chars().flat_map(|c| (c as u32).to_le_bytes()).collect()),
     ] {
-        let before = env.count(mcp_tool_search::stream::Event::RequestRefused(Refusal::Unreadable));
+        let before = env.count(mcp_tool_search_core::stream::Event::RequestRefused(Refusal::Unreadable));
         let (status, reply) = refusal(&mut env, support(), &body);
         assert_eq!(status, 400, "{what}");
         assert_eq!(reply["error"]["code"], -32600, "{what}");
@@ -381,7 +381,7 @@ fn the_issue_s_bypasses_are_refused_with_a_reason() {
             "{what}: {message}"
         );
         assert_eq!(
-            env.count(mcp_tool_search::stream::Event::RequestRefused(Refusal::Unreadable)),
+            env.count(mcp_tool_search_core::stream::Event::RequestRefused(Refusal::Unreadable)),
             before + 1
         );
     }
@@ -422,7 +422,7 @@ fn without_a_policy_unreadable_bodies_still_pass_through() {
 
 #[test]
 fn a_body_that_cannot_be_had_whole_is_refused_under_a_policy() {
-    use mcp_tool_search::stream::Stream;
+    use mcp_tool_search_core::stream::Stream;
     let mut env = TestEnv::new(&POLICY.replace("HOLD", "false"));
     let config = env.config.clone();
     let mut stream = Stream::new();

@@ -3,10 +3,10 @@
 //! `cas` token) is the one memory they share. A small version key lets a worker tell in one read
 //! whether its cached index is current; the catalog key holds the definitions.
 
-use crate::catalog::{version_of, Catalog, CatalogIndex, Page, Tool};
 use crate::config::Config;
-use crate::embeddings::{self, Missing, VectorStore};
-use crate::fnv::FnvHashMap;
+use crate::index::catalog::{version_of, Catalog, CatalogIndex, Page, Tool};
+use crate::index::fnv::FnvHashMap;
+use crate::rank::embeddings::{self, Missing, VectorStore};
 use crate::vector::ToolVectors;
 use std::fmt;
 use std::rc::Rc;
@@ -303,7 +303,7 @@ pub fn store_vectors(
         store.merge(items.clone());
         match shared.set(&key, &store.encode(), cas) {
             Ok(()) => {
-                let version = format!("{:016x}", crate::fnv::hash(&store.encode()));
+                let version = format!("{:016x}", crate::index::fnv::hash(&store.encode()));
                 return shared.set(&vectors_version_key(namespace), version.as_bytes(), None);
             }
             Err(StoreError::CasMismatch) => continue,

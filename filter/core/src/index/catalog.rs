@@ -1,10 +1,10 @@
 //! The tools of one upstream (a namespace), as learned from its `tools/list` pages, and the
 //! search index built over them once per catalog version.
 
-use crate::bm25::{Bm25Index, Fields};
 use crate::config::{Config, DisclosureMode};
-use crate::fnv;
-use crate::rewrite::ListMemo;
+use crate::index::bm25::{Bm25Index, Fields};
+use crate::index::fnv;
+use crate::index::memo::ListMemo;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -356,13 +356,6 @@ fn cmp_folded(a: &str, b: &str) -> std::cmp::Ordering {
     a.bytes()
         .map(|c| c.to_ascii_lowercase())
         .cmp(b.bytes().map(|c| c.to_ascii_lowercase()))
-}
-
-/// A search result: the tool and its score under the ranking that ran.
-#[derive(Debug, Clone, Copy)]
-pub struct Found<'a> {
-    pub tool: &'a Tool,
-    pub score: f32,
 }
 
 impl CatalogIndex {

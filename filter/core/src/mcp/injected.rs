@@ -2,10 +2,10 @@
 //! `list_tool_groups`, and (with summary results) `describe_tool` and `call_tool`. Their
 //! definitions (MCP spec 2025-11-25, "Tool"), argument rules and results.
 
-use crate::catalog::{Found, Tool};
 use crate::config::{Config, ResultFormat};
-use crate::json;
-use crate::search::{Query, Ranked};
+use crate::index::catalog::Tool;
+use crate::mcp::json;
+use crate::rank::search::{Found, Query, Ranked};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -680,8 +680,8 @@ mod tests {
             matches,
             candidates: 300,
             strategy: Ranking::Bm25,
-            fallback: Some(crate::search::Fallback::new(
-                crate::search::FallbackKind::Timeout,
+            fallback: Some(crate::rank::search::Fallback::new(
+                crate::rank::search::FallbackKind::Timeout,
                 "embeddings service timed out",
             )),
         }

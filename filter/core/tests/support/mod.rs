@@ -8,10 +8,10 @@
     clippy::indexing_slicing
 )]
 
-use mcp_tool_search::catalog::CatalogIndex;
-use mcp_tool_search::config::Config;
-use mcp_tool_search::store::{CatalogCache, MemorySharedData, StoreError};
-use mcp_tool_search::stream::{
+use mcp_tool_search_core::config::Config;
+use mcp_tool_search_core::index::catalog::CatalogIndex;
+use mcp_tool_search_core::store::{CatalogCache, MemorySharedData, StoreError};
+use mcp_tool_search_core::stream::{
     Env, Event, RequestBodyAction, RequestHead, RequestHeadersAction, ResponseHeadersAction, Stream,
 };
 use std::path::PathBuf;
@@ -29,7 +29,7 @@ pub struct TestEnv {
     pub namespace: String,
     /// The embeddings service, when up: text to vector.
     pub query_vectors: Option<Rc<Embedder>>,
-    pub tool_vectors: Option<Rc<mcp_tool_search::vector::ToolVectors>>,
+    pub tool_vectors: Option<Rc<mcp_tool_search_core::vector::ToolVectors>>,
 }
 
 impl TestEnv {
@@ -65,16 +65,16 @@ impl Env for TestEnv {
             .index(self.shared.as_ref(), namespace, &self.config)
     }
     fn namespaces(&mut self) -> Vec<String> {
-        mcp_tool_search::store::namespaces(self.shared.as_ref()).unwrap()
+        mcp_tool_search_core::store::namespaces(self.shared.as_ref()).unwrap()
     }
-    fn learn(&mut self, learned: mcp_tool_search::store::Learned) -> Result<bool, StoreError> {
+    fn learn(&mut self, learned: mcp_tool_search_core::store::Learned) -> Result<bool, StoreError> {
         self.cache
             .learn(self.shared.as_ref(), &self.namespace, learned)
     }
     fn tool_vectors(
         &mut self,
         _index: &CatalogIndex,
-    ) -> Option<Rc<mcp_tool_search::vector::ToolVectors>> {
+    ) -> Option<Rc<mcp_tool_search_core::vector::ToolVectors>> {
         self.tool_vectors.clone()
     }
     fn record(&mut self, event: Event) {
@@ -177,8 +177,8 @@ pub fn exchange(
                     &config,
                     env,
                     vectors.ok_or_else(|| {
-                        mcp_tool_search::search::Fallback::new(
-                            mcp_tool_search::search::FallbackKind::Unavailable,
+                        mcp_tool_search_core::rank::search::Fallback::new(
+                            mcp_tool_search_core::rank::search::FallbackKind::Unavailable,
                             "test: embeddings down",
                         )
                     }),
@@ -224,7 +224,7 @@ pub fn exchange(
 }
 
 pub fn wire_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/wire-samples")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/wire-samples")
 }
 
 pub fn wire(name: &str) -> Vec<u8> {
@@ -248,7 +248,7 @@ pub fn messages(body: &[u8], sse: bool) -> Vec<serde_json::Value> {
     if !sse {
         return vec![serde_json::from_slice(body).unwrap()];
     }
-    let mut parser = mcp_tool_search::sse::Parser::new();
+    let mut parser = mcp_tool_search_core::mcp::sse::Parser::new();
     let mut events = parser.push(body);
     events.extend(parser.finish().0);
     events

@@ -3,9 +3,16 @@
 //! that every error names the full field path, the value found and what is allowed: an operator
 //! reads it in Envoy's log and must be able to fix the YAML from that line alone.
 
-use crate::glob::Glob;
-use serde_json::{Map, Value};
-use std::fmt;
+pub mod glob;
+pub mod metadata;
+pub mod policy;
+mod read;
+
+pub use read::ConfigError;
+use read::{integer, non_empty_string, string_list, tool_name, weight, Object};
+
+use crate::config::glob::Glob;
+use serde_json::Value;
 
 pub const DEFAULT_MCP_PATH: &str = "/mcp";
 pub const DEFAULT_SEARCH_TOOL_NAME: &str = "tool_search";
@@ -14,9 +21,6 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 /// Envoy's own buffer limits must stay above our cap, and a Wasm VM's linear memory tops out at
 /// 4 GiB; 256 MiB is far above any sane tool list and keeps a typo from exhausting the VM.
 pub const MAX_BODY_BYTES_LIMIT: usize = 256 * 1024 * 1024;
-/// MCP tool names are at most 128 characters (spec 2025-11-25, "Tool names"); the search tool
-/// is ours, so we hold it to the conservative 64 that every client accepts.
-const MAX_TOOL_NAME_LEN: usize = 64;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DisclosureMode {
@@ -176,7 +180,7 @@ pub struct Config {
     /// Groups from names: the part before the first separator (`github_create_issue` with
     /// `_` is in `github`). `None`: a tool's group is its namespace.
     pub group_separator: Option<String>,
-    pub authorization: Option<crate::policy::Policy>,
+    pub authorization: Option<crate::config::policy::Policy>,
 }
 
 pub const DEFAULT_SEARCH_THRESHOLD: usize = 40;
@@ -251,7 +255,7 @@ impl Config {
             config.group_separator = Some(non_empty_string("group_separator", v)?);
         }
         if let Some(v) = obj.take("authorization") {
-            config.authorization = Some(crate::policy::Policy::parse(v)?);
+            config.authorization = Some(crate::config::policy::Policy::parse(v)?);
         }
         if let Some(v) = obj.take("max_body_bytes") {
             let n = integer("max_body_bytes", v, 1024, MAX_BODY_BYTES_LIMIT as u64)?;
@@ -312,7 +316,7 @@ impl Config {
     pub fn is_mcp_path(&self, normalized: &str) -> bool {
         self.mcp_paths
             .iter()
-            .any(|p| crate::paths::normalize(p) == normalized)
+            .any(|p| crate::mcp::paths::normalize(p) == normalized)
     }
 }
 
@@ -657,196 +661,6 @@ fn duration_ms(field: &str, value: &Value) -> Result<u64, ConfigError> {
     }
 }
 
-/// A JSON object being read field by field; `finish` rejects what was not taken.
-pub(crate) struct Object<'a> {
-    path: String,
-    map: &'a Map<String, Value>,
-    taken: Vec<&'static str>,
-}
-
-impl<'a> Object<'a> {
-    pub(crate) fn new(path: &str, value: &'a Value) -> Result<Self, ConfigError> {
-        match value.as_object() {
-            Some(map) => Ok(Object {
-                path: path.to_string(),
-                map,
-                taken: Vec::new(),
-            }),
-            None => Err(ConfigError::invalid(
-                if path.is_empty() { "(root)" } else { path },
-                value,
-                "a JSON object",
-            )),
-        }
-    }
-
-    /// A field's value; an explicit `null` counts as absent (the default applies).
-    pub(crate) fn take(&mut self, key: &'static str) -> Option<&'a Value> {
-        self.taken.push(key);
-        self.map.get(key).filter(|v| !v.is_null())
-    }
-
-    pub(crate) fn finish(self) -> Result<(), ConfigError> {
-        let mut unknown: Vec<&String> = self
-            .map
-            .keys()
-            .filter(|k| !self.taken.contains(&k.as_str()))
-            .collect();
-        unknown.sort();
-        match unknown.first() {
-            None => Ok(()),
-            Some(key) => {
-                let mut allowed = self.taken.clone();
-                allowed.sort_unstable();
-                Err(ConfigError::UnknownField {
-                    field: if self.path.is_empty() {
-                        (*key).clone()
-                    } else {
-                        format!("{}.{}", self.path, key)
-                    },
-                    allowed: allowed.join(", "),
-                })
-            }
-        }
-    }
-}
-
-pub(crate) fn string_list(field: &str, value: &Value) -> Result<Vec<String>, ConfigError> {
-    let items = value
-        .as_array()
-        .ok_or_else(|| ConfigError::invalid(field, value, "a list of strings"))?;
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, v)| non_empty_string(&format!("{field}[{i}]"), v))
-        .collect()
-}
-
-pub(crate) fn non_empty_string(field: &str, value: &Value) -> Result<String, ConfigError> {
-    match value.as_str() {
-        Some(s) if !s.is_empty() => Ok(s.to_string()),
-        _ => Err(ConfigError::invalid(field, value, "a non-empty string")),
-    }
-}
-
-pub(crate) fn tool_name(field: &str, value: &Value) -> Result<String, ConfigError> {
-    let name = non_empty_string(field, value)?;
-    let legal = name.len() <= MAX_TOOL_NAME_LEN
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-    if legal {
-        Ok(name)
-    } else {
-        Err(ConfigError::invalid(
-            field,
-            value,
-            "a tool name of 1 to 64 characters from A-Z, a-z, 0-9, '_', '-', '.'",
-        ))
-    }
-}
-
-pub(crate) fn integer(field: &str, value: &Value, min: u64, max: u64) -> Result<u64, ConfigError> {
-    match value.as_u64() {
-        Some(n) if (min..=max).contains(&n) => Ok(n),
-        _ => Err(ConfigError::invalid(
-            field,
-            value,
-            &format!("an integer from {min} to {max}"),
-        )),
-    }
-}
-
-pub(crate) fn weight(field: &str, value: &Value) -> Result<f32, ConfigError> {
-    match value.as_f64() {
-        Some(w) if w.is_finite() && (0.0..=100.0).contains(&w) => Ok(w as f32),
-        _ => Err(ConfigError::invalid(field, value, "a number from 0 to 100")),
-    }
-}
-
-/// Why a configuration was refused. Each message is one line an operator can act on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ConfigError {
-    Syntax {
-        message: String,
-    },
-    Invalid {
-        field: String,
-        found: String,
-        allowed: String,
-    },
-    Missing {
-        field: String,
-        allowed: String,
-    },
-    UnknownField {
-        field: String,
-        allowed: String,
-    },
-    Duplicate {
-        field: String,
-        what: String,
-    },
-}
-
-impl ConfigError {
-    pub(crate) fn invalid(field: &str, found: &Value, allowed: &str) -> Self {
-        let mut found = found.to_string();
-        if found.len() > 80 {
-            let cut = (0..=77)
-                .rev()
-                .find(|&i| found.is_char_boundary(i))
-                .unwrap_or(0);
-            found.truncate(cut);
-            found.push_str("...");
-        }
-        ConfigError::Invalid {
-            field: field.to_string(),
-            found,
-            allowed: allowed.to_string(),
-        }
-    }
-
-    pub(crate) fn missing(field: &str, allowed: &str) -> Self {
-        ConfigError::Missing {
-            field: field.to_string(),
-            allowed: allowed.to_string(),
-        }
-    }
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ConfigError::Syntax { message } => {
-                write!(f, "plugin configuration is not valid JSON: {message}")
-            }
-            ConfigError::Invalid {
-                field,
-                found,
-                allowed,
-            } => write!(
-                f,
-                "plugin configuration field `{field}` is {found}; expected {allowed}"
-            ),
-            ConfigError::Missing { field, allowed } => write!(
-                f,
-                "plugin configuration field `{field}` is missing; expected {allowed}"
-            ),
-            ConfigError::UnknownField { field, allowed } => write!(
-                f,
-                "plugin configuration field `{field}` is not known; allowed here: {allowed}"
-            ),
-            ConfigError::Duplicate { field, what } => write!(
-                f,
-                "plugin configuration field `{field}` repeats the setting for {what}"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for ConfigError {}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -876,8 +690,8 @@ mod tests {
         )
         .unwrap();
         assert!(c.is_mcp_path("/v2/mcp"));
-        assert!(c.is_mcp_path(&crate::paths::normalize("/v2/mcp/")));
-        assert!(!c.is_mcp_path(&crate::paths::normalize("/v2/mcpx")));
+        assert!(c.is_mcp_path(&crate::mcp::paths::normalize("/v2/mcp/")));
+        assert!(!c.is_mcp_path(&crate::mcp::paths::normalize("/v2/mcpx")));
         assert_eq!(c.search.tool_name, "find_tools");
         assert!(c.hold_request_headers);
         assert_eq!(c.search.weights.input_schema, 0.5);

@@ -9,7 +9,7 @@
 
 mod support;
 
-use mcp_tool_search::stream::Event;
+use mcp_tool_search_core::stream::Event;
 use serde_json::Value;
 use support::*;
 
@@ -64,12 +64,12 @@ fn every_sample_is_rewritten_faithfully() {
         let after = messages(body, sse).pop().unwrap();
         let tools_before = before["result"]["tools"].as_array().unwrap();
         let tools_after = after["result"]["tools"].as_array().unwrap();
-        let config = mcp_tool_search::config::Config::parse(CONFIG).unwrap();
+        let config = mcp_tool_search_core::config::Config::parse(CONFIG).unwrap();
         let eager: Vec<&Value> = tools_before
             .iter()
             .filter(|t| {
                 config.disclosure_mode("upstream", t["name"].as_str().unwrap())
-                    == mcp_tool_search::config::DisclosureMode::Eager
+                    == mcp_tool_search_core::config::DisclosureMode::Eager
             })
             .collect();
         let progressive = tools_before.len() - eager.len();
@@ -116,8 +116,8 @@ fn every_sample_is_rewritten_faithfully() {
         }
         if sse {
             // Events other than the response pass unchanged, in order.
-            let mut p = mcp_tool_search::sse::Parser::new();
-            let mut q = mcp_tool_search::sse::Parser::new();
+            let mut p = mcp_tool_search_core::mcp::sse::Parser::new();
+            let mut q = mcp_tool_search_core::mcp::sse::Parser::new();
             let a = p.push(&original);
             let b = q.push(body);
             assert_eq!(a.len(), b.len(), "{name}");
@@ -217,7 +217,7 @@ fn learned_catalog_answers_search_with_upstream_definitions() {
     );
     assert_eq!(
         env.count(Event::SearchAnswered(
-            mcp_tool_search::config::Ranking::Bm25
+            mcp_tool_search_core::config::Ranking::Bm25
         )),
         1
     );

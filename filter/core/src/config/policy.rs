@@ -2,8 +2,8 @@
 //! `jwt_authn` filter's payload, as dynamic metadata or a forwarded header) or from a header an
 //! earlier filter sets; rules map claim values to namespace and tool-name globs.
 
-use crate::config::{non_empty_string, string_list, ConfigError, Object};
-use crate::glob::Glob;
+use crate::config::glob::Glob;
+use crate::config::read::{non_empty_string, string_list, ConfigError, Object};
 use serde_json::Value;
 
 /// Where the caller's claims come from.

@@ -2,7 +2,7 @@
 //! `s3.putObject`, `ipv4-lookup`), so words are split at every identifier boundary before the
 //! usual lowercase, stop-word and stemming steps.
 
-use crate::stem::stem;
+use crate::index::stem::stem;
 
 /// Splits `text` into lowercase words at non-alphanumeric characters, camelCase humps
 /// (`getHTTPResponse` → get, http, response) and letter/digit boundaries (`v2api` → v, 2, api).

@@ -2,11 +2,10 @@
 //! embeddings request and response (`POST /v1/embeddings`), and the shared store of tool
 //! vectors (one blob per namespace, so each tool is embedded once per Envoy, not per worker).
 
-use crate::catalog::{CatalogIndex, Tool};
 use crate::config::{Config, EmbeddingsConfig};
-use crate::fnv;
-use crate::json;
-use crate::search::{Fallback, FallbackKind};
+use crate::index::catalog::{CatalogIndex, Tool};
+use crate::index::fnv;
+use crate::rank::search::{Fallback, FallbackKind};
 use crate::vector::{self, ToolVectors};
 use serde::Deserialize;
 
@@ -17,7 +16,7 @@ pub const MAX_TOOL_TEXT_BYTES: usize = 2000;
 /// What a tool is embedded from: its name (split into words, then as written), title,
 /// description, and input-schema property names and descriptions, capped at 2000 bytes.
 pub fn tool_text(tool: &Tool) -> String {
-    let words = crate::tokenizer::words(&tool.name).join(" ");
+    let words = crate::index::tokenizer::words(&tool.name).join(" ");
     let mut text = format!("{words} ({}): {}", tool.name, tool.about());
     let schema = tool.schema_text();
     if !schema.is_empty() {
@@ -40,13 +39,19 @@ fn truncate(text: &mut String, max: usize) {
 
 /// The request body for `texts`.
 pub fn request_body(config: &EmbeddingsConfig, texts: &[String]) -> Vec<u8> {
-    let inputs: Vec<String> = texts.iter().map(|t| json::string(t)).collect();
-    format!(
-        "{{\"model\":{},\"input\":[{}],\"encoding_format\":\"float\"}}",
-        json::string(&config.model_id),
-        inputs.join(",")
-    )
-    .into_bytes()
+    #[derive(serde::Serialize)]
+    struct Request<'a> {
+        model: &'a str,
+        input: &'a [String],
+        encoding_format: &'static str,
+    }
+    let request = Request {
+        model: &config.model_id,
+        input: texts,
+        encoding_format: "float",
+    };
+    // Strings, a slice of strings: serializing cannot fail.
+    serde_json::to_vec(&request).unwrap_or_default()
 }
 
 /// The headers of an embeddings call (`dispatch_http_call` needs the pseudo-headers).
@@ -304,7 +309,7 @@ pub fn resolve(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::Catalog;
+    use crate::index::catalog::Catalog;
     use serde_json::value::RawValue;
 
     fn emb(dims: usize) -> EmbeddingsConfig {

@@ -2,10 +2,17 @@
 //! a fusion of both, then thresholded and paged. Shared by the MCP search tool and the plain
 //! HTTP endpoint so that both give the same answer.
 
-use crate::bm25::{top_k, Hit};
-use crate::catalog::{CatalogIndex, Found, Tool};
 use crate::config::{Config, Ranking};
+use crate::index::bm25::{top_k, Hit};
+use crate::index::catalog::{CatalogIndex, Tool};
 use crate::vector;
+
+/// A search result: the tool and its score under the ranking that ran.
+#[derive(Debug, Clone, Copy)]
+pub struct Found<'a> {
+    pub tool: &'a Tool,
+    pub score: f32,
+}
 
 /// What was asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -242,7 +249,7 @@ fn cosines_of(candidates: &[u32], v: &Vectors<'_>, len: usize) -> Result<Vec<f32
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::Catalog;
+    use crate::index::catalog::Catalog;
     use serde_json::value::RawValue;
 
     fn index(config: &Config) -> CatalogIndex {

@@ -8,21 +8,21 @@
 //! made where the host has what it asks for: request headers are changed only while held (or in
 //! the headers callback), a call response's headers are read only when it has some.
 
-use crate::catalog::CatalogIndex;
-use crate::config::Config;
-use crate::config::{EmbeddingsConfig, Ranking};
-use crate::embeddings::{self, InFlight, Worker};
-use crate::mcp_headers::Mirrored;
-use crate::policy::{Caller, IdentitySource};
-use crate::search::Fallback;
-use crate::search::FallbackKind;
-use crate::store;
-use crate::store::{CatalogCache, Learned, SharedData, StoreError};
-use crate::stream::{
+use mcp_tool_search_core::config::policy::{Caller, IdentitySource};
+use mcp_tool_search_core::config::Config;
+use mcp_tool_search_core::config::{EmbeddingsConfig, Ranking};
+use mcp_tool_search_core::index::catalog::CatalogIndex;
+use mcp_tool_search_core::mcp::headers::Mirrored;
+use mcp_tool_search_core::rank::embeddings::{self, InFlight, Worker};
+use mcp_tool_search_core::rank::search::Fallback;
+use mcp_tool_search_core::rank::search::FallbackKind;
+use mcp_tool_search_core::store;
+use mcp_tool_search_core::store::{CatalogCache, Learned, SharedData, StoreError};
+use mcp_tool_search_core::stream::{
     Env, Event, LocalReply, PassReason, Refusal, RequestBodyAction, RequestHead,
     RequestHeadersAction, ResponseHeadersAction, Stream,
 };
-use crate::vector::ToolVectors;
+use mcp_tool_search_core::vector::ToolVectors;
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{Action, BufferType, ContextType, LogLevel, MapType, MetricType, Status};
@@ -63,7 +63,7 @@ static LOGGER: HostLogger = HostLogger;
 
 /// Called once per VM from `_initialize`, where the host allows almost no hostcalls (Envoy
 /// answers `restricted_callback`): only register what later callbacks need.
-pub fn start() {
+pub(crate) fn start() {
     let _ = log::set_logger(&LOGGER);
     log::set_max_level(log::LevelFilter::Warn);
     std::panic::set_hook(Box::new(|info| {
@@ -537,7 +537,9 @@ impl Http {
                 hostcalls::get_property(vec!["metadata"])
                     .ok()
                     .flatten()
-                    .and_then(|bytes| crate::proto::filter_metadata(&bytes, filter))
+                    .and_then(|bytes| {
+                        mcp_tool_search_core::config::metadata::filter_metadata(&bytes, filter)
+                    })
                     .and_then(|v| v.get(key.as_str()).cloned())
                     .filter(serde_json::Value::is_object)
                     .map(Caller::from_payload)
@@ -660,7 +662,7 @@ impl Env for HostEnv {
     }
 
     fn namespaces(&mut self) -> Vec<String> {
-        crate::store::namespaces(&HostSharedData).unwrap_or_default()
+        mcp_tool_search_core::store::namespaces(&HostSharedData).unwrap_or_default()
     }
 
     fn tool_vectors(&mut self, index: &CatalogIndex) -> Option<Rc<ToolVectors>> {

@@ -8,11 +8,11 @@
 //! OpenAI-compatible `/v1/embeddings` URL, e.g. the embedder sidecar) it also prints the
 //! `vector` and `hybrid` rankers; `--sweep` prints hybrid at other vector weights on stderr.
 
-use mcp_tool_search::catalog::{Catalog, CatalogIndex, Tool};
-use mcp_tool_search::config::{Config, Ranking};
-use mcp_tool_search::embeddings;
-use mcp_tool_search::search::{self, Fallback, FallbackKind, Query};
-use mcp_tool_search::vector::ToolVectors;
+use mcp_tool_search_core::config::{Config, Ranking};
+use mcp_tool_search_core::index::catalog::{Catalog, CatalogIndex, Tool};
+use mcp_tool_search_core::rank::embeddings;
+use mcp_tool_search_core::rank::search::{self, Fallback, FallbackKind, Query};
+use mcp_tool_search_core::vector::ToolVectors;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::io::{Read, Write};
@@ -231,7 +231,7 @@ fn run(folder: &Path, embeddings_url: Option<&str>, sweep: bool) -> Result<(), S
     );
     let hybrid = with_ranking(
         Ranking::Hybrid,
-        mcp_tool_search::config::DEFAULT_HYBRID_VECTOR_WEIGHT,
+        mcp_tool_search_core::config::DEFAULT_HYBRID_VECTOR_WEIGHT,
     );
     println!(
         "{}",

@@ -9,10 +9,10 @@
 
 mod support;
 
-use mcp_tool_search::config::Ranking;
-use mcp_tool_search::search::FallbackKind;
-use mcp_tool_search::stream::Event;
-use mcp_tool_search::vector::ToolVectors;
+use mcp_tool_search_core::config::Ranking;
+use mcp_tool_search_core::rank::search::FallbackKind;
+use mcp_tool_search_core::stream::Event;
+use mcp_tool_search_core::vector::ToolVectors;
 use serde_json::{json, Value};
 use std::rc::Rc;
 use support::*;
@@ -126,7 +126,7 @@ fn http_search_uses_the_same_ranking() {
     let mut env = env("vector");
     env.tool_vectors = Some(vectors(true));
     env.query_vectors = Some(Rc::new(|_: &str| vec![1.0, 0.0]));
-    let head = mcp_tool_search::stream::RequestHead {
+    let head = mcp_tool_search_core::stream::RequestHead {
         path: "/mcp/search".into(),
         ..post("/mcp")
     };

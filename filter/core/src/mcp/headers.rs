@@ -4,7 +4,7 @@
 //! with `400 Bad Request` and `HeaderMismatch` (-32020). The filter never decides on these
 //! headers; it only refuses requests whose headers could mislead a component that does.
 
-use crate::jsonrpc::{Incoming, Message};
+use crate::mcp::jsonrpc::{Incoming, Message};
 
 /// Streamable HTTP 2026-07-28, "Server Validation": `HeaderMismatch`.
 pub const HEADER_MISMATCH: i64 = -32020;
@@ -202,7 +202,7 @@ fn base64(text: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jsonrpc;
+    use crate::mcp::jsonrpc;
 
     fn headers(method: &str, name: Option<&str>) -> Mirrored {
         let mut h = Mirrored::default();

@@ -8,8 +8,8 @@
 
 mod support;
 
-use mcp_tool_search::policy::Caller;
-use mcp_tool_search::stream::{Event, RequestHead};
+use mcp_tool_search_core::config::policy::Caller;
+use mcp_tool_search_core::stream::{Event, RequestHead};
 use serde_json::{json, Value};
 use support::*;
 

@@ -2,12 +2,13 @@
 //! on the first page. Everything else in the message (other result fields such as
 //! `nextCursor`, `_meta`, `resultType`, and every byte of the tools that stay) is kept.
 
-use crate::catalog::{Catalog, Page, Tool};
 use crate::config::{Config, DisclosureMode, Mode};
-use crate::fnv;
-use crate::injected;
-use crate::json::RawObject;
-use crate::sse;
+use crate::index::catalog::{Catalog, Page, Tool};
+use crate::index::fnv;
+use crate::index::memo::{ListMemo, MemoKey};
+use crate::mcp::injected;
+use crate::mcp::json::RawObject;
+use crate::mcp::sse;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -41,28 +42,6 @@ pub struct ListContext<'a> {
     pub audience: Option<Vec<usize>>,
     /// The last rewrite of this catalog version, to reuse when the same result comes again.
     pub memo: Option<&'a RefCell<Option<ListMemo>>>,
-}
-
-/// A rewritten `tools/list` result kept for the next identical one. Upstreams answer with the
-/// same bytes list after list, and reading megabytes of definitions to reach the same answer
-/// was most of a list's cost. It lives in one catalog version's `CatalogIndex` (a new version
-/// starts empty) and is stored only once learning the page changed nothing, so replaying it
-/// skips learning too.
-#[derive(Debug, Clone)]
-pub struct ListMemo {
-    key: MemoKey,
-    /// The rewritten result; `None` when the message went on untouched.
-    result: Option<String>,
-    hidden: usize,
-    page: Page,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct MemoKey {
-    len: usize,
-    fingerprint: u64,
-    first_page: bool,
-    audience: Option<Vec<usize>>,
 }
 
 /// Larger rewritten results (list mode filtering a big catalog) are not kept: the memo would

@@ -9,8 +9,8 @@
 
 mod support;
 
-use mcp_tool_search::mcp_headers::Mirrored;
-use mcp_tool_search::stream::{
+use mcp_tool_search_core::mcp::headers::Mirrored;
+use mcp_tool_search_core::stream::{
     Event, PassReason, RequestHead, RequestHeadersAction, ResponseHeadersAction, Stream,
 };
 use serde_json::Value;
@@ -57,7 +57,7 @@ fn search(env: &mut TestEnv, args: &str) -> Value {
 
 #[test]
 fn non_mcp_traffic_get_streams_and_bodyless_requests_are_not_touched() {
-    let config = mcp_tool_search::config::Config::default();
+    let config = mcp_tool_search_core::config::Config::default();
     let cases = [
         (
             RequestHead {
@@ -142,7 +142,7 @@ fn non_mcp_traffic_get_streams_and_bodyless_requests_are_not_touched() {
 #[test]
 fn protocol_2026_headers_never_let_a_body_go_unread() {
     let config =
-        mcp_tool_search::config::Config::parse(r#"{"hold_request_headers":true}"#).unwrap();
+        mcp_tool_search_core::config::Config::parse(r#"{"hold_request_headers":true}"#).unwrap();
     let head = |method: &str, name: Option<&str>| RequestHead {
         method: "POST".into(),
         path: "/mcp".into(),
@@ -472,7 +472,7 @@ fn paginated_lists_learn_every_page_and_only_the_first_gets_the_search_tool() {
 
 #[test]
 fn a_catalog_learned_on_one_worker_is_searched_on_another() {
-    let shared = Rc::new(mcp_tool_search::store::MemorySharedData::default());
+    let shared = Rc::new(mcp_tool_search_core::store::MemorySharedData::default());
     let mut worker1 = TestEnv::sharing("{}", Rc::clone(&shared));
     let mut worker2 = TestEnv::sharing("{}", shared);
     let _ = exchange(

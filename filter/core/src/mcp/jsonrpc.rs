@@ -2,7 +2,7 @@
 //! Protocol"): single messages or, from clients of protocol 2025-03-26, batches. Ids may be
 //! numbers or strings and are echoed byte for byte.
 
-use crate::json;
+use crate::mcp::json;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
