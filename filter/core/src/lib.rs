@@ -10,6 +10,7 @@
 pub mod config;
 pub mod index;
 pub mod mcp;
+pub mod plugin;
 pub mod rank;
 pub mod store;
 pub mod stream;

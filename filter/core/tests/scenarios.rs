@@ -472,9 +472,9 @@ fn paginated_lists_learn_every_page_and_only_the_first_gets_the_search_tool() {
 
 #[test]
 fn a_catalog_learned_on_one_worker_is_searched_on_another() {
-    let shared = Rc::new(mcp_tool_search_core::store::MemorySharedData::default());
-    let mut worker1 = TestEnv::sharing("{}", Rc::clone(&shared));
-    let mut worker2 = TestEnv::sharing("{}", shared);
+    let host = Rc::new(mcp_tool_search_core::plugin::MemoryHost::default());
+    let mut worker1 = TestEnv::sharing("{}", Rc::clone(&host));
+    let mut worker2 = TestEnv::sharing("{}", host);
     let _ = exchange(
         &mut worker1,
         post("/mcp"),

@@ -12,7 +12,6 @@ mod support;
 use mcp_tool_search_core::config::Ranking;
 use mcp_tool_search_core::rank::search::FallbackKind;
 use mcp_tool_search_core::stream::Event;
-use mcp_tool_search_core::vector::ToolVectors;
 use serde_json::{json, Value};
 use std::rc::Rc;
 use support::*;
@@ -21,26 +20,39 @@ const LIST: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
 const TOOLS: &[u8] = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"get_weather","description":"Weather forecast"},{"name":"stripe_refund_charge","description":"Refund a charge"},{"name":"slack_post_message","description":"Post a message"}]}}"#;
 const EMB: &str = r#""embeddings":{"cluster":"emb","model_id":"m","dimensions":2}"#;
 
-fn env(ranking: &str) -> TestEnv {
-    let mut env = TestEnv::new(&format!(r#"{{"search":{{"ranking":"{ranking}",{EMB}}}}}"#));
+/// Vectors by tool (catalog order: get_weather, slack_post_message, stripe_refund_charge), as
+/// the embeddings service answers for each tool's text.
+fn tool_service(text: &str) -> Vec<f32> {
+    if text.contains("get_weather") {
+        vec![1.0, 0.0]
+    } else if text.contains("slack_post_message") {
+        vec![0.0, 1.0]
+    } else {
+        vec![0.6, 0.8]
+    }
+}
+
+/// A worker that learned the catalog, with `ranking`; with `embedded`, the background worker
+/// embedded every tool through the service (the real scheduler, lease and store).
+fn env_with(ranking: &str, embedded: bool, extra: &str) -> TestEnv {
+    let mut env = TestEnv::new(&format!(
+        r#"{{"search":{{"ranking":"{ranking}",{EMB}}}{extra}}}"#
+    ));
     exchange(
         &mut env,
         post("/mcp"),
         LIST,
         ("200", "application/json", &[TOOLS]),
     );
+    if embedded {
+        env.tool_embedder = Some(Rc::new(tool_service));
+        env.embed_tools();
+    }
     env
 }
 
-/// Catalog order (by name): get_weather, slack_post_message, stripe_refund_charge.
-fn vectors(all: bool) -> Rc<ToolVectors> {
-    Rc::new(ToolVectors {
-        by_position: vec![
-            Some(vec![1.0, 0.0]),
-            Some(vec![0.0, 1.0]),
-            all.then(|| vec![0.6, 0.8]),
-        ],
-    })
+fn env(ranking: &str) -> TestEnv {
+    env_with(ranking, true, "")
 }
 
 fn search(env: &mut TestEnv, query: &str) -> (Vec<String>, Value) {
@@ -68,7 +80,6 @@ fn search(env: &mut TestEnv, query: &str) -> (Vec<String>, Value) {
 #[test]
 fn vectors_rank_when_the_query_and_every_tool_embedded() {
     let mut env = env("vector");
-    env.tool_vectors = Some(vectors(true));
     // Every query points at slack's vector: the vector ranking ignores the words.
     env.query_vectors = Some(Rc::new(|_: &str| vec![0.0, 1.0]));
     let (names, meta) = search(&mut env, "weather");
@@ -81,7 +92,6 @@ fn vectors_rank_when_the_query_and_every_tool_embedded() {
 #[test]
 fn hybrid_fuses_both_rankings() {
     let mut env = env("hybrid");
-    env.tool_vectors = Some(vectors(true));
     env.query_vectors = Some(Rc::new(|_: &str| vec![0.0, 1.0]));
     let (names, meta) = search(&mut env, "refund");
     assert_eq!(meta["strategy"], "hybrid");
@@ -93,7 +103,6 @@ fn hybrid_fuses_both_rankings() {
 fn any_embedding_trouble_falls_back_to_bm25_and_says_why() {
     // Service down.
     let mut down = env("vector");
-    down.tool_vectors = Some(vectors(true));
     let (names, meta) = search(&mut down, "refund");
     assert_eq!(names, ["stripe_refund_charge"]);
     assert_eq!(meta["strategy"], "bm25");
@@ -103,28 +112,28 @@ fn any_embedding_trouble_falls_back_to_bm25_and_says_why() {
         down.count(Event::SearchFallback(FallbackKind::Unavailable)),
         1
     );
-    // A tool not embedded yet: the whole candidate set is ranked by BM25.
-    let mut partial = env("vector");
-    partial.tool_vectors = Some(vectors(false));
+    // A tool not embedded yet (the service was down for the tools; two have precomputed
+    // vectors): the whole candidate set is ranked by BM25.
+    let mut partial = env_with(
+        "vector",
+        false,
+        r#","tools":[{"name":"get_weather","embedding":[1,0]},{"name":"slack_post_message","embedding":[0,1]}]"#,
+    );
+    partial.embed_tools();
     partial.query_vectors = Some(Rc::new(|_: &str| vec![0.0, 1.0]));
     let (names, meta) = search(&mut partial, "refund");
     assert_eq!(names, ["stripe_refund_charge"]);
     assert_eq!(meta["fallback"]["kind"], "not_embedded");
     // Wrong dimensions from the service.
     let mut wrong = env("vector");
-    wrong.tool_vectors = Some(vectors(true));
     wrong.query_vectors = Some(Rc::new(|_: &str| vec![1.0, 0.0, 0.0]));
     let (_, meta) = search(&mut wrong, "refund");
-    assert_eq!(
-        meta["fallback"]["kind"], "not_embedded",
-        "a vector of another size matches no tool"
-    );
+    assert_eq!(meta["fallback"]["kind"], "dimensions");
 }
 
 #[test]
 fn http_search_uses_the_same_ranking() {
     let mut env = env("vector");
-    env.tool_vectors = Some(vectors(true));
     env.query_vectors = Some(Rc::new(|_: &str| vec![1.0, 0.0]));
     let head = mcp_tool_search_core::stream::RequestHead {
         path: "/mcp/search".into(),

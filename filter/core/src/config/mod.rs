@@ -2,6 +2,11 @@
 //! filter's `configuration` field). Parsed by hand rather than with `#[derive(Deserialize)]` so
 //! that every error names the full field path, the value found and what is allowed: an operator
 //! reads it in Envoy's log and must be able to fix the YAML from that line alone.
+//!
+//! Measured against `serde` derive with `serde_path_to_error`: that version grew the `.wasm` by
+//! 64 KB (+8.9%) and the parser by 62 lines, gave vaguer messages (`expected a list` with no
+//! item shape, `expected string or map` for an enum) only after rewriting serde's error text,
+//! and silently accepted a struct written as an array (`"weights": [1, 2, 3]`).
 
 pub mod glob;
 pub mod metadata;

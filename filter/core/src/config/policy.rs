@@ -53,6 +53,36 @@ impl Caller {
         Caller { claims: None }
     }
 
+    /// The caller as `identity` names it, from the request headers or (only when the source
+    /// is `jwt_metadata`) the Envoy dynamic metadata `metadata` reads. A header the identity
+    /// comes from must be sent once: a repeated one (one value set by the trusted proxy, one
+    /// by the client) names nobody.
+    pub fn identify(
+        identity: &IdentitySource,
+        headers: &[(String, String)],
+        metadata: impl FnOnce() -> Option<Vec<u8>>,
+    ) -> Self {
+        let single = |name: &str| {
+            let mut values = headers.iter().filter(|(k, _)| k.eq_ignore_ascii_case(name));
+            let (_, first) = values.next()?;
+            values.next().is_none().then_some(first.as_str())
+        };
+        match identity {
+            IdentitySource::Header { header, claim } => single(header)
+                .map(|v| Caller::from_header(claim, v))
+                .unwrap_or_default(),
+            IdentitySource::JwtHeader { header } => single(header)
+                .map(Caller::from_base64url_json)
+                .unwrap_or_default(),
+            IdentitySource::JwtMetadata { filter, key } => metadata()
+                .and_then(|bytes| crate::config::metadata::filter_metadata(&bytes, filter))
+                .and_then(|v| v.get(key.as_str()).cloned())
+                .filter(Value::is_object)
+                .map(Caller::from_payload)
+                .unwrap_or_default(),
+        }
+    }
+
     pub fn from_payload(payload: Value) -> Self {
         Caller {
             claims: Some(payload),

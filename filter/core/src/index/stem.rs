@@ -1,6 +1,13 @@
 //! The English (Porter2) stemmer of the Snowball project, for ASCII words. Words with other
 //! characters are returned as they are: stemming rules are language-specific and a wrong stem
 //! is worse than none. Reference: snowballstem.org/algorithms/english/stemmer.html.
+//!
+//! The rules are Snowball 2.x's with Snowball 3.0's longer list of R1 prefixes (`past`,
+//! `univers`, `later`, `emerg`, `organ`: `organization` and `organic` keep apart); not 3.0's
+//! other changes (`added` is `ad` here, `add` there). Hand-written rather than the
+//! `rust-stemmers` crate (Snowball 2.x) because it measured better: the same retrieval on the
+//! MetaTool set (NDCG@10 0.565 both; 12 of its 11,671 distinct words stem differently, all
+//! from those prefixes), a .wasm 4.7 KiB smaller, and stemming 1.7x faster.
 
 /// Stems one lowercase word.
 pub fn stem(word: &str) -> String {

@@ -1,5 +1,6 @@
-//! A host-free harness for `Stream`: an in-memory `Env` and a driver that feeds an exchange
-//! the way Envoy does (buffered JSON, chunked SSE), shared by the native scenario tests.
+//! A native harness for `Stream`: the core's `Plugin` on a `MemoryHost`, and a driver that feeds
+//! an exchange the way Envoy does (buffered JSON, chunked SSE), shared by the native scenario
+//! tests and, through host-shim, the `.wasm` ones.
 #![allow(
     dead_code,
     clippy::unwrap_used,
@@ -10,50 +11,114 @@
 
 use mcp_tool_search_core::config::Config;
 use mcp_tool_search_core::index::catalog::CatalogIndex;
-use mcp_tool_search_core::store::{CatalogCache, MemorySharedData, StoreError};
+use mcp_tool_search_core::plugin::{MemoryHost, Plugin, PluginEnv};
+use mcp_tool_search_core::store::{Learned, StoreError};
 use mcp_tool_search_core::stream::{
     Env, Event, RequestBodyAction, RequestHead, RequestHeadersAction, ResponseHeadersAction, Stream,
 };
+use mcp_tool_search_core::vector::ToolVectors;
 use std::path::PathBuf;
 use std::rc::Rc;
 
-/// Text to vector, standing for the embeddings service in native tests.
+/// Text to vector: the embeddings service in native tests.
 pub type Embedder = dyn Fn(&str) -> Vec<f32>;
 
+/// One worker (the core's `Plugin`) on a host in memory, with what the stream recorded kept
+/// for assertions. Workers built with [`TestEnv::sharing`] share the host, as Envoy's workers
+/// share one process.
 pub struct TestEnv {
     pub config: Config,
-    pub shared: Rc<MemorySharedData>,
-    pub cache: CatalogCache,
+    pub host: Rc<MemoryHost>,
+    pub plugin: Plugin,
     pub events: Vec<Event>,
     pub warnings: Vec<String>,
     pub namespace: String,
-    /// The embeddings service, when up: text to vector.
+    /// The embeddings service as query embedding reaches it (`None`: down).
     pub query_vectors: Option<Rc<Embedder>>,
-    pub tool_vectors: Option<Rc<mcp_tool_search_core::vector::ToolVectors>>,
+    /// The embeddings service as background tool embedding reaches it (`None`: down).
+    pub tool_embedder: Option<Rc<Embedder>>,
 }
+
+static NEXT_VM: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 impl TestEnv {
     pub fn new(config: &str) -> Self {
-        TestEnv::sharing(config, Rc::new(MemorySharedData::default()))
+        TestEnv::sharing(config, Rc::new(MemoryHost::default()))
     }
 
-    /// A second "worker" over the same shared data.
-    pub fn sharing(config: &str, shared: Rc<MemorySharedData>) -> Self {
+    /// A worker on the same host as others (their shared data is one).
+    pub fn sharing(config: &str, host: Rc<MemoryHost>) -> Self {
+        let config = Config::parse(config).unwrap();
+        let vm = NEXT_VM.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         TestEnv {
-            config: Config::parse(config).unwrap(),
-            shared,
-            cache: CatalogCache::new(),
+            plugin: Plugin::new(config.clone(), format!("test-vm-{vm}")),
+            config,
+            host,
             events: Vec::new(),
             warnings: Vec::new(),
             namespace: "upstream".into(),
             query_vectors: None,
-            tool_vectors: None,
+            tool_embedder: None,
         }
     }
 
     pub fn count(&self, want: Event) -> usize {
         self.events.iter().filter(|e| **e == want).count()
     }
+
+    fn plugin_env(&self) -> PluginEnv<'_> {
+        self.plugin.env(self.host.as_ref(), self.namespace.clone())
+    }
+
+    /// Runs the background embedding (the root context's tick) until every learned tool has a
+    /// vector or the service fails, answering its calls with `tool_embedder`.
+    pub fn embed_tools(&mut self) {
+        for _ in 0..100 {
+            self.plugin.on_tick(self.host.as_ref());
+            let calls = self.host.take_calls();
+            if calls.is_empty() {
+                return;
+            }
+            for (token, call) in calls {
+                let (status, body) = answer(self.tool_embedder.as_deref(), &call.body);
+                self.plugin
+                    .on_tool_embeddings(self.host.as_ref(), token, status, &body);
+            }
+            // Past any backoff the worker set after a failure.
+            self.host.clock_ms.set(self.host.clock_ms.get() + 120_000);
+        }
+    }
+
+    /// The query embedding a stream asked for, answered by `query_vectors`.
+    pub fn embed_queries(
+        &mut self,
+        texts: &[String],
+    ) -> Result<Vec<Vec<f32>>, mcp_tool_search_core::rank::search::Fallback> {
+        self.plugin.embed_queries(self.host.as_ref(), texts)?;
+        let (_, call) = self.host.take_calls().pop().unwrap();
+        let (status, body) = answer(self.query_vectors.as_deref(), &call.body);
+        self.plugin
+            .on_query_embeddings(self.host.as_ref(), status, &body, texts.len())
+    }
+}
+
+/// The embeddings service's answer to an OpenAI request body: `None` status when it is down.
+fn answer(service: Option<&Embedder>, request: &[u8]) -> (Option<&'static str>, Vec<u8>) {
+    let Some(service) = service else {
+        return (None, Vec::new());
+    };
+    let request: serde_json::Value = serde_json::from_slice(request).unwrap();
+    let data: Vec<serde_json::Value> = request["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .map(|(i, t)| serde_json::json!({"index": i, "embedding": service(t.as_str().unwrap())}))
+        .collect();
+    (
+        Some("200"),
+        serde_json::to_vec(&serde_json::json!({"data": data})).unwrap(),
+    )
 }
 
 impl Env for TestEnv {
@@ -61,26 +126,26 @@ impl Env for TestEnv {
         self.namespace.clone()
     }
     fn catalog_of(&mut self, namespace: &str) -> Result<Rc<CatalogIndex>, StoreError> {
-        self.cache
-            .index(self.shared.as_ref(), namespace, &self.config)
+        self.plugin_env().catalog_of(namespace)
     }
     fn namespaces(&mut self) -> Vec<String> {
-        mcp_tool_search_core::store::namespaces(self.shared.as_ref()).unwrap()
+        self.plugin_env().namespaces()
     }
-    fn learn(&mut self, learned: mcp_tool_search_core::store::Learned) -> Result<bool, StoreError> {
-        self.cache
-            .learn(self.shared.as_ref(), &self.namespace, learned)
+    fn learn(&mut self, learned: Learned) -> Result<bool, StoreError> {
+        self.plugin_env().learn(learned)
     }
-    fn tool_vectors(
-        &mut self,
-        _index: &CatalogIndex,
-    ) -> Option<Rc<mcp_tool_search_core::vector::ToolVectors>> {
-        self.tool_vectors.clone()
+    fn tool_vectors(&mut self, index: &CatalogIndex) -> Option<Rc<ToolVectors>> {
+        self.plugin_env().tool_vectors(index)
+    }
+    fn embeddings_degraded(&mut self) -> Option<String> {
+        self.plugin_env().embeddings_degraded()
     }
     fn record(&mut self, event: Event) {
+        self.plugin_env().record(event);
         self.events.push(event);
     }
     fn log_warn(&mut self, message: &str) {
+        self.plugin_env().log_warn(message);
         self.warnings.push(message.to_string());
     }
 }
@@ -169,20 +234,9 @@ pub fn exchange(
         RequestHeadersAction::ReadBody { .. } if stream.wants_request_body() => {
             let mut action = stream.on_request_body(&config, env, request);
             if let RequestBodyAction::Embed { texts } = &action {
-                let vectors = env
-                    .query_vectors
-                    .clone()
-                    .map(|f| texts.iter().map(|t| f(t)).collect());
-                action = stream.on_query_embeddings(
-                    &config,
-                    env,
-                    vectors.ok_or_else(|| {
-                        mcp_tool_search_core::rank::search::Fallback::new(
-                            mcp_tool_search_core::rank::search::FallbackKind::Unavailable,
-                            "test: embeddings down",
-                        )
-                    }),
-                );
+                let texts = texts.clone();
+                let vectors = env.embed_queries(&texts);
+                action = stream.on_query_embeddings(&config, env, vectors);
             }
             match action {
                 RequestBodyAction::Reply(r) => {
