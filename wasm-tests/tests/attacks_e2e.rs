@@ -307,7 +307,8 @@ fn attacks_are_refused(hold: bool) {
         format!("Header mismatch: Mcp-Name header value '{ALLOWED}' does not match body value '{FORBIDDEN}'")
     );
 
-    // What the caller may use still works, with the name plain or in the Base64 sentinel form.
+    // What the caller may use still works, with the name plain or in the Base64 sentinel form
+    // (protocol 2025-11-25: the 1.x server refuses 2026-07-28 itself).
     for name_header in [
         ALLOWED.to_string(),
         "=?base64?Z2l0aHViX2dldF9pc3N1ZQ==?=".to_string(),
@@ -316,11 +317,11 @@ fn attacks_are_refused(hold: bool) {
             what: "an allowed call",
             path: "/mcp",
             headers: vec![
-                ("mcp-protocol-version", "2026-07-28".to_string()),
+                ("mcp-protocol-version", "2025-11-25".to_string()),
                 ("mcp-method", "tools/call".to_string()),
                 ("mcp-name", name_header.clone()),
             ],
-            body: call(ALLOWED, Some("2026-07-28")).into_bytes(),
+            body: call(ALLOWED, None).into_bytes(),
             refused: Refused::UnknownTool,
             runs_directly: true,
         };

@@ -115,7 +115,7 @@ fn non_mcp_traffic_get_streams_and_bodyless_requests_go_through_untouched() {
         HttpMessage::request("POST", "/other").body(LIST.to_vec()),
         HttpMessage::get("/mcp").header("accept", "text/event-stream"),
         HttpMessage::request("DELETE", "/mcp"),
-        HttpMessage::request("POST", "/mcp/").body(LIST.to_vec()),
+        HttpMessage::request("POST", "/mcpx").body(LIST.to_vec()),
         HttpMessage::request("POST", "/mcp"),
     ];
     for case in cases {
@@ -148,14 +148,17 @@ fn non_mcp_traffic_get_streams_and_bodyless_requests_go_through_untouched() {
         "{:?}",
         env.stats()
     );
-    // A query string still names the MCP path: the list request goes up without compression.
-    let (_, x) = exchange_full(
-        &mut env,
-        &request(&post("/mcp?x=1"), LIST),
-        &response("200", "application/json", &[TOOLS]),
-    );
-    assert_eq!(x.upstream.header("accept-encoding"), None);
-    assert_eq!(env.count(Event::ListRewritten), 1);
+    // A query string, a trailing slash or a percent-encoded letter still name the MCP path
+    // (as servers decode it): the list request goes up without compression.
+    for path in ["/mcp?x=1", "/mcp/", "/%6dcp"] {
+        let (_, x) = exchange_full(
+            &mut env,
+            &request(&post(path), LIST),
+            &response("200", "application/json", &[TOOLS]),
+        );
+        assert_eq!(x.upstream.header("accept-encoding"), None, "{path}");
+    }
+    assert_eq!(env.count(Event::ListRewritten), 3);
 }
 
 #[test]

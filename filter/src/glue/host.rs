@@ -1,11 +1,17 @@
 //! The core's host primitives (`Host`) through proxy-wasm hostcalls.
 
-use mcp_tool_search_core::plugin::{Host, HttpCall, Level};
+use mcp_tool_search_core::plugin::{Host, HttpCall, Level, Plugin};
 use mcp_tool_search_core::store::{SharedData, StoreError};
 use mcp_tool_search_core::stream::STATS;
 use proxy_wasm::hostcalls;
 use proxy_wasm::types::{BufferType, MapType, MetricType, Status};
 use std::time::{Duration, UNIX_EPOCH};
+
+/// What a VM's contexts share: the core's plugin and the host it runs on.
+pub(super) struct Shared {
+    pub(super) plugin: Plugin,
+    pub(super) host: ProxyHost,
+}
 
 /// Envoy through proxy-wasm. Counters are defined once per VM (Envoy shares a name's counter
 /// across VMs); the ids are looked up by name.

@@ -1,7 +1,6 @@
 //! One HTTP stream: each callback hands the core what it asks for and carries out its answer.
 
-use super::host::{call_response, header};
-use super::root::Shared;
+use super::host::{call_response, header, Shared};
 use mcp_tool_search_core::plugin::{Host, Level, PluginEnv};
 use mcp_tool_search_core::stream::{
     Event, HeaderChange, LocalReply, RequestBodyAction, RequestHead, RequestHeadersAction,

@@ -1,7 +1,7 @@
 //! The root context: the plugin configuration, the embedding timer, and the answers to the
 //! background calls it makes.
 
-use super::host::{call_response, ProxyHost};
+use super::host::{call_response, ProxyHost, Shared};
 use super::http::Http;
 use mcp_tool_search_core::config::Config;
 use mcp_tool_search_core::plugin::Plugin;
@@ -10,12 +10,6 @@ use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{BufferType, ContextType};
 use std::rc::Rc;
 use std::time::Duration;
-
-/// What a VM's contexts share: the core's plugin and the host it runs on.
-pub(super) struct Shared {
-    pub(super) plugin: Plugin,
-    pub(super) host: ProxyHost,
-}
 
 pub(super) struct Root {
     context_id: u32,

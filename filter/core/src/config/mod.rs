@@ -8,8 +8,9 @@
 //! item shape, `expected string or map` for an enum) only after rewriting serde's error text,
 //! and silently accepted a struct written as an array (`"weights": [1, 2, 3]`).
 
-pub mod glob;
-pub mod metadata;
+pub(crate) mod glob;
+pub(crate) mod metadata;
+pub(crate) mod paths;
 pub mod policy;
 mod read;
 
@@ -321,7 +322,7 @@ impl Config {
     pub fn is_mcp_path(&self, normalized: &str) -> bool {
         self.mcp_paths
             .iter()
-            .any(|p| crate::mcp::paths::normalize(p) == normalized)
+            .any(|p| crate::config::paths::normalize(p) == normalized)
     }
 }
 
@@ -695,8 +696,8 @@ mod tests {
         )
         .unwrap();
         assert!(c.is_mcp_path("/v2/mcp"));
-        assert!(c.is_mcp_path(&crate::mcp::paths::normalize("/v2/mcp/")));
-        assert!(!c.is_mcp_path(&crate::mcp::paths::normalize("/v2/mcpx")));
+        assert!(c.is_mcp_path(&crate::config::paths::normalize("/v2/mcp/")));
+        assert!(!c.is_mcp_path(&crate::config::paths::normalize("/v2/mcpx")));
         assert_eq!(c.search.tool_name, "find_tools");
         assert!(c.hold_request_headers);
         assert_eq!(c.search.weights.input_schema, 0.5);

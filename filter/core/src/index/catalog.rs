@@ -1,10 +1,9 @@
 //! The tools of one upstream (a namespace), as learned from its `tools/list` pages, and the
 //! search index built over them once per catalog version.
 
-use crate::config::{Config, DisclosureMode};
+use crate::config::Config;
 use crate::index::bm25::{Bm25Index, Fields};
 use crate::index::fnv;
-use crate::index::memo::ListMemo;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -305,11 +304,6 @@ impl Catalog {
         catalog.complete = stored.complete;
         Ok(catalog)
     }
-
-    /// A version that changes whenever any definition changes.
-    pub fn version(&self) -> u64 {
-        version_of(&self.to_json())
-    }
 }
 
 /// One tool per name, in name order; a later definition of a name wins, as it would in a fresh
@@ -342,7 +336,6 @@ pub fn version_of(json: &str) -> u64 {
 pub struct CatalogIndex {
     pub namespace: String,
     pub catalog: Catalog,
-    pub modes: Vec<DisclosureMode>,
     pub bm25: Bm25Index,
     /// Catalog positions ordered by ASCII-lowercased name, then position: an exact-name query
     /// (any ASCII case) is a binary search, not a scan of every name.
@@ -360,11 +353,6 @@ fn cmp_folded(a: &str, b: &str) -> std::cmp::Ordering {
 
 impl CatalogIndex {
     pub fn build(namespace: &str, catalog: Catalog, config: &Config) -> CatalogIndex {
-        let modes = catalog
-            .tools()
-            .iter()
-            .map(|t| config.disclosure_mode(namespace, &t.name))
-            .collect();
         let weights = config.search.weights;
         let schemas: Vec<String> = if weights.input_schema > 0.0 {
             catalog.tools().iter().map(Tool::schema_text).collect()
@@ -399,7 +387,6 @@ impl CatalogIndex {
         CatalogIndex {
             namespace: namespace.to_string(),
             catalog,
-            modes,
             bm25,
             by_folded_name,
             list_memo: RefCell::new(None),
@@ -419,24 +406,28 @@ impl CatalogIndex {
             .copied()
             .take_while(move |&d| name_of(d).eq_ignore_ascii_case(name))
     }
+}
 
-    pub fn mode(&self, doc: usize) -> DisclosureMode {
-        self.modes
-            .get(doc)
-            .copied()
-            .unwrap_or(DisclosureMode::Progressive)
-    }
+/// A rewritten `tools/list` result kept for the next identical one. Upstreams answer with the
+/// same bytes list after list, and reading megabytes of definitions to reach the same answer
+/// was most of a list's cost. It lives in one catalog version's `CatalogIndex` (a new version
+/// starts empty) and is stored only once learning the page changed nothing, so replaying it
+/// skips learning too.
+#[derive(Debug, Clone)]
+pub struct ListMemo {
+    pub(crate) key: MemoKey,
+    /// The rewritten result; `None` when the message went on untouched.
+    pub(crate) result: Option<String>,
+    pub(crate) hidden: usize,
+    pub(crate) page: Page,
+}
 
-    /// Names of the progressive tools `allowed` admits, in name order.
-    pub fn progressive_names(&self, allowed: impl Fn(&Tool) -> bool) -> Vec<&str> {
-        self.catalog
-            .tools()
-            .iter()
-            .enumerate()
-            .filter(|(i, t)| self.mode(*i) == DisclosureMode::Progressive && allowed(t))
-            .map(|(_, t)| t.name.as_str())
-            .collect()
-    }
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MemoKey {
+    pub(crate) len: usize,
+    pub(crate) fingerprint: u64,
+    pub(crate) first_page: bool,
+    pub(crate) audience: Option<Vec<usize>>,
 }
 
 #[cfg(test)]
@@ -511,7 +502,6 @@ mod tests {
             .is_none());
         let back = Catalog::from_json(&c.to_json()).unwrap();
         assert_eq!(back.to_json(), c.to_json());
-        assert_eq!(back.version(), c.version());
         assert!(Catalog::from_json("{\"tools\":5}").is_err());
     }
 
@@ -540,7 +530,7 @@ mod tests {
             .unwrap();
         assert_eq!(updated.len(), 3);
         assert_eq!(updated.get("weather").unwrap().description, "New.");
-        assert_ne!(updated.version(), c.version());
+        assert_ne!(updated.to_json(), c.to_json());
         let replaced = c
             .merged(
                 &[tool(r#"{"name":"only"}"#)],
@@ -557,19 +547,5 @@ mod tests {
         ]);
         assert_eq!(dup.len(), 1);
         assert_eq!(dup.get("a").unwrap().description, "2");
-    }
-
-    #[test]
-    fn progressive_names_follow_the_config() {
-        let config = Config::parse(r#"{"eager_patterns":["weather"]}"#).unwrap();
-        let index = CatalogIndex::build("ns", sample(), &config);
-        assert_eq!(
-            index.progressive_names(|_| true),
-            ["github_create_issue", "stripe_refund_charge"]
-        );
-        assert_eq!(
-            index.progressive_names(|t| t.name != "github_create_issue"),
-            ["stripe_refund_charge"]
-        );
     }
 }

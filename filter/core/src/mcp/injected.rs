@@ -5,6 +5,7 @@
 use crate::config::{Config, ResultFormat};
 use crate::index::catalog::Tool;
 use crate::mcp::json;
+use crate::mcp::result::{self, SearchMeta};
 use crate::rank::search::{Found, Query, Ranked};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -42,27 +43,41 @@ impl Injected {
     }
 }
 
-fn annotations(title: &str, read_only: bool) -> String {
-    format!(
-        "\"annotations\":{{\"title\":{},\"readOnlyHint\":{read_only},\"openWorldHint\":false}}",
-        json::string(title)
-    )
-}
-
+/// One injected tool's definition (MCP `Tool`, spec 2025-11-25 "Tools").
 fn definition(name: &str, title: &str, description: &str, schema: &str, read_only: bool) -> String {
-    let mut out = String::with_capacity(description.len() + schema.len() + 200);
-    out.push_str("{\"name\":");
-    json::write_string(&mut out, name);
-    out.push_str(",\"title\":");
-    json::write_string(&mut out, title);
-    out.push_str(",\"description\":");
-    json::write_string(&mut out, description);
-    out.push_str(",\"inputSchema\":");
-    out.push_str(schema);
-    out.push(',');
-    out.push_str(&annotations(title, read_only));
-    out.push('}');
-    out
+    #[derive(serde::Serialize)]
+    struct Definition<'a> {
+        name: &'a str,
+        title: &'a str,
+        description: &'a str,
+        #[serde(rename = "inputSchema")]
+        input_schema: Option<&'a RawValue>,
+        annotations: Annotations<'a>,
+    }
+    #[derive(serde::Serialize)]
+    struct Annotations<'a> {
+        title: &'a str,
+        #[serde(rename = "readOnlyHint")]
+        read_only_hint: bool,
+        #[serde(rename = "openWorldHint")]
+        open_world_hint: bool,
+    }
+    // The schemas are this module's own JSON text; an invalid one would be a bug here, and the
+    // tool still gets a schema a client accepts.
+    let input_schema = serde_json::from_str::<&RawValue>(schema)
+        .or_else(|_| serde_json::from_str::<&RawValue>(r#"{"type":"object"}"#))
+        .ok();
+    result::to_json(&Definition {
+        name,
+        title,
+        description,
+        input_schema,
+        annotations: Annotations {
+            title,
+            read_only_hint: read_only,
+            open_world_hint: false,
+        },
+    })
 }
 
 /// The injected tools for a listing, in order. `hidden`: the progressive tools the caller may
@@ -145,10 +160,9 @@ fn search_definition(
         description.push('.');
     }
     let group = if groups.len() > 1 {
-        let names: Vec<String> = groups.iter().map(|g| json::string(g)).collect();
         format!(
-            ",\"group\":{{\"type\":\"string\",\"enum\":[{}],\"description\":\"Only search this group of tools.\"}}",
-            names.join(",")
+            ",\"group\":{{\"type\":\"string\",\"enum\":{},\"description\":\"Only search this group of tools.\"}}",
+            result::to_json(&groups)
         )
     } else {
         String::new()
@@ -194,12 +208,16 @@ fn object(arguments: Option<&RawValue>) -> Result<Map<String, Value>, String> {
     }
 }
 
-fn optional_string(args: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+fn optional_string(
+    args: &Map<String, Value>,
+    key: &str,
+    who: Asker,
+) -> Result<Option<String>, String> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.trim().to_string())),
-        Some(other) => Err(format!("Argument `{key}` must be a string, not {other}.")),
+        Some(other) => Err(format!("{} must be a string, not {other}.", who.name(key))),
     }
 }
 
@@ -208,6 +226,7 @@ fn optional_integer(
     key: &str,
     min: i64,
     max: Option<i64>,
+    who: Asker,
 ) -> Result<Option<i64>, String> {
     let range = match max {
         Some(max) => format!("an integer from {min} to {max}"),
@@ -217,15 +236,35 @@ fn optional_integer(
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => match n.as_i64() {
             Some(v) if v >= min => Ok(Some(v)),
-            _ => Err(format!("Argument `{key}` is {n}; it must be {range}.")),
+            _ => Err(format!("{} is {n}; it must be {range}.", who.name(key))),
         },
-        Some(other) => Err(format!("Argument `{key}` must be {range}, not {other}.")),
+        Some(other) => Err(format!("{} must be {range}, not {other}.", who.name(key))),
     }
 }
 
-/// Reads a search call's `arguments`. An error is a message for the model: it says what to
-/// change.
-pub fn parse_search(arguments: Option<&RawValue>, config: &Config) -> Result<SearchArgs, String> {
+/// Who asks for a search, for the wording of an error: the model through the search tool
+/// ("Argument `query`"), or an HTTP client of the search endpoint ("field `query`").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asker {
+    Tool,
+    Http,
+}
+
+impl Asker {
+    fn name(self, key: &str) -> String {
+        match self {
+            Asker::Tool => format!("Argument `{key}`"),
+            Asker::Http => format!("field `{key}`"),
+        }
+    }
+}
+
+/// Reads a search's arguments. An error is a message for the asker: it says what to change.
+pub fn parse_search(
+    arguments: Option<&RawValue>,
+    config: &Config,
+    who: Asker,
+) -> Result<SearchArgs, String> {
     let max = i64::from(config.search.max_allowable_results);
     let args = object(arguments)?;
     let missing = "Missing required argument `query`: pass {\"query\": \"what you want to do\"}.";
@@ -234,20 +273,25 @@ pub fn parse_search(arguments: Option<&RawValue>, config: &Config) -> Result<Sea
         Some(Value::String(q)) => q.trim(),
         Some(other) => {
             return Err(format!(
-                "Argument `query` must be a string describing the task, not {other}."
+                "{} must be a string describing the task, not {other}.",
+                who.name("query")
             ))
         }
     };
     if query.is_empty() {
-        return Err("Argument `query` is empty: describe the task in a few words.".to_string());
+        return Err(format!(
+            "{} is empty: describe the task in a few words.",
+            who.name("query")
+        ));
     }
     let chars = query.chars().count();
     if chars > MAX_QUERY_CHARS {
         return Err(format!(
-            "Argument `query` has {chars} characters; the maximum is {MAX_QUERY_CHARS}. Describe the task in a few words."
+            "{} has {chars} characters; the maximum is {MAX_QUERY_CHARS}. Describe the task in a few words.",
+            who.name("query")
         ));
     }
-    let limit = match optional_integer(&args, "limit", 1, Some(max)) {
+    let limit = match optional_integer(&args, "limit", 1, Some(max), who) {
         Ok(l) => l.map_or(max, |l| l.min(max)),
         // Above the maximum is clamped, not refused (the model asked for "many").
         Err(_)
@@ -260,15 +304,15 @@ pub fn parse_search(arguments: Option<&RawValue>, config: &Config) -> Result<Sea
         }
         Err(e) => return Err(e),
     };
-    let offset = optional_integer(&args, "offset", 0, None)?.unwrap_or(0);
+    let offset = optional_integer(&args, "offset", 0, None, who)?.unwrap_or(0);
     Ok(SearchArgs {
         query: Query {
             text: query.to_string(),
             limit: usize::try_from(limit).unwrap_or(1),
             offset: usize::try_from(offset).unwrap_or(0),
-            group: optional_string(&args, "group")?,
+            group: optional_string(&args, "group", who)?,
         },
-        namespace: optional_string(&args, "namespace")?,
+        namespace: optional_string(&args, "namespace", who)?,
     })
 }
 
@@ -324,29 +368,6 @@ pub fn parse_call(arguments: Option<&RawValue>) -> Result<(String, Option<Box<Ra
     Ok((name, call.arguments))
 }
 
-fn meta(ranked: &Ranked<'_>, offset: usize) -> String {
-    let fallback = match &ranked.fallback {
-        Some(f) => format!(
-            ",\"fallback\":{{\"mode\":\"bm25\",\"kind\":{},\"reason\":{}}}",
-            json::string(f.kind.name()),
-            json::string(&f.reason)
-        ),
-        None => String::new(),
-    };
-    format!(
-        "{{\"strategy\":{}{fallback},\"candidates\":{},\"matches\":{},\"offset\":{offset},\"returned\":{}}}",
-        json::string(ranked.strategy.name()),
-        ranked.candidates,
-        ranked.matches,
-        ranked.found.len()
-    )
-}
-
-/// The search metadata as the HTTP endpoint reports it under `"metadata"`.
-pub fn metadata_json(ranked: &Ranked<'_>, offset: usize) -> String {
-    meta(ranked, offset)
-}
-
 /// A search result in the configured format, with `_meta` saying how it was ranked.
 pub fn search_result(config: &Config, query: &Query, ranked: &Ranked<'_>, modern: bool) -> String {
     let first = query.offset + 1;
@@ -366,37 +387,15 @@ pub fn search_result(config: &Config, query: &Query, ranked: &Ranked<'_>, modern
                 note.push_str(&format!("; call again with offset {last} for more"));
             }
             note.push('.');
-            vec![definitions_array(ranked.found.iter().map(|f| f.tool)), note]
+            vec![
+                result::definitions(ranked.found.iter().map(|f| f.tool)),
+                note,
+            ]
         }
         ResultFormat::Summary => vec![summary(config, query, ranked, more)],
     };
-    let mut out = String::from("{\"content\":[");
-    for (i, t) in texts.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str("{\"type\":\"text\",\"text\":");
-        json::write_string(&mut out, t);
-        out.push('}');
-    }
-    out.push_str("],\"isError\":false,\"_meta\":{\"mcp-tool-search/search\":");
-    out.push_str(&meta(ranked, query.offset));
-    out.push('}');
-    finish(&mut out, modern);
-    out
-}
-
-/// The JSON array of definitions, each exactly as the upstream declared it.
-pub fn definitions_array<'t>(tools: impl Iterator<Item = &'t Tool>) -> String {
-    let mut defs = String::from("[");
-    for (i, t) in tools.enumerate() {
-        if i > 0 {
-            defs.push(',');
-        }
-        defs.push_str(t.definition());
-    }
-    defs.push(']');
-    defs
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    result::search(&texts, SearchMeta::of(ranked, query.offset), modern)
 }
 
 fn summary(config: &Config, query: &Query, ranked: &Ranked<'_>, more: bool) -> String {
@@ -483,11 +482,19 @@ fn first_sentence(description: &str) -> String {
 
 /// `list_tool_groups`: the caller's groups with their tool counts.
 pub fn groups_result(groups: &[(String, usize)], modern: bool) -> String {
-    let items: Vec<String> = groups
+    #[derive(serde::Serialize)]
+    struct Group<'a> {
+        group: &'a str,
+        tools: usize,
+    }
+    let items: Vec<Group> = groups
         .iter()
-        .map(|(g, n)| format!("{{\"group\":{},\"tools\":{n}}}", json::string(g)))
+        .map(|(group, tools)| Group {
+            group,
+            tools: *tools,
+        })
         .collect();
-    text_result(&format!("[{}]", items.join(",")), false, modern)
+    result::text(&[&result::to_json(&items)], false, modern)
 }
 
 /// `describe_tool`: the definitions found, and the names that were not.
@@ -501,39 +508,19 @@ pub fn describe_result(found: &[&Tool], missing: &[String], modern: bool) -> Str
             modern,
         );
     }
-    let mut out = String::from("{\"content\":[{\"type\":\"text\",\"text\":");
-    json::write_string(&mut out, &definitions_array(found.iter().copied()));
-    out.push('}');
+    let definitions = result::definitions(found.iter().copied());
+    let not_available = format!("Not available: {}.", missing.join(", "));
+    let mut texts = vec![definitions.as_str()];
     if !missing.is_empty() {
-        out.push_str(",{\"type\":\"text\",\"text\":");
-        json::write_string(&mut out, &format!("Not available: {}.", missing.join(", ")));
-        out.push('}');
+        texts.push(&not_available);
     }
-    out.push_str("],\"isError\":false");
-    finish(&mut out, modern);
-    out
-}
-
-fn text_result(text: &str, is_error: bool, modern: bool) -> String {
-    let mut out = String::from("{\"content\":[{\"type\":\"text\",\"text\":");
-    json::write_string(&mut out, text);
-    out.push_str(&format!("}}],\"isError\":{is_error}"));
-    finish(&mut out, modern);
-    out
+    result::text(&texts, false, modern)
 }
 
 /// A tool result that reports a problem to the model (`isError`, MCP spec 2025-11-25 "Error
 /// Handling": tool errors are results, so the model can read and correct them).
 pub fn error_result(message: &str, modern: bool) -> String {
-    text_result(message, true, modern)
-}
-
-/// Protocol 2026-07-28 results say whether they are complete (`resultType`).
-fn finish(out: &mut String, modern: bool) {
-    if modern {
-        out.push_str(",\"resultType\":\"complete\"");
-    }
-    out.push('}');
+    result::text(&[message], true, modern)
 }
 
 #[cfg(test)]
@@ -543,7 +530,7 @@ mod tests {
 
     fn args(json: &str) -> Result<SearchArgs, String> {
         let raw: Box<RawValue> = serde_json::from_str(json).unwrap();
-        parse_search(Some(&raw), &Config::default())
+        parse_search(Some(&raw), &Config::default(), Asker::Tool)
     }
 
     fn tool(def: &str) -> Tool {
@@ -649,7 +636,7 @@ mod tests {
             .unwrap_err()
             .contains("at least 0"));
         assert!(args(r#"[1]"#).unwrap_err().contains("must be an object"));
-        assert!(parse_search(None, &Config::default()).is_err());
+        assert!(parse_search(None, &Config::default(), Asker::Tool).is_err());
     }
 
     #[test]

@@ -15,7 +15,6 @@ pub struct Message {
     pub id: Option<Box<RawValue>>,
     pub method: Option<String>,
     pub params: Option<Box<RawValue>>,
-    pub has_result: bool,
 }
 
 #[derive(Deserialize)]
@@ -26,8 +25,6 @@ struct Envelope {
     method: Option<String>,
     #[serde(default)]
     params: Option<Box<RawValue>>,
-    #[serde(default)]
-    result: Option<Box<RawValue>>,
 }
 
 #[derive(Debug)]
@@ -42,10 +39,6 @@ impl Incoming {
             Incoming::Single(m) => std::slice::from_ref(m),
             Incoming::Batch(ms) => ms,
         }
-    }
-
-    pub fn is_batch(&self) -> bool {
-        matches!(self, Incoming::Batch(_))
     }
 }
 
@@ -84,7 +77,6 @@ fn message(raw: &RawValue) -> Result<Message, JsonRpcError> {
         id: env.id.filter(|id| id.get() != "null"),
         method: env.method,
         params: env.params,
-        has_result: env.result.is_some(),
     })
 }
 
@@ -313,7 +305,7 @@ mod tests {
             br#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","method":"x"}]"#,
         )
         .unwrap();
-        assert!(b.is_batch());
+        assert!(matches!(b, Incoming::Batch(_)));
         assert_eq!(b.messages().len(), 2);
         assert_eq!(parse(b"[]").unwrap_err(), JsonRpcError::EmptyBatch);
         assert!(matches!(parse(b"{"), Err(JsonRpcError::NotJson(_))));

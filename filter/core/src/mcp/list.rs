@@ -4,8 +4,8 @@
 
 use crate::config::{Config, DisclosureMode, Mode};
 use crate::index::catalog::{Catalog, Page, Tool};
+use crate::index::catalog::{ListMemo, MemoKey};
 use crate::index::fnv;
-use crate::index::memo::{ListMemo, MemoKey};
 use crate::mcp::injected;
 use crate::mcp::json::RawObject;
 use crate::mcp::sse;

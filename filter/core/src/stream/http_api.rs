@@ -2,8 +2,8 @@
 //! <http_path>/health`), for callers that do not speak MCP.
 
 use super::reply::{bad_request, error_json};
-use super::request::no_vectors;
 use super::*;
+use crate::mcp::result::{self, SearchMeta};
 
 impl Stream {
     pub(super) fn on_search_endpoint(
@@ -49,11 +49,14 @@ impl Stream {
             );
         }
         let ranked = self.rank(config, env, &index, &request.query, vector);
-        let body = format!(
-            "{{\"tools\":{},\"metadata\":{}}}",
-            injected::definitions_array(ranked.found.iter().map(|f| f.tool)),
-            injected::metadata_json(&ranked, request.query.offset)
-        );
+        let tools = result::definitions(ranked.found.iter().map(|f| f.tool));
+        let body = match RawValue::from_string(tools) {
+            Ok(tools) => result::http_search(&tools, SearchMeta::of(&ranked, request.query.offset)),
+            Err(e) => {
+                env.record(Event::Error);
+                return LocalReply::json(500, error_json(&format!("stored definitions: {e}")));
+            }
+        };
         LocalReply::json(200, body)
     }
 }
@@ -74,8 +77,7 @@ pub(super) fn parse_http_search(body: &[u8], config: &Config) -> Result<HttpSear
     }
     let raw = RawValue::from_string(value.to_string()).map_err(|e| e.to_string())?;
     // The same rules as the search tool, worded for an HTTP client.
-    let args = injected::parse_search(Some(&raw), config)
-        .map_err(|m| m.replace("Argument `", "field `"))?;
+    let args = injected::parse_search(Some(&raw), config, injected::Asker::Http)?;
     Ok(HttpSearch {
         query: args.query,
         namespace: args.namespace,
@@ -94,20 +96,24 @@ pub(super) fn health(config: &Config, env: &mut dyn Env) -> LocalReply {
     } else {
         env.embeddings_degraded()
     };
-    let mut search = format!(
-        "{{\"status\":{},\"mode\":\"{mode}\"",
-        if degraded.is_some() {
-            "\"degraded\""
-        } else {
-            "\"ok\""
-        }
-    );
-    if let Some(reason) = &degraded {
-        search.push_str(",\"reason\":");
-        search.push_str(&json::string(reason));
+    #[derive(serde::Serialize)]
+    struct Search<'a> {
+        status: &'static str,
+        mode: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<&'a str>,
     }
-    search.push('}');
-    let mut catalogs = Vec::new();
+    #[derive(serde::Serialize)]
+    struct Catalog {
+        tools: usize,
+        embedded: usize,
+    }
+    #[derive(serde::Serialize)]
+    struct Health<'a> {
+        search: Search<'a>,
+        catalogs: std::collections::BTreeMap<String, Catalog>,
+    }
+    let mut catalogs = std::collections::BTreeMap::new();
     for ns in env.namespaces() {
         let (tools, embedded) = match env.catalog_of(&ns) {
             Ok(index) => {
@@ -116,16 +122,15 @@ pub(super) fn health(config: &Config, env: &mut dyn Env) -> LocalReply {
             }
             Err(_) => (0, 0),
         };
-        catalogs.push(format!(
-            "{}:{{\"tools\":{tools},\"embedded\":{embedded}}}",
-            json::string(&ns)
-        ));
+        catalogs.insert(ns, Catalog { tools, embedded });
     }
-    LocalReply::json(
-        200,
-        format!(
-            "{{\"search\":{search},\"catalogs\":{{{}}}}}",
-            catalogs.join(",")
-        ),
-    )
+    let health = Health {
+        search: Search {
+            status: if degraded.is_some() { "degraded" } else { "ok" },
+            mode,
+            reason: degraded.as_deref(),
+        },
+        catalogs,
+    };
+    LocalReply::json(200, crate::mcp::result::to_json(&health))
 }

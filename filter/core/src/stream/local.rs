@@ -113,7 +113,7 @@ impl Stream {
         vector: Result<Vec<f32>, Fallback>,
     ) -> String {
         let modern = self.modern();
-        let args = match injected::parse_search(arguments, config) {
+        let args = match injected::parse_search(arguments, config, injected::Asker::Tool) {
             Ok(args) => args,
             Err(message) => {
                 env.record(Event::SearchRejected);

@@ -330,3 +330,7 @@ impl Stream {
         move |name: &str| scope.as_ref().is_none_or(|s| s.allows(name))
     }
 }
+
+fn no_vectors() -> Fallback {
+    Fallback::new(FallbackKind::Unavailable, "embeddings are not configured")
+}

@@ -32,7 +32,7 @@ impl Stream {
 }
 
 pub(super) fn error_json(message: &str) -> String {
-    format!("{{\"error\":{}}}", json::string(message))
+    crate::mcp::result::http_error(message)
 }
 
 pub(super) fn bad_request(problem: &str) -> LocalReply {

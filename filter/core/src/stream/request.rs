@@ -14,9 +14,9 @@ impl Stream {
         head: RequestHead,
         end_of_stream: bool,
     ) -> RequestHeadersAction {
-        let path = crate::mcp::paths::normalize(&head.path);
+        let path = crate::config::paths::normalize(&head.path);
         if let Some(search_path) = config.search.http_path.as_deref() {
-            let search_path = crate::mcp::paths::normalize(search_path);
+            let search_path = crate::config::paths::normalize(search_path);
             if path == search_path {
                 self.head = head;
                 if self.head.method != "POST" {
@@ -338,10 +338,6 @@ impl Stream {
     }
 }
 
-pub(super) fn no_vectors() -> Fallback {
-    Fallback::new(FallbackKind::Unavailable, "embeddings are not configured")
-}
-
 /// The queries of the search calls in a request, in order (for one embeddings call).
 pub(super) fn search_texts(config: &Config, incoming: &Incoming) -> Vec<String> {
     incoming
@@ -352,7 +348,7 @@ pub(super) fn search_texts(config: &Config, incoming: &Incoming) -> Vec<String> 
             Kind::ToolsCall { name, arguments }
                 if Injected::of(config, &name) == Some(Injected::Search) =>
             {
-                injected::parse_search(arguments, config)
+                injected::parse_search(arguments, config, injected::Asker::Tool)
                     .ok()
                     .map(|a| a.query.text)
             }
