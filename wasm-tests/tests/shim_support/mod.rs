@@ -162,7 +162,7 @@ pub fn request(head: &RequestHead, body: &[u8]) -> HttpMessage {
 }
 
 /// The upstream's response: status, content type (none if empty) and body pieces. JSON
-/// responses carry `content-length`, as the SDK servers send them (DESIGN.md §5).
+/// responses carry `content-length`, as the SDK servers send them.
 pub fn response(status: &str, content_type: &str, chunks: &[&[u8]]) -> HttpMessage {
     let mut m = HttpMessage::response(status.parse().unwrap());
     if !content_type.is_empty() {

@@ -277,7 +277,7 @@ impl Config {
     }
 
     /// A tool's disclosure mode: its explicit setting (namespace-specific first), else the first
-    /// eager pattern it matches, else the default (DESIGN.md §3).
+    /// eager pattern it matches, else the default.
     pub fn disclosure_mode(&self, namespace: &str, tool_name: &str) -> DisclosureMode {
         if let Some(mode) = self
             .tool_setting(namespace, tool_name)

@@ -12,7 +12,8 @@ use serde_json::{Map, Value};
 
 /// A query longer than this is not a query: it is a pasted document or a prompt injection.
 pub const MAX_QUERY_CHARS: usize = 500;
-/// How many tool names the search tool's description may carry (DESIGN.md §3).
+/// How many tool names the search tool's description may carry: enough for an agent to
+/// recognise the catalog, few enough to keep the listing small.
 pub const DESCRIBED_NAMES: usize = 256;
 /// How many definitions one `describe_tool` call may ask for.
 pub const MAX_DESCRIBE: usize = 20;

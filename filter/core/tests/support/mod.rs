@@ -20,6 +20,8 @@ use mcp_tool_search_core::vector::ToolVectors;
 use std::path::PathBuf;
 use std::rc::Rc;
 
+pub mod scenarios;
+
 /// Text to vector: the embeddings service in native tests.
 pub type Embedder = dyn Fn(&str) -> Vec<f32>;
 
@@ -311,4 +313,32 @@ pub fn messages(body: &[u8], sse: bool) -> Vec<serde_json::Value> {
         .filter(|d| !d.is_empty())
         .map(|d| serde_json::from_slice(d).unwrap())
         .collect()
+}
+
+/// The native driver of the shared scenarios.
+impl scenarios::Driver for TestEnv {
+    fn with_config(config: &str) -> Self {
+        TestEnv::new(config)
+    }
+    fn two_workers(config: &str) -> (Self, Self) {
+        let host = Rc::new(MemoryHost::default());
+        (
+            TestEnv::sharing(config, Rc::clone(&host)),
+            TestEnv::sharing(config, host),
+        )
+    }
+    fn exchange(
+        &mut self,
+        head: RequestHead,
+        request: &[u8],
+        response: (&str, &str, &[&[u8]]),
+    ) -> Outcome {
+        exchange(self, head, request, response)
+    }
+    fn count(&self, event: Event) -> u64 {
+        TestEnv::count(self, event) as u64
+    }
+    fn events_total(&self) -> u64 {
+        self.events.iter().map(|e| e.stat().1).sum()
+    }
 }
