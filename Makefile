@@ -65,7 +65,7 @@ peers:
 	cargo build --release -p mcp-tool-search-wasm-tests --bins
 
 test-native:
-	cargo test -p mcp-tool-search
+	cargo test -p mcp-tool-search-core
 
 # The Envoy end-to-end tests of semantic ranking (wasm-tests/tests/embeddings_e2e.rs) run the
 # sidecar built by `embedder`, with the model from `model`.
@@ -76,7 +76,7 @@ test: wasm envoy python-peers model embedder
 lint: .rust-target-$(WASM_TARGET)
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	cargo clippy -p mcp-tool-search --target $(WASM_TARGET) -- -D warnings
+	cargo clippy -p mcp-tool-search -p mcp-tool-search-core --target $(WASM_TARGET) -- -D warnings
 
 fmt:
 	cargo fmt --all
@@ -85,10 +85,10 @@ fmt:
 eval:
 ifeq ($(EMBEDDINGS),1)
 	$(MAKE) --no-print-directory model embedder
-	cargo build --release --quiet -p mcp-tool-search --example eval
+	cargo build --release --quiet -p mcp-tool-search-core --example eval
 	embedder/with-sidecar.sh sh -c 'target/release/examples/eval "$$0" --embeddings "$$EMBEDDINGS_URL"' $(DATA)
 else
-	cargo run --release --quiet -p mcp-tool-search --example eval -- $(DATA)
+	cargo run --release --quiet -p mcp-tool-search-core --example eval -- $(DATA)
 endif
 
 validate: $(ENVOY)

@@ -4,11 +4,12 @@
 
 use crate::vmmem;
 use host_shim::{Host, HttpMessage, LogLevel, Outcome, Vm, VmOptions, WasmModule};
-use mcp_tool_search::catalog::{Catalog, CatalogIndex, Page, Tool};
-use mcp_tool_search::config::Config;
-use mcp_tool_search::search::{self, Fallback, FallbackKind, Query};
-use mcp_tool_search::store::{CatalogCache, Learned, MemorySharedData, StoreError};
-use mcp_tool_search::stream::{
+use mcp_tool_search_core::config::Config;
+use mcp_tool_search_core::index::catalog::{Catalog, CatalogIndex, Page, Tool};
+use mcp_tool_search_core::plugin::{MemoryHost, Plugin};
+use mcp_tool_search_core::rank::search::{self, Fallback, FallbackKind, Query};
+use mcp_tool_search_core::store::{CatalogCache, Learned, MemorySharedData, StoreError};
+use mcp_tool_search_core::stream::{
     Env, Event, RequestBodyAction, RequestHead, RequestHeadersAction, ResponseHeadersAction, Stream,
 };
 use serde_json::value::RawValue;
@@ -171,10 +172,22 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
 
 // ---- native -------------------------------------------------------------------------------------
 
+/// One worker: the core's plugin on a host in memory (workers made with the same host share
+/// its data, as Envoy's do).
 struct NativeEnv {
     config: Config,
-    shared: Rc<MemorySharedData>,
-    cache: CatalogCache,
+    host: Rc<MemoryHost>,
+    plugin: Plugin,
+}
+
+impl NativeEnv {
+    fn new(config: &Config, host: &Rc<MemoryHost>) -> Self {
+        NativeEnv {
+            config: config.clone(),
+            host: Rc::clone(host),
+            plugin: Plugin::new(config.clone(), "bench".to_owned()),
+        }
+    }
 }
 
 impl Env for NativeEnv {
@@ -182,14 +195,19 @@ impl Env for NativeEnv {
         "bench".to_owned()
     }
     fn catalog_of(&mut self, namespace: &str) -> std::result::Result<Rc<CatalogIndex>, StoreError> {
-        self.cache
-            .index(self.shared.as_ref(), namespace, &self.config)
+        self.plugin
+            .env(self.host.as_ref(), "bench".to_owned())
+            .catalog_of(namespace)
     }
     fn learn(&mut self, learned: Learned) -> std::result::Result<bool, StoreError> {
-        self.cache.learn(self.shared.as_ref(), "bench", learned)
+        self.plugin
+            .env(self.host.as_ref(), "bench".to_owned())
+            .learn(learned)
     }
     fn namespaces(&mut self) -> Vec<String> {
-        mcp_tool_search::store::namespaces(self.shared.as_ref()).unwrap_or_default()
+        self.plugin
+            .env(self.host.as_ref(), "bench".to_owned())
+            .namespaces()
     }
     fn record(&mut self, _event: Event) {}
     fn log_warn(&mut self, _message: &str) {}
@@ -200,7 +218,7 @@ fn head() -> RequestHead {
         method: "POST".into(),
         path: "/mcp".into(),
         accept: Some("application/json, text/event-stream".into()),
-        mcp: mcp_tool_search::mcp_headers::Mirrored::of(None, None, Some("2025-11-25")),
+        mcp: mcp_tool_search_core::mcp::headers::Mirrored::of(None, None, Some("2025-11-25")),
         ..RequestHead::default()
     }
 }
@@ -234,10 +252,7 @@ fn timed_list(
 /// Forgets the list rewrite this VM remembers, so that the next list is computed afresh (as
 /// the first after a catalog change, or for another caller or page).
 fn forget_list(env: &mut NativeEnv) -> Result<()> {
-    let index = env
-        .cache
-        .index(env.shared.as_ref(), "bench", &env.config)
-        .map_err(|e| e.to_string())?;
+    let index = env.catalog_of("bench").map_err(|e| e.to_string())?;
     index.list_memo.replace(None);
     Ok(())
 }
@@ -370,12 +385,8 @@ pub fn perf_loop(what: &str, jsonl: &str, duration: Duration) -> Result<(usize, 
     let config = Config::parse(&plugin_config(&["/mcp".to_owned()])).map_err(|e| e.to_string())?;
     let (list_json, list_sse) = list_response(jsonl);
     let request = list_request();
-    let shared = Rc::new(MemorySharedData::default());
-    let mut env = NativeEnv {
-        config: config.clone(),
-        shared: Rc::clone(&shared),
-        cache: CatalogCache::new(),
-    };
+    let shared = Rc::new(MemoryHost::default());
+    let mut env = NativeEnv::new(&config, &shared);
     native_list(
         &mut env,
         request.as_bytes(),
@@ -392,11 +403,7 @@ pub fn perf_loop(what: &str, jsonl: &str, duration: Duration) -> Result<(usize, 
         }
         "list-sse" => timed_list(&mut env, &request, "text/event-stream", &list_sse),
         "build" => {
-            let mut fresh = NativeEnv {
-                config: config.clone(),
-                shared: Rc::clone(&shared),
-                cache: CatalogCache::new(),
-            };
+            let mut fresh = NativeEnv::new(&config, &shared);
             let (r, d) = timed(|| native_search(&mut fresh, body.as_bytes()));
             r.map(|_| d)
         }
@@ -518,12 +525,8 @@ pub fn measure(
     }
 
     // Native: a worker that has learned the list.
-    let shared = Rc::new(MemorySharedData::default());
-    let env = RefCell::new(NativeEnv {
-        config: config.clone(),
-        shared: Rc::clone(&shared),
-        cache: CatalogCache::new(),
-    });
+    let shared = Rc::new(MemoryHost::default());
+    let env = RefCell::new(NativeEnv::new(&config, &shared));
     let first = native_list(
         &mut env.borrow_mut(),
         request.as_bytes(),
@@ -659,11 +662,7 @@ pub fn measure(
             "native first search",
             Box::new(|| {
                 // Another worker: a new cache over the same shared data builds its index.
-                let mut fresh = NativeEnv {
-                    config: config.clone(),
-                    shared: Rc::clone(&shared),
-                    cache: CatalogCache::new(),
-                };
+                let mut fresh = NativeEnv::new(&config, &shared);
                 let (out, d) = timed(|| native_search(&mut fresh, first_body.as_bytes()));
                 out?;
                 Ok(d)
@@ -767,7 +766,8 @@ pub fn measure(
         items.push((
             "fingerprint",
             Box::new(|| {
-                let (r, d) = timed(|| mcp_tool_search::fnv::fingerprint(list_json.as_bytes()));
+                let (r, d) =
+                    timed(|| mcp_tool_search_core::index::fnv::fingerprint(list_json.as_bytes()));
                 std::hint::black_box(r);
                 Ok(d)
             }),
@@ -789,8 +789,16 @@ pub fn measure(
                 let mut buf = String::new();
                 let (_, d) = timed(|| {
                     for (name, about) in &texts {
-                        mcp_tool_search::tokenizer::for_each_word(name, &mut buf, |_| n += 1);
-                        mcp_tool_search::tokenizer::for_each_word(about, &mut buf, |_| n += 1);
+                        mcp_tool_search_core::index::tokenizer::for_each_word(
+                            name,
+                            &mut buf,
+                            |_| n += 1,
+                        );
+                        mcp_tool_search_core::index::tokenizer::for_each_word(
+                            about,
+                            &mut buf,
+                            |_| n += 1,
+                        );
                     }
                 });
                 *token_count.borrow_mut() = n;
@@ -852,8 +860,8 @@ pub fn measure(
         matches.sort_unstable();
         let mut distinct = std::collections::HashSet::new();
         for (name, about) in &texts {
-            distinct.extend(mcp_tool_search::tokenizer::words(name));
-            distinct.extend(mcp_tool_search::tokenizer::words(about));
+            distinct.extend(mcp_tool_search_core::index::tokenizer::words(name));
+            distinct.extend(mcp_tool_search_core::index::tokenizer::words(about));
         }
         Breakdown {
             tools: catalog.len(),

@@ -94,7 +94,7 @@ fn learned_and_embedded() -> ShimEnv {
     env
 }
 
-fn native_post() -> mcp_tool_search::stream::RequestHead {
+fn native_post() -> mcp_tool_search_core::stream::RequestHead {
     shim_support::native::post("/mcp")
 }
 

@@ -1,4 +1,4 @@
-//! The native scenarios (filter/tests/scenarios.rs) against the built `.wasm` in host-shim, with
+//! The native scenarios (filter/core/tests/scenarios.rs) against the built `.wasm` in host-shim, with
 //! the same expected outputs, plus what only a host can show: what reaches the upstream, what
 //! is buffered, the stats, a refused configuration, two workers sharing one catalog.
 #![allow(
@@ -11,12 +11,55 @@
 mod shim_support;
 
 use host_shim::{Host, HttpMessage, LogLevel, Outcome, ShimError, Vm};
-use mcp_tool_search::config::Ranking;
-use mcp_tool_search::mcp_headers::Mirrored;
-use mcp_tool_search::stream::{Event, PassReason, RequestHead};
+use mcp_tool_search_core::config::Ranking;
+use mcp_tool_search_core::mcp::headers::Mirrored;
+use mcp_tool_search_core::stream::{Event, PassReason, RequestHead};
 use serde_json::Value;
+use shim_support::native::scenarios as support_scenarios;
 use shim_support::native::{self, TestEnv};
 use shim_support::*;
+
+crate::scenarios!(Both);
+
+/// The `.wasm` driver of the shared scenarios: every exchange runs through the module and
+/// natively, and the two must agree (outcome, upstream request, counts).
+impl support_scenarios::Driver for Both {
+    fn with_config(config: &str) -> Self {
+        Both::new(config)
+    }
+    fn two_workers(config: &str) -> (Self, Self) {
+        let host = std::rc::Rc::new(mcp_tool_search_core::plugin::MemoryHost::default());
+        let first = ShimEnv::new(config);
+        let second = ShimEnv::sharing(config, &first);
+        (
+            Both {
+                shim: first,
+                core: TestEnv::sharing(config, std::rc::Rc::clone(&host)),
+            },
+            Both {
+                shim: second,
+                core: TestEnv::sharing(config, host),
+            },
+        )
+    }
+    fn exchange(
+        &mut self,
+        head: RequestHead,
+        request: &[u8],
+        response: (&str, &str, &[&[u8]]),
+    ) -> native::Outcome {
+        Both::exchange(self, head, request, response)
+    }
+    fn count(&self, event: Event) -> u64 {
+        Both::count(self, event)
+    }
+    fn events_total(&self) -> u64 {
+        let native: u64 = self.core.events.iter().map(|e| e.stat().1).sum();
+        let shim: u64 = self.shim.stats().iter().map(|(_, v)| *v).sum();
+        assert_eq!(shim, native, "{:?}", self.shim.stats());
+        native
+    }
+}
 
 const LIST: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
 const TOOLS: &[u8] = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"get_weather","description":"Weather forecast for a city"},{"name":"stripe_refund_charge","description":"Refund a charge"},{"name":"slack_post_message","description":"Post a message to a Slack channel"}]}}"#;
@@ -230,177 +273,6 @@ fn protocol_2026_headers_never_let_a_body_go_unread_when_request_headers_are_hel
 }
 
 #[test]
-fn protocol_2026_search_reply_says_complete_and_mismatch_is_400() {
-    let mut both = Both::learned("{}");
-    let modern = |method: &str, name: &str| RequestHead {
-        mcp: Mirrored::of(Some(method), Some(name), Some("2026-07-28")),
-        ..post("/mcp")
-    };
-    let body = br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"refund"},"_meta":{"io.modelcontextprotocol/clientInfo":{"name":"t"}}}}"#;
-    let out = both.exchange(
-        modern("tools/call", "tool_search"),
-        body,
-        ("200", "application/json", &[]),
-    );
-    let reply: Value = serde_json::from_slice(out.body()).unwrap();
-    assert_eq!(reply["result"]["resultType"], "complete");
-    // Streamable HTTP 2026-07-28 "Server Validation": headers that disagree with the body are
-    // refused with HeaderMismatch, naming the header and both values.
-    for (method, name, says) in [
-        (
-            "tools/call",
-            "other_tool",
-            "Mcp-Name header value 'other_tool' does not match body value 'tool_search'",
-        ),
-        (
-            "tools/list",
-            "tool_search",
-            "Mcp-Method header value 'tools/list' does not match body value 'tools/call'",
-        ),
-    ] {
-        let out = both.exchange(modern(method, name), body, ("200", "application/json", &[]));
-        let native::Outcome::Local {
-            status: 400, body, ..
-        } = out
-        else {
-            panic!("{out:?}")
-        };
-        let error: Value = serde_json::from_slice(&body).unwrap();
-        assert_eq!(error["error"]["code"], -32020);
-        assert_eq!(
-            error["error"]["message"],
-            format!("Header mismatch: {says}")
-        );
-        assert_eq!(error["id"], 3);
-    }
-    // The name in the Base64 sentinel form is the same name.
-    let out = both.exchange(
-        modern("tools/call", "=?base64?dG9vbF9zZWFyY2g=?="),
-        body,
-        ("200", "application/json", &[]),
-    );
-    let reply: Value = serde_json::from_slice(out.body()).unwrap();
-    assert_eq!(reply["result"]["resultType"], "complete", "{reply}");
-}
-
-#[test]
-fn search_replies_and_argument_errors() {
-    let mut both = Both::learned(r#"{"eager_patterns":["get_*"]}"#);
-    let reply = both.search(r#"{"query":"refund a payment"}"#);
-    assert_eq!(defs(&reply)[0]["name"], "stripe_refund_charge");
-    // Every tool with any matching term, however weak; none that match nothing.
-    assert_eq!(defs(&reply).as_array().unwrap().len(), 1);
-    let weak = both.search(r#"{"query":"refund a message"}"#);
-    assert_eq!(defs(&weak).as_array().unwrap().len(), 2, "no minimum score");
-    let exact = both.search(r#"{"query":"slack_post_message","limit":1}"#);
-    assert_eq!(defs(&exact)[0]["name"], "slack_post_message");
-    assert_eq!(defs(&exact).as_array().unwrap().len(), 1);
-    for (args, says) in [
-        (r#"{}"#, "Missing required argument `query`"),
-        (r#"{"query":""}"#, "empty"),
-        (r#"{"query":"x","limit":"many"}"#, "integer"),
-    ] {
-        let reply = both.search(args);
-        assert_eq!(reply["result"]["isError"], true, "{args}");
-        assert!(
-            reply["result"]["content"][0]["text"]
-                .as_str()
-                .unwrap()
-                .contains(says),
-            "{args}"
-        );
-    }
-    assert_eq!(both.count(Event::SearchRejected), 3);
-    assert_eq!(both.count(Event::SearchAnswered(Ranking::Bm25)), 3);
-    let other_ns = both.search(r#"{"query":"x","namespace":"elsewhere"}"#);
-    assert_eq!(other_ns["result"]["isError"], true);
-}
-
-#[test]
-fn search_before_any_list_tells_the_agent_what_to_do() {
-    let mut both = Both::new("{}");
-    let reply = both.search(r#"{"query":"anything"}"#);
-    assert_eq!(reply["result"]["isError"], true);
-    assert!(reply["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap()
-        .contains("call tools/list"));
-}
-
-#[test]
-fn sse_only_clients_get_an_sse_reply_with_their_session() {
-    let mut both = Both::learned("{}");
-    let head = RequestHead {
-        accept: Some("text/event-stream".into()),
-        session_id: Some("s-1".into()),
-        ..post("/mcp")
-    };
-    let body = br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"weather"}}}"#;
-    let native::Outcome::Local { headers, body, .. } = both.exchange(head, body, ("200", "", &[]))
-    else {
-        panic!()
-    };
-    assert!(headers.contains(&("content-type".into(), "text/event-stream".into())));
-    assert!(headers.contains(&("mcp-session-id".into(), "s-1".into())));
-    assert_eq!(native::messages(&body, true)[0]["id"], 4);
-}
-
-#[test]
-fn bodies_that_cannot_be_rewritten_pass_through_unchanged_and_are_counted() {
-    let mut both = Both::new("{}");
-    let cases: [(&str, &str, &[u8], PassReason); 3] = [
-        ("500", "application/json", TOOLS, PassReason::Status),
-        ("200", "text/plain", TOOLS, PassReason::ContentType),
-        (
-            "200",
-            "application/json",
-            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[{]}}",
-            PassReason::Unparseable,
-        ),
-    ];
-    for (status, ct, body, reason) in cases {
-        let out = both.exchange(post("/mcp"), LIST, (status, ct, &[body]));
-        assert_eq!(
-            out,
-            native::Outcome::Upstream {
-                body: body.to_vec(),
-                rewritten: false
-            },
-            "{reason:?}"
-        );
-        assert_eq!(both.count(Event::PassedThrough(reason)), 1, "{reason:?}");
-    }
-    // The unparseable list is logged at warning (and nothing at critical).
-    assert!(both
-        .shim
-        .vm
-        .log_messages(LogLevel::Warn)
-        .iter()
-        .any(|m| m.contains("passed through unchanged")));
-    // A compressed response is not ours to read: through unchanged, content-length kept.
-    let gz = b"\x1f\x8b\x08\x00compressed";
-    let resp = response("200", "application/json", &[gz]).header("content-encoding", "gzip");
-    let (out, x) = exchange_full(&mut both.shim, &request(&post("/mcp"), LIST), &resp);
-    assert_eq!(
-        out,
-        native::Outcome::Upstream {
-            body: gz.to_vec(),
-            rewritten: false
-        }
-    );
-    assert_eq!(x.client.header("content-length"), Some("14"));
-    assert_eq!(
-        both.shim.count(Event::PassedThrough(PassReason::Encoded)),
-        1
-    );
-    // Unparseable SSE: the event goes through as it came, and the stream goes on.
-    let sse = b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[}\n\n: after\n\n";
-    let out = both.exchange(post("/mcp"), LIST, ("200", "text/event-stream", &[sse]));
-    assert_eq!(out.body(), sse);
-    assert_eq!(both.count(Event::PassedThrough(PassReason::Unparseable)), 2);
-}
-
-#[test]
 fn oversized_bodies_pass_through() {
     let mut both = Both::new(r#"{"max_body_bytes":1024}"#);
     let big = format!(
@@ -445,158 +317,6 @@ fn oversized_bodies_pass_through() {
         both.shim.count(Event::PassedThrough(PassReason::TooLarge)),
         3
     );
-}
-
-#[test]
-fn notifications_calls_and_other_methods_are_not_buffered_on_the_way_back() {
-    let mut env = ShimEnv::new("{}");
-    let stream = [
-        "event: message\ndata: {\"progress\":1}\n\n",
-        ": ping\n\n",
-        "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n\n",
-    ];
-    for body in [
-        &br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#[..],
-        br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_weather","arguments":{}}}"#,
-        br#"{"jsonrpc":"2.0","id":3,"method":"resources/list"}"#,
-        b"not json at all",
-    ] {
-        let resp = HttpMessage::response(200)
-            .header("content-type", "text/event-stream")
-            .chunks(stream);
-        let (out, x) = exchange_full(&mut env, &request(&post("/mcp"), body), &resp);
-        assert_eq!(out.body(), stream.concat().as_bytes());
-        // Each piece went to the client with the callback that brought it.
-        assert_eq!(x.client.chunks.len(), stream.len());
-        assert!(
-            x.events
-                .iter()
-                .filter(|e| e.starts_with("proxy_on_response_body"))
-                .all(|e| e.ends_with("-> Continue")),
-            "{:#?}",
-            x.events
-        );
-        // Not a list: compression was not ours to refuse... but the filter could not know before
-        // the body, so it asked for identity (DESIGN.md §2).
-        assert_eq!(x.upstream.header("accept-encoding"), None);
-    }
-    assert!(
-        env.stats().iter().all(|(_, v)| *v == 0),
-        "{:?}",
-        env.stats()
-    );
-}
-
-#[test]
-fn batches() {
-    let mut both = Both::learned("{}");
-    let body = br#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"slack"}}},{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"tool_search","arguments":{"query":"weather"}}}]"#;
-    let out = both.exchange(post("/mcp"), body, ("200", "application/json", &[]));
-    let replies: Value = serde_json::from_slice(out.body()).unwrap();
-    assert_eq!(replies[0]["id"], 1);
-    assert_eq!(replies[1]["id"], "b");
-    let mixed = br#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"slack"}}},{"jsonrpc":"2.0","id":2,"method":"ping"}]"#;
-    let out = both.exchange(post("/mcp"), mixed, ("200", "application/json", &[b"[]"]));
-    assert!(matches!(
-        out,
-        native::Outcome::Upstream {
-            rewritten: false,
-            ..
-        }
-    ));
-    assert_eq!(both.count(Event::PassedThrough(PassReason::MixedBatch)), 1);
-    let list_batch = br#"[{"jsonrpc":"2.0","id":7,"method":"tools/list"},{"jsonrpc":"2.0","id":8,"method":"ping"}]"#;
-    let response = format!(
-        r#"[{{"jsonrpc":"2.0","id":8,"result":{{}}}},{}]"#,
-        String::from_utf8(TOOLS.to_vec())
-            .unwrap()
-            .replace("\"id\":1", "\"id\":7")
-    );
-    let out = both.exchange(
-        post("/mcp"),
-        list_batch,
-        ("200", "application/json", &[response.as_bytes()]),
-    );
-    let v: Value = serde_json::from_slice(out.body()).unwrap();
-    assert_eq!(
-        v[0],
-        serde_json::json!({"jsonrpc":"2.0","id":8,"result":{}})
-    );
-    assert_eq!(v[1]["result"]["tools"][0]["name"], "tool_search");
-}
-
-#[test]
-fn paginated_lists_learn_every_page_and_only_the_first_gets_the_search_tool() {
-    let mut both = Both::new("{}");
-    let page1 = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a_one","description":"first"}],"nextCursor":"p2"}}"#;
-    let page2 =
-        br#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"b_two","description":"second"}]}}"#;
-    let out = both.exchange(post("/mcp"), LIST, ("200", "application/json", &[page1]));
-    let v: Value = serde_json::from_slice(out.body()).unwrap();
-    assert_eq!(v["result"]["tools"][0]["name"], "tool_search");
-    let req2 = br#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"p2"}}"#;
-    let out = both.exchange(post("/mcp"), req2, ("200", "application/json", &[page2]));
-    let v: Value = serde_json::from_slice(out.body()).unwrap();
-    assert_eq!(v["result"]["tools"], serde_json::json!([]));
-    let reply = both.search(r#"{"query":"second"}"#);
-    assert_eq!(defs(&reply)[0]["name"], "b_two");
-    let reply = both.search(r#"{"query":"first second"}"#);
-    assert_eq!(
-        defs(&reply).as_array().unwrap().len(),
-        2,
-        "both pages learned"
-    );
-}
-
-#[test]
-fn a_catalog_learned_on_one_worker_is_searched_on_another() {
-    // Two Envoy workers: two VMs of the plugin over one host's shared data.
-    let mut worker1 = ShimEnv::new("{}");
-    let mut worker2 = ShimEnv::sharing("{}", &worker1);
-    let out = exchange(
-        &mut worker1,
-        post("/mcp"),
-        LIST,
-        ("200", "application/json", &[TOOLS]),
-    );
-    assert!(matches!(
-        out,
-        native::Outcome::Upstream {
-            rewritten: true,
-            ..
-        }
-    ));
-    assert!(
-        !worker1.host.shared_keys("").is_empty(),
-        "learned into shared data"
-    );
-    let search = br#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"slack message"}}}"#;
-    let out = exchange(
-        &mut worker2,
-        post("/mcp"),
-        search,
-        ("200", "application/json", &[]),
-    );
-    let reply: Value = serde_json::from_slice(out.body()).unwrap();
-    assert_eq!(defs(&reply)[0]["name"], "slack_post_message");
-    // Stats are Envoy's: one per name, whichever worker counted.
-    assert_eq!(worker1.stat("lists_rewritten"), 1);
-    assert_eq!(worker2.stat("searches_answered.bm25"), 1);
-    assert_eq!(worker1.stat("searches_answered.bm25"), 1);
-    // The worker that did not learn lists the same: it reads the shared catalog too.
-    let a = exchange(
-        &mut worker2,
-        post("/mcp"),
-        LIST,
-        ("200", "application/json", &[TOOLS]),
-    );
-    let b = exchange(
-        &mut worker1,
-        post("/mcp"),
-        LIST,
-        ("200", "application/json", &[TOOLS]),
-    );
-    assert_eq!(a, b);
 }
 
 #[test]
@@ -696,7 +416,7 @@ fn a_bad_configuration_is_refused_with_the_filters_message() {
         r#"{"eager_patterns":["a"],"no_such_field":1}"#,
         "not json",
     ] {
-        let want = mcp_tool_search::config::Config::parse(config)
+        let want = mcp_tool_search_core::config::Config::parse(config)
             .unwrap_err()
             .to_string();
         let err = Vm::load(&Host::new(), wasm_path(), options(config)).unwrap_err();
@@ -822,4 +542,109 @@ fn under_a_policy_the_wasm_refuses_what_it_cannot_read_whole_or_once() {
             "hold {hold}"
         );
     }
+}
+
+// ---- what only the host shows: the scenarios above, seen as Envoy would --------------------
+
+#[test]
+fn unreadable_and_compressed_lists_as_the_host_sees_them() {
+    let mut env = ShimEnv::new("{}");
+    // An unparseable list is logged at warning (and nothing at critical).
+    let bad = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[{]}}";
+    let _ = exchange(
+        &mut env,
+        post("/mcp"),
+        LIST,
+        ("200", "application/json", &[bad]),
+    );
+    assert!(env
+        .vm
+        .log_messages(LogLevel::Warn)
+        .iter()
+        .any(|m| m.contains("passed through unchanged")));
+    // A compressed response is not ours to read: through unchanged, content-length kept.
+    let gz = b"\x1f\x8b\x08\x00compressed";
+    let resp = response("200", "application/json", &[gz]).header("content-encoding", "gzip");
+    let (out, x) = exchange_full(&mut env, &request(&post("/mcp"), LIST), &resp);
+    assert_eq!(
+        out,
+        native::Outcome::Upstream {
+            body: gz.to_vec(),
+            rewritten: false
+        }
+    );
+    assert_eq!(x.client.header("content-length"), Some("14"));
+    assert_eq!(env.count(Event::PassedThrough(PassReason::Encoded)), 1);
+}
+
+#[test]
+fn responses_not_rewritten_go_back_piece_by_piece() {
+    let mut env = ShimEnv::new("{}");
+    let stream = [
+        "event: message\ndata: {\"progress\":1}\n\n",
+        ": ping\n\n",
+        "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n\n",
+    ];
+    for body in [
+        &br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#[..],
+        br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_weather","arguments":{}}}"#,
+        b"not json at all",
+    ] {
+        let resp = HttpMessage::response(200)
+            .header("content-type", "text/event-stream")
+            .chunks(stream);
+        let (_, x) = exchange_full(&mut env, &request(&post("/mcp"), body), &resp);
+        // Each piece went to the client with the callback that brought it.
+        assert_eq!(x.client.chunks.len(), stream.len());
+        assert!(
+            x.events
+                .iter()
+                .filter(|e| e.starts_with("proxy_on_response_body"))
+                .all(|e| e.ends_with("-> Continue")),
+            "{:#?}",
+            x.events
+        );
+        // Not a list, but the filter could not know before the body: it asked for identity.
+        assert_eq!(x.upstream.header("accept-encoding"), None);
+    }
+}
+
+#[test]
+fn stats_are_envoy_s_one_per_name_whichever_worker_counted() {
+    let mut worker1 = ShimEnv::new("{}");
+    let mut worker2 = ShimEnv::sharing("{}", &worker1);
+    let _ = exchange(
+        &mut worker1,
+        post("/mcp"),
+        LIST,
+        ("200", "application/json", &[TOOLS]),
+    );
+    assert!(
+        !worker1.host.shared_keys("").is_empty(),
+        "learned into shared data"
+    );
+    let search = br#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"slack message"}}}"#;
+    let _ = exchange(
+        &mut worker2,
+        post("/mcp"),
+        search,
+        ("200", "application/json", &[]),
+    );
+    assert_eq!(worker1.stat("lists_rewritten"), 1);
+    assert_eq!(worker2.stat("searches_answered.bm25"), 1);
+    assert_eq!(worker1.stat("searches_answered.bm25"), 1);
+    // The worker that did not learn lists the same: it reads the shared catalog too.
+    let a = exchange(
+        &mut worker2,
+        post("/mcp"),
+        LIST,
+        ("200", "application/json", &[TOOLS]),
+    );
+    let b = exchange(
+        &mut worker1,
+        post("/mcp"),
+        LIST,
+        ("200", "application/json", &[TOOLS]),
+    );
+    assert_eq!(a, b);
 }

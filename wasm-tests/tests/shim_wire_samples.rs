@@ -13,7 +13,7 @@
 mod shim_support;
 
 use host_shim::{HttpMessage, Outcome};
-use mcp_tool_search::stream::Event;
+use mcp_tool_search_core::stream::Event;
 use serde_json::Value;
 use shim_support::native::{self, TestEnv};
 use shim_support::*;
@@ -325,7 +325,7 @@ fn learned_catalog_answers_search_with_upstream_definitions() {
     assert!(x.upstream.body().is_empty());
     assert_eq!(
         shim.count(Event::SearchAnswered(
-            mcp_tool_search::config::Ranking::Bm25
+            mcp_tool_search_core::config::Ranking::Bm25
         )),
         1
     );

@@ -1,4 +1,4 @@
-//! The built `.wasm` driven through host-shim the way `filter/tests/support` drives the native
+//! The built `.wasm` driven through host-shim the way `filter/core/tests/support` drives the native
 //! `Stream`: same `exchange(...)` signature, same `Outcome`, so a scenario reads the same either
 //! way and its expected output can be compared with the native one. Every exchange also checks
 //! what only a host can see: the `content-length` the client gets, the request the upstream
@@ -12,11 +12,11 @@
 )]
 
 /// The native driver, compiled here too so both sides run in one test.
-#[path = "../../../filter/tests/support/mod.rs"]
+#[path = "../../../filter/core/tests/support/mod.rs"]
 pub mod native;
 
 use host_shim::{Exchange, Headers, Host, HttpMessage, Outcome, Vm, VmOptions};
-use mcp_tool_search::stream::{Event, RequestHead};
+use mcp_tool_search_core::stream::{Event, RequestHead};
 use native::Outcome as NativeOutcome;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -37,16 +37,22 @@ pub fn wasm_path() -> &'static Path {
             );
         };
         let built = meta.modified().unwrap();
-        let src = root.join("filter/src");
-        for entry in std::fs::read_dir(&src).unwrap() {
-            let entry = entry.unwrap();
-            let changed = entry.metadata().unwrap().modified().unwrap();
-            assert!(
-                changed <= built,
-                "{} is older than {}: run `make wasm` first (`make test` does it for you)",
-                path.display(),
-                entry.path().display()
-            );
+        let mut dirs = vec![root.join("filter/src"), root.join("filter/core/src")];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let entry = entry.unwrap();
+                if entry.file_type().unwrap().is_dir() {
+                    dirs.push(entry.path());
+                    continue;
+                }
+                let changed = entry.metadata().unwrap().modified().unwrap();
+                assert!(
+                    changed <= built,
+                    "{} is older than {}: run `make wasm` first (`make test` does it for you)",
+                    path.display(),
+                    entry.path().display()
+                );
+            }
         }
         path
     })
@@ -156,7 +162,7 @@ pub fn request(head: &RequestHead, body: &[u8]) -> HttpMessage {
 }
 
 /// The upstream's response: status, content type (none if empty) and body pieces. JSON
-/// responses carry `content-length`, as the SDK servers send them (DESIGN.md §5).
+/// responses carry `content-length`, as the SDK servers send them.
 pub fn response(status: &str, content_type: &str, chunks: &[&[u8]]) -> HttpMessage {
     let mut m = HttpMessage::response(status.parse().unwrap());
     if !content_type.is_empty() {

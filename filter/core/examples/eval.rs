@@ -1,0 +1,272 @@
+//! Retrieval evaluation: ranks every query of a data set with the filter's own ranking code and
+//! prints one line per ranker:
+//! `ranker=bm25 queries=N R@1=0.xxx R@5=0.xxx NDCG@10=0.xxx MRR=0.xxx`.
+//!
+//! Usage: `cargo run --release -p mcp-tool-search --example eval -- <folder> [--embeddings URL]
+//! [--sweep]` where the folder holds `tools.jsonl` (MCP tool definitions, one a line) and
+//! `queries.jsonl` (`{"id","query","relevant":[names]}` one a line). With `--embeddings` (an
+//! OpenAI-compatible `/v1/embeddings` URL, e.g. the embedder sidecar) it also prints the
+//! `vector` and `hybrid` rankers; `--sweep` prints hybrid at other vector weights on stderr.
+
+use mcp_tool_search_core::config::{Config, Ranking};
+use mcp_tool_search_core::index::catalog::{Catalog, CatalogIndex, Tool};
+use mcp_tool_search_core::rank::embeddings;
+use mcp_tool_search_core::rank::search::{self, Fallback, FallbackKind, Query};
+use mcp_tool_search_core::vector::ToolVectors;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::ExitCode;
+
+#[derive(Deserialize)]
+struct Labeled {
+    query: String,
+    relevant: Vec<String>,
+}
+
+#[derive(Default)]
+struct Metrics {
+    queries: usize,
+    r1: f64,
+    r5: f64,
+    ndcg10: f64,
+    mrr: f64,
+}
+
+impl Metrics {
+    fn add(&mut self, ranked: &[&str], relevant: &[String]) {
+        let is_rel = |name: &&str| relevant.iter().any(|r| r == name);
+        let rel_in = |k: usize| ranked.iter().take(k).filter(|n| is_rel(n)).count() as f64;
+        let total = relevant.len().max(1) as f64;
+        self.queries += 1;
+        self.r1 += rel_in(1) / total;
+        self.r5 += rel_in(5) / total;
+        let dcg: f64 = ranked
+            .iter()
+            .take(10)
+            .enumerate()
+            .filter(|(_, n)| is_rel(n))
+            .map(|(i, _)| 1.0 / ((i + 2) as f64).log2())
+            .sum();
+        let ideal: f64 = (0..relevant.len().min(10))
+            .map(|i| 1.0 / ((i + 2) as f64).log2())
+            .sum();
+        if ideal > 0.0 {
+            self.ndcg10 += dcg / ideal;
+        }
+        if let Some(rank) = ranked.iter().position(is_rel) {
+            self.mrr += 1.0 / (rank + 1) as f64;
+        }
+    }
+
+    fn line(&self, ranker: &str) -> String {
+        let n = self.queries.max(1) as f64;
+        format!(
+            "ranker={ranker} queries={} R@1={:.3} R@5={:.3} NDCG@10={:.3} MRR={:.3}",
+            self.queries,
+            self.r1 / n,
+            self.r5 / n,
+            self.ndcg10 / n,
+            self.mrr / n
+        )
+    }
+}
+
+fn read_lines(path: &Path) -> Result<Vec<String>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect())
+}
+
+/// Embeds `texts` through an OpenAI-compatible endpoint (`http://host:port/path`), 64 at a time.
+fn embed(url: &str, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or("only http:// embeddings URLs")?;
+    let (authority, path) = rest
+        .split_once('/')
+        .map(|(a, p)| (a, format!("/{p}")))
+        .unwrap_or((rest, "/v1/embeddings".to_string()));
+    let config = Config::parse(
+        r#"{"search":{"embeddings":{"cluster":"eval","model_id":"all-MiniLM-L6-v2","dimensions":384}}}"#,
+    )
+    .map_err(|e| e.to_string())?;
+    let emb = config.search.embeddings.ok_or("no embeddings config")?;
+    let mut out = Vec::with_capacity(texts.len());
+    for batch in texts.chunks(64) {
+        let body = embeddings::request_body(&emb, batch);
+        let mut stream = TcpStream::connect(authority).map_err(|e| format!("{authority}: {e}"))?;
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nhost: {authority}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            body.len()
+        );
+        stream
+            .write_all(head.as_bytes())
+            .and_then(|_| stream.write_all(&body))
+            .map_err(|e| e.to_string())?;
+        let mut response = Vec::new();
+        stream
+            .read_to_end(&mut response)
+            .map_err(|e| e.to_string())?;
+        let split = response
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .ok_or("no HTTP header end")?;
+        let (head, body) = response.split_at(split + 4);
+        let head = String::from_utf8_lossy(head);
+        let status = head.split_whitespace().nth(1).map(str::to_string);
+        let body = if head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked")
+        {
+            dechunk(body)
+        } else {
+            body.to_vec()
+        };
+        let vectors = embeddings::parse_response(&emb, status.as_deref(), &body, batch.len())
+            .map_err(|f| f.reason)?;
+        out.extend(vectors);
+    }
+    Ok(out)
+}
+
+fn dechunk(mut body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(end) = body.windows(2).position(|w| w == b"\r\n") {
+        let size = std::str::from_utf8(body.get(..end).unwrap_or_default())
+            .ok()
+            .and_then(|s| usize::from_str_radix(s.trim(), 16).ok())
+            .unwrap_or(0);
+        if size == 0 {
+            break;
+        }
+        out.extend_from_slice(body.get(end + 2..end + 2 + size).unwrap_or_default());
+        body = body.get(end + 4 + size..).unwrap_or_default();
+    }
+    out
+}
+
+fn evaluate(
+    index: &CatalogIndex,
+    config: &Config,
+    queries: &[Labeled],
+    vectors: Option<(&ToolVectors, &[Vec<f32>])>,
+) -> Metrics {
+    let all = index.catalog.len();
+    let mut metrics = Metrics::default();
+    for (i, q) in queries.iter().enumerate() {
+        let query = Query {
+            text: q.query.clone(),
+            limit: all,
+            offset: 0,
+            group: None,
+        };
+        let lookup = |p: usize| vectors.and_then(|(t, _)| t.get(p));
+        let v = match vectors.and_then(|(_, qs)| qs.get(i)) {
+            Some(qv) => Ok(search::Vectors {
+                query: qv,
+                tool: &lookup,
+            }),
+            None => Err(Fallback::new(FallbackKind::Unavailable, "lexical only")),
+        };
+        let result = search::search(index, config, &query, None, v);
+        let ranked: Vec<&str> = result.found.iter().map(|f| f.tool.name.as_str()).collect();
+        metrics.add(&ranked, &q.relevant);
+    }
+    metrics
+}
+
+fn with_ranking(ranking: Ranking, weight: f32) -> Config {
+    let mut config = Config::default();
+    config.search.ranking = ranking;
+    config.search.hybrid_vector_weight = weight;
+    config
+}
+
+fn run(folder: &Path, embeddings_url: Option<&str>, sweep: bool) -> Result<(), String> {
+    let tools_path = folder.join("tools.jsonl");
+    let mut tools = Vec::new();
+    for (i, line) in read_lines(&tools_path)?.iter().enumerate() {
+        let raw: Box<RawValue> = serde_json::from_str(line)
+            .map_err(|e| format!("{}:{}: {e}", tools_path.display(), i + 1))?;
+        tools.push(
+            Tool::from_raw(&raw).map_err(|e| format!("{}:{}: {e}", tools_path.display(), i + 1))?,
+        );
+    }
+    let queries_path = folder.join("queries.jsonl");
+    let mut queries = Vec::new();
+    for (i, line) in read_lines(&queries_path)?.iter().enumerate() {
+        let q: Labeled = serde_json::from_str(line)
+            .map_err(|e| format!("{}:{}: {e}", queries_path.display(), i + 1))?;
+        queries.push(q);
+    }
+    let config = Config::default();
+    let index = CatalogIndex::build("eval", Catalog::from_tools(tools), &config);
+    println!("{}", evaluate(&index, &config, &queries, None).line("bm25"));
+    let Some(url) = embeddings_url else {
+        return Ok(());
+    };
+    // The filter's own tool text and vectors, as it would embed them.
+    let texts: Vec<String> = index
+        .catalog
+        .tools()
+        .iter()
+        .map(embeddings::tool_text)
+        .collect();
+    let tool_vectors = ToolVectors {
+        by_position: embed(url, &texts)?.into_iter().map(Some).collect(),
+    };
+    let query_texts: Vec<String> = queries.iter().map(|q| q.query.clone()).collect();
+    let query_vectors = embed(url, &query_texts)?;
+    let vectors = Some((&tool_vectors, query_vectors.as_slice()));
+    let vector = with_ranking(Ranking::Vector, 1.0);
+    println!(
+        "{}",
+        evaluate(&index, &vector, &queries, vectors).line("vector")
+    );
+    let hybrid = with_ranking(
+        Ranking::Hybrid,
+        mcp_tool_search_core::config::DEFAULT_HYBRID_VECTOR_WEIGHT,
+    );
+    println!(
+        "{}",
+        evaluate(&index, &hybrid, &queries, vectors).line("hybrid")
+    );
+    if sweep {
+        for w in [0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9] {
+            let c = with_ranking(Ranking::Hybrid, w);
+            eprintln!(
+                "{}",
+                evaluate(&index, &c, &queries, vectors).line(&format!("hybrid(w={w})"))
+            );
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(folder) = args.first() else {
+        eprintln!(
+            "usage: eval <folder with tools.jsonl and queries.jsonl> [--embeddings URL] [--sweep]"
+        );
+        return ExitCode::from(2);
+    };
+    let url = args
+        .iter()
+        .position(|a| a == "--embeddings")
+        .and_then(|i| args.get(i + 1));
+    let sweep = args.iter().any(|a| a == "--sweep");
+    match run(Path::new(folder), url.map(String::as_str), sweep) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("eval: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,453 @@
+//! Who may use which tool. The caller's identity comes from what Envoy already verified (the
+//! `jwt_authn` filter's payload, as dynamic metadata or a forwarded header) or from a header an
+//! earlier filter sets; rules map claim values to namespace and tool-name globs.
+
+use crate::config::glob::Glob;
+use crate::config::read::{non_empty_string, string_list, ConfigError, Object};
+use serde_json::Value;
+
+/// Where the caller's claims come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum IdentitySource {
+    /// `jwt_authn`'s `payload_in_metadata`: dynamic metadata `metadata.filter_metadata.<filter>.<key>`.
+    JwtMetadata { filter: String, key: String },
+    /// `jwt_authn`'s `forward_payload_header`: the payload as base64url JSON.
+    JwtHeader { header: String },
+    /// A header set by an earlier filter, comma-separated values, read as claim `claim`.
+    Header { header: String, claim: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    Allow,
+    Deny,
+}
+
+/// One rule: when the caller's `claim` holds one of `values` (or any value, for `*`), the
+/// tools matching `namespaces` × `tools` get `effect`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    pub claim: String,
+    pub values: Vec<String>,
+    pub namespaces: Vec<Glob>,
+    pub tools: Vec<Glob>,
+    pub effect: Effect,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    pub identity: IdentitySource,
+    pub rules: Vec<Rule>,
+    pub default: Effect,
+}
+
+/// The caller's claim values, as read from their identity.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Caller {
+    /// The JWT payload (or, for a header source, `{claim: [values]}`); `None`: no identity.
+    claims: Option<Value>,
+}
+
+impl Caller {
+    pub fn anonymous() -> Self {
+        Caller { claims: None }
+    }
+
+    /// The caller as `identity` names it, from the request headers or (only when the source
+    /// is `jwt_metadata`) the Envoy dynamic metadata `metadata` reads. A header the identity
+    /// comes from must be sent once: a repeated one (one value set by the trusted proxy, one
+    /// by the client) names nobody.
+    pub fn identify(
+        identity: &IdentitySource,
+        headers: &[(String, String)],
+        metadata: impl FnOnce() -> Option<Vec<u8>>,
+    ) -> Self {
+        let single = |name: &str| {
+            let mut values = headers.iter().filter(|(k, _)| k.eq_ignore_ascii_case(name));
+            let (_, first) = values.next()?;
+            values.next().is_none().then_some(first.as_str())
+        };
+        match identity {
+            IdentitySource::Header { header, claim } => single(header)
+                .map(|v| Caller::from_header(claim, v))
+                .unwrap_or_default(),
+            IdentitySource::JwtHeader { header } => single(header)
+                .map(Caller::from_base64url_json)
+                .unwrap_or_default(),
+            IdentitySource::JwtMetadata { filter, key } => metadata()
+                .and_then(|bytes| crate::config::metadata::filter_metadata(&bytes, filter))
+                .and_then(|v| v.get(key.as_str()).cloned())
+                .filter(Value::is_object)
+                .map(Caller::from_payload)
+                .unwrap_or_default(),
+        }
+    }
+
+    pub fn from_payload(payload: Value) -> Self {
+        Caller {
+            claims: Some(payload),
+        }
+    }
+
+    /// Values of a header set by an earlier filter: comma-separated, trimmed.
+    pub fn from_header(claim: &str, value: &str) -> Self {
+        let values: Vec<Value> = value
+            .split(',')
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(|v| Value::String(v.to_string()))
+            .collect();
+        let mut map = serde_json::Map::new();
+        map.insert(claim.to_string(), Value::Array(values));
+        Caller {
+            claims: Some(Value::Object(map)),
+        }
+    }
+
+    /// A base64url (RFC 4648 §5, padding optional) JSON payload, as `forward_payload_header`
+    /// sends it. Anything unreadable is no identity at all.
+    pub fn from_base64url_json(encoded: &str) -> Self {
+        decode_base64url(encoded.trim())
+            .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+            .filter(Value::is_object)
+            .map(Caller::from_payload)
+            .unwrap_or_default()
+    }
+
+    /// The values of a claim (`a.b.c` walks nested objects): arrays of scalars, or a string
+    /// split on whitespace (OAuth `scope`, RFC 8693 §4.2).
+    pub fn values(&self, claim: &str) -> Vec<String> {
+        let Some(mut v) = self.claims.as_ref() else {
+            return Vec::new();
+        };
+        for part in claim.split('.') {
+            match v.get(part) {
+                Some(next) => v = next,
+                None => return Vec::new(),
+            }
+        }
+        let scalar = |v: &Value| match v {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            Value::Bool(b) => Some(b.to_string()),
+            _ => None,
+        };
+        match v {
+            Value::Array(items) => items.iter().filter_map(scalar).collect(),
+            Value::String(s) => s.split_whitespace().map(str::to_string).collect(),
+            other => scalar(other).into_iter().collect(),
+        }
+    }
+}
+
+fn decode_base64url(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let mut acc: u32 = 0;
+    let mut bits = 0;
+    for c in text.trim_end_matches('=').bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'-' | b'+' => 62,
+            b'_' | b'/' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push(((acc >> bits) & 0xff) as u8);
+        }
+    }
+    Some(out)
+}
+
+impl Policy {
+    /// Whether `caller` may see and call tool `name` of `namespace`: the first rule that
+    /// matches caller and tool decides; else the default.
+    pub fn allows(&self, caller: &Caller, namespace: &str, name: &str) -> bool {
+        self.scope(caller, namespace).allows(name)
+    }
+
+    /// The rules that can decide for `caller` in `namespace`, in order. A search or a list
+    /// decides for every tool of a catalog: claims and namespaces are matched once, leaving a
+    /// glob match per rule and tool.
+    pub fn scope(&self, caller: &Caller, namespace: &str) -> Scope<'_> {
+        let rules = self
+            .rules
+            .iter()
+            .enumerate()
+            .filter(|(_, rule)| {
+                let have = caller.values(&rule.claim);
+                rule.values
+                    .iter()
+                    .any(|want| (want == "*" && !have.is_empty()) || have.contains(want))
+                    && rule.namespaces.iter().any(|g| g.matches(namespace))
+            })
+            .map(|(i, rule)| (i, rule.tools.as_slice(), rule.effect))
+            .collect();
+        Scope {
+            rules,
+            default: self.default,
+        }
+    }
+}
+
+/// A policy narrowed to one caller and namespace.
+#[derive(Debug, Clone)]
+pub struct Scope<'p> {
+    /// (position in the policy, tool globs, effect).
+    rules: Vec<(usize, &'p [Glob], Effect)>,
+    default: Effect,
+}
+
+impl Scope<'_> {
+    pub fn allows(&self, name: &str) -> bool {
+        self.rules
+            .iter()
+            .find(|(_, tools, _)| tools.iter().any(|g| g.matches(name)))
+            .map_or(self.default, |&(_, _, effect)| effect)
+            == Effect::Allow
+    }
+
+    /// Which rules apply, by position: two callers with the same rules see the same tools.
+    pub fn rules(&self) -> Vec<usize> {
+        self.rules.iter().map(|&(i, _, _)| i).collect()
+    }
+
+    /// Whether every tool is allowed, as far as the rules show without a name: an allow-all
+    /// rule reached before any deny rule, or no deny rule and an allowing default.
+    pub fn allows_everything(&self) -> bool {
+        for (_, tools, effect) in &self.rules {
+            match effect {
+                Effect::Deny => return false,
+                Effect::Allow if tools.iter().any(Glob::matches_everything) => return true,
+                Effect::Allow => {}
+            }
+        }
+        self.default == Effect::Allow
+    }
+}
+
+impl Policy {
+    pub(crate) fn parse(value: &Value) -> Result<Policy, ConfigError> {
+        let mut obj = Object::new("authorization", value)?;
+        let identity = match obj.take("identity") {
+            Some(v) => parse_identity(v)?,
+            None => {
+                return Err(ConfigError::missing(
+                    "authorization.identity",
+                    "{\"source\": \"jwt_metadata\" | \"jwt_header\" | \"header\", ...}",
+                ))
+            }
+        };
+        let rules = match obj.take("rules") {
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, r)| parse_rule(&format!("authorization.rules[{i}]"), r))
+                .collect::<Result<Vec<_>, _>>()?,
+            Some(other) => {
+                return Err(ConfigError::invalid(
+                    "authorization.rules",
+                    other,
+                    "a list of rules",
+                ))
+            }
+            None => Vec::new(),
+        };
+        let default = match obj.take("default") {
+            None => Effect::Deny,
+            Some(v) => parse_effect("authorization.default", v)?,
+        };
+        obj.finish()?;
+        Ok(Policy {
+            identity,
+            rules,
+            default,
+        })
+    }
+}
+
+fn parse_effect(field: &str, v: &Value) -> Result<Effect, ConfigError> {
+    match v.as_str() {
+        Some("allow") => Ok(Effect::Allow),
+        Some("deny") => Ok(Effect::Deny),
+        _ => Err(ConfigError::invalid(field, v, "\"allow\" or \"deny\"")),
+    }
+}
+
+fn parse_identity(value: &Value) -> Result<IdentitySource, ConfigError> {
+    let mut obj = Object::new("authorization.identity", value)?;
+    let source = obj.take("source").and_then(Value::as_str);
+    let field = |obj: &mut Object, key: &'static str| -> Result<Option<String>, ConfigError> {
+        obj.take(key)
+            .map(|v| non_empty_string(&format!("authorization.identity.{key}"), v))
+            .transpose()
+    };
+    let identity = match source {
+        Some("jwt_metadata") => IdentitySource::JwtMetadata {
+            filter: field(&mut obj, "filter")?
+                .unwrap_or_else(|| "envoy.filters.http.jwt_authn".to_string()),
+            key: field(&mut obj, "payload_key")?.unwrap_or_else(|| "jwt_payload".to_string()),
+        },
+        Some("jwt_header") => IdentitySource::JwtHeader {
+            header: field(&mut obj, "header")?
+                .ok_or_else(|| {
+                    ConfigError::missing(
+                        "authorization.identity.header",
+                        "the header jwt_authn's forward_payload_header names",
+                    )
+                })?
+                .to_ascii_lowercase(),
+        },
+        Some("header") => IdentitySource::Header {
+            header: field(&mut obj, "header")?
+                .ok_or_else(|| {
+                    ConfigError::missing(
+                        "authorization.identity.header",
+                        "a request header name such as \"x-user-roles\"",
+                    )
+                })?
+                .to_ascii_lowercase(),
+            claim: field(&mut obj, "claim")?.unwrap_or_else(|| "roles".to_string()),
+        },
+        _ => {
+            return Err(ConfigError::invalid(
+                "authorization.identity.source",
+                obj.take("source").unwrap_or(&Value::Null),
+                "\"jwt_metadata\", \"jwt_header\" or \"header\"",
+            ))
+        }
+    };
+    obj.finish()?;
+    Ok(identity)
+}
+
+fn parse_rule(path: &str, value: &Value) -> Result<Rule, ConfigError> {
+    let mut obj = Object::new(path, value)?;
+    let claim = match obj.take("claim") {
+        Some(v) => non_empty_string(&format!("{path}.claim"), v)?,
+        None => {
+            return Err(ConfigError::missing(
+                &format!("{path}.claim"),
+                "a claim name such as \"roles\", \"scope\", \"groups\" or \"sub\"",
+            ))
+        }
+    };
+    let values = match obj.take("values") {
+        Some(v) => string_list(&format!("{path}.values"), v)?,
+        None => {
+            return Err(ConfigError::missing(
+                &format!("{path}.values"),
+                "the claim values this rule applies to, or [\"*\"]",
+            ))
+        }
+    };
+    let globs = |obj: &mut Object, key: &'static str| -> Result<Vec<Glob>, ConfigError> {
+        Ok(match obj.take(key) {
+            Some(v) => string_list(&format!("{path}.{key}"), v)?
+                .iter()
+                .map(|p| Glob::new(p))
+                .collect(),
+            None => vec![Glob::new("*")],
+        })
+    };
+    let namespaces = globs(&mut obj, "namespaces")?;
+    let tools = globs(&mut obj, "tools")?;
+    let effect = match obj.take("effect") {
+        None => Effect::Allow,
+        Some(v) => parse_effect(&format!("{path}.effect"), v)?,
+    };
+    obj.finish()?;
+    Ok(Rule {
+        claim,
+        values,
+        namespaces,
+        tools,
+        effect,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn policy(v: Value) -> Policy {
+        Policy::parse(&v).unwrap()
+    }
+
+    #[test]
+    fn rules_first_match_wins_then_default() {
+        let p = policy(json!({
+            "identity": {"source": "jwt_metadata"},
+            "rules": [
+                {"claim": "roles", "values": ["support"], "tools": ["github_delete_*"], "effect": "deny"},
+                {"claim": "roles", "values": ["support"], "tools": ["github_*", "zendesk_*"]},
+                {"claim": "scope", "values": ["admin:all"], "namespaces": ["demo"]},
+                {"claim": "sub", "values": ["*"], "tools": ["weather"]}
+            ]
+        }));
+        let support = Caller::from_payload(json!({"sub": "u1", "roles": ["support"]}));
+        assert!(p.allows(&support, "demo", "github_get_issue"));
+        assert!(!p.allows(&support, "demo", "github_delete_issue"));
+        assert!(!p.allows(&support, "demo", "stripe_refund"));
+        assert!(p.allows(&support, "demo", "weather"), "any subject");
+        let admin = Caller::from_payload(json!({"scope": "read admin:all"}));
+        assert!(p.allows(&admin, "demo", "stripe_refund"));
+        assert!(!p.allows(&admin, "other", "stripe_refund"));
+        assert!(!p.allows(&Caller::anonymous(), "demo", "weather"));
+        // Narrowed to a caller, the answer needs no name when it cannot depend on one.
+        assert!(p.scope(&admin, "demo").allows_everything());
+        assert!(!p.scope(&admin, "other").allows_everything());
+        assert!(!p.scope(&support, "demo").allows_everything());
+        let open = policy(json!({
+            "identity": {"source": "jwt_metadata"},
+            "rules": [{"claim": "roles", "values": ["x"], "tools": ["a_*"]}],
+            "default": "allow"
+        }));
+        assert!(open.scope(&support, "demo").allows_everything());
+        let x = Caller::from_payload(json!({"roles": ["x"]}));
+        assert!(open.scope(&x, "demo").allows_everything());
+    }
+
+    #[test]
+    fn identity_sources() {
+        let c = Caller::from_header("roles", " a, b ,,c");
+        assert_eq!(c.values("roles"), ["a", "b", "c"]);
+        // {"sub":"x","realm":{"roles":["r1"]}} as base64url without padding.
+        let c = Caller::from_base64url_json("eyJzdWIiOiJ4IiwicmVhbG0iOnsicm9sZXMiOlsicjEiXX19");
+        assert_eq!(c.values("sub"), ["x"]);
+        assert_eq!(c.values("realm.roles"), ["r1"]);
+        assert_eq!(
+            Caller::from_base64url_json("not base64!").values("sub"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            Caller::from_base64url_json("bnVsbA").values("sub"),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn config_errors() {
+        let err = |v: Value| Policy::parse(&v).unwrap_err().to_string();
+        assert!(err(json!({})).contains("`authorization.identity` is missing"));
+        assert!(err(json!({"identity":{"source":"cookie"}}))
+            .contains("`authorization.identity.source` is \"cookie\""));
+        assert!(err(json!({"identity":{"source":"header"}}))
+            .contains("`authorization.identity.header` is missing"));
+        assert!(err(
+            json!({"identity":{"source":"header","header":"x"},"rules":[{"claim":"roles"}]})
+        )
+        .contains("`authorization.rules[0].values` is missing"));
+        assert!(
+            err(json!({"identity":{"source":"header","header":"x"},"default":"maybe"}))
+                .contains("`authorization.default` is \"maybe\"")
+        );
+        assert!(err(json!({"identity":{"source":"jwt_metadata","bogus":1}}))
+            .contains("`authorization.identity.bogus` is not known"));
+    }
+}

@@ -1,0 +1,199 @@
+//! Reading the plugin configuration's JSON field by field, and the error an operator sees: the
+//! field's path, the value found and what is allowed.
+
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// MCP tool names are at most 128 characters (spec 2025-11-25, "Tool names"); the search tool
+/// is ours, so we hold it to the conservative 64 that every client accepts.
+const MAX_TOOL_NAME_LEN: usize = 64;
+
+/// A JSON object being read field by field; `finish` rejects what was not taken.
+pub(crate) struct Object<'a> {
+    path: String,
+    map: &'a Map<String, Value>,
+    taken: Vec<&'static str>,
+}
+
+impl<'a> Object<'a> {
+    pub(crate) fn new(path: &str, value: &'a Value) -> Result<Self, ConfigError> {
+        match value.as_object() {
+            Some(map) => Ok(Object {
+                path: path.to_string(),
+                map,
+                taken: Vec::new(),
+            }),
+            None => Err(ConfigError::invalid(
+                if path.is_empty() { "(root)" } else { path },
+                value,
+                "a JSON object",
+            )),
+        }
+    }
+
+    /// A field's value; an explicit `null` counts as absent (the default applies).
+    pub(crate) fn take(&mut self, key: &'static str) -> Option<&'a Value> {
+        self.taken.push(key);
+        self.map.get(key).filter(|v| !v.is_null())
+    }
+
+    pub(crate) fn finish(self) -> Result<(), ConfigError> {
+        let mut unknown: Vec<&String> = self
+            .map
+            .keys()
+            .filter(|k| !self.taken.contains(&k.as_str()))
+            .collect();
+        unknown.sort();
+        match unknown.first() {
+            None => Ok(()),
+            Some(key) => {
+                let mut allowed = self.taken.clone();
+                allowed.sort_unstable();
+                Err(ConfigError::UnknownField {
+                    field: if self.path.is_empty() {
+                        (*key).clone()
+                    } else {
+                        format!("{}.{}", self.path, key)
+                    },
+                    allowed: allowed.join(", "),
+                })
+            }
+        }
+    }
+}
+
+pub(crate) fn string_list(field: &str, value: &Value) -> Result<Vec<String>, ConfigError> {
+    let items = value
+        .as_array()
+        .ok_or_else(|| ConfigError::invalid(field, value, "a list of strings"))?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, v)| non_empty_string(&format!("{field}[{i}]"), v))
+        .collect()
+}
+
+pub(crate) fn non_empty_string(field: &str, value: &Value) -> Result<String, ConfigError> {
+    match value.as_str() {
+        Some(s) if !s.is_empty() => Ok(s.to_string()),
+        _ => Err(ConfigError::invalid(field, value, "a non-empty string")),
+    }
+}
+
+pub(crate) fn tool_name(field: &str, value: &Value) -> Result<String, ConfigError> {
+    let name = non_empty_string(field, value)?;
+    let legal = name.len() <= MAX_TOOL_NAME_LEN
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if legal {
+        Ok(name)
+    } else {
+        Err(ConfigError::invalid(
+            field,
+            value,
+            "a tool name of 1 to 64 characters from A-Z, a-z, 0-9, '_', '-', '.'",
+        ))
+    }
+}
+
+pub(crate) fn integer(field: &str, value: &Value, min: u64, max: u64) -> Result<u64, ConfigError> {
+    match value.as_u64() {
+        Some(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(ConfigError::invalid(
+            field,
+            value,
+            &format!("an integer from {min} to {max}"),
+        )),
+    }
+}
+
+pub(crate) fn weight(field: &str, value: &Value) -> Result<f32, ConfigError> {
+    match value.as_f64() {
+        Some(w) if w.is_finite() && (0.0..=100.0).contains(&w) => Ok(w as f32),
+        _ => Err(ConfigError::invalid(field, value, "a number from 0 to 100")),
+    }
+}
+
+/// Why a configuration was refused. Each message is one line an operator can act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigError {
+    Syntax {
+        message: String,
+    },
+    Invalid {
+        field: String,
+        found: String,
+        allowed: String,
+    },
+    Missing {
+        field: String,
+        allowed: String,
+    },
+    UnknownField {
+        field: String,
+        allowed: String,
+    },
+    Duplicate {
+        field: String,
+        what: String,
+    },
+}
+
+impl ConfigError {
+    pub(crate) fn invalid(field: &str, found: &Value, allowed: &str) -> Self {
+        let mut found = found.to_string();
+        if found.len() > 80 {
+            let cut = (0..=77)
+                .rev()
+                .find(|&i| found.is_char_boundary(i))
+                .unwrap_or(0);
+            found.truncate(cut);
+            found.push_str("...");
+        }
+        ConfigError::Invalid {
+            field: field.to_string(),
+            found,
+            allowed: allowed.to_string(),
+        }
+    }
+
+    pub(crate) fn missing(field: &str, allowed: &str) -> Self {
+        ConfigError::Missing {
+            field: field.to_string(),
+            allowed: allowed.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::Syntax { message } => {
+                write!(f, "plugin configuration is not valid JSON: {message}")
+            }
+            ConfigError::Invalid {
+                field,
+                found,
+                allowed,
+            } => write!(
+                f,
+                "plugin configuration field `{field}` is {found}; expected {allowed}"
+            ),
+            ConfigError::Missing { field, allowed } => write!(
+                f,
+                "plugin configuration field `{field}` is missing; expected {allowed}"
+            ),
+            ConfigError::UnknownField { field, allowed } => write!(
+                f,
+                "plugin configuration field `{field}` is not known; allowed here: {allowed}"
+            ),
+            ConfigError::Duplicate { field, what } => write!(
+                f,
+                "plugin configuration field `{field}` repeats the setting for {what}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}

@@ -1,0 +1,551 @@
+//! The tools of one upstream (a namespace), as learned from its `tools/list` pages, and the
+//! search index built over them once per catalog version.
+
+use crate::config::Config;
+use crate::index::bm25::{Bm25Index, Fields};
+use crate::index::fnv;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+use std::borrow::{Borrow, Cow};
+use std::cell::RefCell;
+use std::fmt;
+use std::rc::Rc;
+
+/// One tool: the fields search needs, and its definition exactly as the upstream declared it.
+#[derive(Debug, Clone)]
+pub struct Tool {
+    pub name: String,
+    pub title: String,
+    pub description: String,
+    /// Valid JSON (it came from a `RawValue`). Shared, not copied, when a catalog is merged
+    /// or rebuilt: at 10,000 tools the definitions are megabytes, and a copy of them per
+    /// catalog version was a third of a VM's peak memory.
+    definition: Rc<str>,
+}
+
+/// What a list needs of a definition. The input schema is skipped, not parsed: every list
+/// reads every definition, and building a `Value` of each schema was a quarter of a list's cost.
+#[derive(Deserialize)]
+struct ToolView<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(default, borrow)]
+    title: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    description: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct SchemaView {
+    #[serde(default, rename = "inputSchema")]
+    input_schema: Option<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CatalogError {
+    /// A tool definition without a string `name` (MCP requires one: spec 2025-11-25, Tool).
+    BadTool {
+        reason: String,
+    },
+    BadCatalog {
+        reason: String,
+    },
+}
+
+impl fmt::Display for CatalogError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CatalogError::BadTool { reason } => write!(f, "tool definition rejected: {reason}"),
+            CatalogError::BadCatalog { reason } => write!(f, "stored catalog unreadable: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for CatalogError {}
+
+impl Tool {
+    pub fn from_raw(raw: &RawValue) -> Result<Tool, CatalogError> {
+        Tool::from_raw_known(raw, &Catalog::default())
+    }
+
+    /// `from_raw`, sharing what an identical tool of `known` holds: a list mostly repeats the
+    /// catalog, and a second copy of every definition was a VM's largest allocation.
+    pub fn from_raw_known(raw: &RawValue, known: &Catalog) -> Result<Tool, CatalogError> {
+        let view: ToolView =
+            serde_json::from_str(raw.get()).map_err(|e| CatalogError::BadTool {
+                reason: e.to_string(),
+            })?;
+        if view.name.is_empty() {
+            return Err(CatalogError::BadTool {
+                reason: "empty name".to_string(),
+            });
+        }
+        if let Some(same) = known
+            .get(&view.name)
+            .filter(|k| k.definition() == raw.get())
+        {
+            return Ok(same.clone());
+        }
+        Ok(Tool {
+            name: view.name.into_owned(),
+            title: view.title.map(Cow::into_owned).unwrap_or_default(),
+            description: view.description.map(Cow::into_owned).unwrap_or_default(),
+            definition: Rc::from(raw.get()),
+        })
+    }
+
+    /// The definition exactly as the upstream declared it.
+    pub fn definition(&self) -> &str {
+        &self.definition
+    }
+
+    /// Title and description: what the tool is for, in words.
+    pub fn about(&self) -> String {
+        if self.title.is_empty() {
+            self.description.clone()
+        } else {
+            format!("{}. {}", self.title, self.description)
+        }
+    }
+
+    /// Input-schema property names and descriptions, read from the definition when asked (the
+    /// schema is indexed only when its weight is set, and embedded once per tool).
+    pub fn schema_text(&self) -> String {
+        let mut out = String::new();
+        if let Ok(SchemaView {
+            input_schema: Some(schema),
+        }) = serde_json::from_str(&self.definition)
+        {
+            collect_schema_text(&schema, 0, &mut out);
+        }
+        out
+    }
+
+    /// Its fields for the index; `schema` is its `schema_text()` when the schema is indexed.
+    pub fn fields<'a>(&'a self, schema: &'a str) -> Fields<'a> {
+        Fields {
+            name: &self.name,
+            title: &self.title,
+            description: &self.description,
+            input_schema: schema,
+        }
+    }
+}
+
+/// Property names and descriptions, nested objects included, a few levels deep: enough to
+/// index "what can I pass" without walking pathological schemas.
+fn collect_schema_text(schema: &Value, depth: usize, out: &mut String) {
+    if depth > 3 {
+        return;
+    }
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    for (name, prop) in props {
+        out.push_str(name);
+        out.push(' ');
+        if let Some(d) = prop.get("description").and_then(Value::as_str) {
+            out.push_str(d);
+            out.push(' ');
+        }
+        collect_schema_text(prop, depth + 1, out);
+        if let Some(items) = prop.get("items") {
+            collect_schema_text(items, depth + 1, out);
+        }
+    }
+}
+
+/// The tools of one namespace, sorted by name, names unique.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    tools: Vec<Tool>,
+    /// A last page (no `nextCursor`) has been learned: the catalog holds the whole list.
+    complete: bool,
+}
+
+/// Where a learned `tools/list` page stands in its listing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Page {
+    /// No cursor in the request.
+    pub first: bool,
+    /// No `nextCursor` in the response.
+    pub last: bool,
+}
+
+#[derive(Deserialize)]
+struct StoredCatalog<'a> {
+    #[serde(borrow)]
+    tools: Vec<&'a RawValue>,
+    #[serde(default)]
+    complete: bool,
+}
+
+impl Catalog {
+    pub fn from_tools(tools: Vec<Tool>) -> Catalog {
+        Catalog {
+            tools: latest_per_name(tools),
+            complete: false,
+        }
+    }
+
+    /// Whether the whole list has been seen (a last page learned).
+    pub fn is_complete(&self) -> bool {
+        self.complete
+    }
+
+    pub fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Tool> {
+        self.tools
+            .binary_search_by(|t| t.name.as_str().cmp(name))
+            .ok()
+            .and_then(|i| self.tools.get(i))
+    }
+
+    /// The catalog after learning `page`: a first page that is also the last is the whole
+    /// list and replaces the catalog; other pages add or update tools. `None` when nothing
+    /// changes (no write needed).
+    pub fn merged(&self, page: &[Tool], at: Page) -> Option<Catalog> {
+        if self.unchanged_by(page, at) {
+            return None;
+        }
+        let next = self.merge(page.to_vec(), at);
+        (!next.same_as(self)).then_some(next)
+    }
+
+    /// Whether learning `page` would leave the catalog as it is, found without copying: every
+    /// list of an unchanged catalog asks this.
+    pub fn unchanged_by(&self, page: &[Tool], at: Page) -> bool {
+        let complete = self.complete || at.last;
+        if complete != self.complete {
+            return false;
+        }
+        if at.first && at.last {
+            same_definitions(&latest_per_name(page.iter().collect()), &self.tools)
+        } else {
+            page.iter().all(|t| {
+                self.get(&t.name)
+                    .is_some_and(|known| known.definition() == t.definition())
+            })
+        }
+    }
+
+    /// The catalog after learning `page`, which it takes rather than copies.
+    pub fn merge(&self, page: Vec<Tool>, at: Page) -> Catalog {
+        let mut next = if at.first && at.last {
+            Catalog::from_tools(page)
+        } else {
+            let mut all = self.tools.clone();
+            all.extend(page);
+            Catalog::from_tools(all)
+        };
+        next.complete = self.complete || at.last;
+        next
+    }
+
+    /// The same tools with the same definitions, equally complete.
+    pub fn same_as(&self, other: &Catalog) -> bool {
+        self.complete == other.complete && same_definitions(&self.tools, &other.tools)
+    }
+
+    /// Takes the tools out (the catalog is left empty).
+    pub fn into_tools(self) -> Vec<Tool> {
+        self.tools
+    }
+
+    /// The stored form: `{"complete":bool,"tools":[...]}` with each definition's original bytes.
+    pub fn to_json(&self) -> String {
+        let mut out = String::new();
+        self.write_json(&mut out);
+        out
+    }
+
+    /// `to_json` into `out` (cleared first), which keeps its allocation if large enough.
+    pub fn write_json(&self, out: &mut String) {
+        let size: usize = self.tools.iter().map(|t| t.definition().len() + 1).sum();
+        out.clear();
+        out.reserve(size + 28);
+        out.push_str(if self.complete {
+            "{\"complete\":true,\"tools\":["
+        } else {
+            "{\"complete\":false,\"tools\":["
+        });
+        for (i, tool) in self.tools.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(tool.definition());
+        }
+        out.push_str("]}");
+    }
+
+    pub fn from_json(text: &str) -> Result<Catalog, CatalogError> {
+        let stored: StoredCatalog =
+            serde_json::from_str(text).map_err(|e| CatalogError::BadCatalog {
+                reason: e.to_string(),
+            })?;
+        let tools = stored
+            .tools
+            .into_iter()
+            .map(Tool::from_raw)
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut catalog = Catalog::from_tools(tools);
+        catalog.complete = stored.complete;
+        Ok(catalog)
+    }
+}
+
+/// One tool per name, in name order; a later definition of a name wins, as it would in a fresh
+/// list. Over tools or references to them (comparing a page without copying it).
+fn latest_per_name<T: Borrow<Tool>>(mut tools: Vec<T>) -> Vec<T> {
+    fn name<T: Borrow<Tool>>(t: &T) -> &str {
+        &t.borrow().name
+    }
+    tools.reverse();
+    tools.sort_by(|a, b| name(a).cmp(name(b)));
+    tools.dedup_by(|later, kept| name(later) == name(kept));
+    tools
+}
+
+/// The same tools, position by position, with the same definitions.
+fn same_definitions<T: Borrow<Tool>>(a: &[T], b: &[Tool]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(a, b)| a.borrow().definition() == b.definition())
+}
+
+/// The version of a catalog stored as `json` (`Catalog::to_json`).
+pub fn version_of(json: &str) -> u64 {
+    fnv::hash(json.as_bytes())
+}
+
+/// A catalog with its BM25 index and each tool's disclosure mode, built once per version.
+#[derive(Debug)]
+pub struct CatalogIndex {
+    pub namespace: String,
+    pub catalog: Catalog,
+    pub bm25: Bm25Index,
+    /// Catalog positions ordered by ASCII-lowercased name, then position: an exact-name query
+    /// (any ASCII case) is a binary search, not a scan of every name.
+    by_folded_name: Vec<u32>,
+    /// The last `tools/list` rewrite against this version, to replay for the same result.
+    pub list_memo: RefCell<Option<ListMemo>>,
+}
+
+/// Names compared as `eq_ignore_ascii_case` sees them.
+fn cmp_folded(a: &str, b: &str) -> std::cmp::Ordering {
+    a.bytes()
+        .map(|c| c.to_ascii_lowercase())
+        .cmp(b.bytes().map(|c| c.to_ascii_lowercase()))
+}
+
+impl CatalogIndex {
+    pub fn build(namespace: &str, catalog: Catalog, config: &Config) -> CatalogIndex {
+        let weights = config.search.weights;
+        let schemas: Vec<String> = if weights.input_schema > 0.0 {
+            catalog.tools().iter().map(Tool::schema_text).collect()
+        } else {
+            Vec::new()
+        };
+        let bm25 = Bm25Index::build(
+            catalog
+                .tools()
+                .iter()
+                .enumerate()
+                .map(|(i, t)| t.fields(schemas.get(i).map(String::as_str).unwrap_or(""))),
+            weights,
+        );
+        let name_of = |d: u32| {
+            catalog
+                .tools()
+                .get(d as usize)
+                .map_or("", |t| t.name.as_str())
+        };
+        let mut by_folded_name: Vec<u32> = (0..catalog.len())
+            .filter_map(|d| u32::try_from(d).ok())
+            .collect();
+        // The catalog is in name order: without ASCII capitals that is already folded order.
+        if catalog
+            .tools()
+            .iter()
+            .any(|t| t.name.bytes().any(|b| b.is_ascii_uppercase()))
+        {
+            by_folded_name.sort_by(|&a, &b| cmp_folded(name_of(a), name_of(b)).then(a.cmp(&b)));
+        }
+        CatalogIndex {
+            namespace: namespace.to_string(),
+            catalog,
+            bm25,
+            by_folded_name,
+            list_memo: RefCell::new(None),
+        }
+    }
+
+    /// The positions of the tools named `name` in any ASCII case, in catalog order.
+    pub fn named_ignoring_case<'s>(&'s self, name: &'s str) -> impl Iterator<Item = u32> + 's {
+        let tools = self.catalog.tools();
+        let name_of = move |d: u32| tools.get(d as usize).map_or("", |t| t.name.as_str());
+        let start = self
+            .by_folded_name
+            .partition_point(|&d| cmp_folded(name_of(d), name).is_lt());
+        self.by_folded_name
+            .iter()
+            .skip(start)
+            .copied()
+            .take_while(move |&d| name_of(d).eq_ignore_ascii_case(name))
+    }
+}
+
+/// A rewritten `tools/list` result kept for the next identical one. Upstreams answer with the
+/// same bytes list after list, and reading megabytes of definitions to reach the same answer
+/// was most of a list's cost. It lives in one catalog version's `CatalogIndex` (a new version
+/// starts empty) and is stored only once learning the page changed nothing, so replaying it
+/// skips learning too.
+#[derive(Debug, Clone)]
+pub struct ListMemo {
+    pub(crate) key: MemoKey,
+    /// The rewritten result; `None` when the message went on untouched.
+    pub(crate) result: Option<String>,
+    pub(crate) hidden: usize,
+    pub(crate) page: Page,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MemoKey {
+    pub(crate) len: usize,
+    pub(crate) fingerprint: u64,
+    pub(crate) first_page: bool,
+    pub(crate) audience: Option<Vec<usize>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn tool(def: &str) -> Tool {
+        let raw: Box<RawValue> = serde_json::from_str(def).unwrap();
+        Tool::from_raw(&raw).unwrap()
+    }
+
+    fn sample() -> Catalog {
+        Catalog::from_tools(vec![
+            tool(
+                r#"{"name":"stripe_refund_charge","description":"Refund a charge.","inputSchema":{"type":"object","properties":{"charge_id":{"type":"string","description":"The charge to refund"}}}}"#,
+            ),
+            tool(
+                r#"{"name":"github_create_issue","description":"Open a new issue in a repository."}"#,
+            ),
+            tool(r#"{"name":"weather","description":"Forecast for a city.","title":"Weather"}"#),
+        ])
+    }
+
+    #[test]
+    fn tool_fields() {
+        let t = tool(
+            r#"{"name":"x","title":"T","description":"D","inputSchema":{"type":"object","properties":{"a":{"description":"first","type":"object","properties":{"b":{"description":"nested"}}}}}}"#,
+        );
+        assert_eq!(t.schema_text(), "a first b nested ");
+        assert_eq!(t.about(), "T. D");
+        assert!(Tool::from_raw(
+            &serde_json::value::to_raw_value(&serde_json::json!({"description":"no name"}))
+                .unwrap()
+        )
+        .is_err());
+        assert!(Tool::from_raw(
+            &serde_json::value::to_raw_value(&serde_json::json!({"name":""})).unwrap()
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn catalog_sorted_unique_and_round_trips() {
+        let c = sample();
+        let names: Vec<&str> = c.tools().iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["github_create_issue", "stripe_refund_charge", "weather"]
+        );
+        let mut complete = c
+            .merged(
+                &[],
+                Page {
+                    first: false,
+                    last: true,
+                },
+            )
+            .unwrap();
+        assert!(complete.is_complete() && !c.is_complete());
+        assert!(Catalog::from_json(&complete.to_json())
+            .unwrap()
+            .is_complete());
+        complete = Catalog::from_json(&complete.to_json()).unwrap();
+        assert!(complete
+            .merged(
+                &[],
+                Page {
+                    first: false,
+                    last: true
+                }
+            )
+            .is_none());
+        let back = Catalog::from_json(&c.to_json()).unwrap();
+        assert_eq!(back.to_json(), c.to_json());
+        assert!(Catalog::from_json("{\"tools\":5}").is_err());
+    }
+
+    #[test]
+    fn merge_upserts_or_replaces() {
+        let c = sample();
+        assert!(c
+            .merged(
+                &[tool(
+                    r#"{"name":"weather","description":"Forecast for a city.","title":"Weather"}"#
+                )],
+                Page {
+                    first: false,
+                    last: false
+                }
+            )
+            .is_none());
+        let updated = c
+            .merged(
+                &[tool(r#"{"name":"weather","description":"New."}"#)],
+                Page {
+                    first: false,
+                    last: false,
+                },
+            )
+            .unwrap();
+        assert_eq!(updated.len(), 3);
+        assert_eq!(updated.get("weather").unwrap().description, "New.");
+        assert_ne!(updated.to_json(), c.to_json());
+        let replaced = c
+            .merged(
+                &[tool(r#"{"name":"only"}"#)],
+                Page {
+                    first: true,
+                    last: true,
+                },
+            )
+            .unwrap();
+        assert_eq!(replaced.len(), 1);
+        let dup = Catalog::from_tools(vec![
+            tool(r#"{"name":"a","description":"1"}"#),
+            tool(r#"{"name":"a","description":"2"}"#),
+        ]);
+        assert_eq!(dup.len(), 1);
+        assert_eq!(dup.get("a").unwrap().description, "2");
+    }
+}

@@ -1,0 +1,17 @@
+//! mcp-tool-search without its host: everything the filter decides, in plain Rust.
+//!
+//! The path of a request, by folder: `stream/` classifies it and answers locally or lets it go
+//! upstream; `mcp/` reads JSON-RPC and SSE, rewrites a `tools/list` result (`mcp::list`) and
+//! answers the injected tools (`mcp::injected`); `index/` builds the BM25 index of a catalog;
+//! `rank/` ranks a query (BM25, vectors, hybrid); `store` shares catalogs and vectors between
+//! workers; `config/` parses the plugin configuration and the authorization policy. The host
+//! (Envoy through proxy-wasm, or memory in tests) is reached only through `stream::Env`.
+
+pub mod config;
+pub mod index;
+pub mod mcp;
+pub mod plugin;
+pub mod rank;
+pub mod store;
+pub mod stream;
+pub mod vector;

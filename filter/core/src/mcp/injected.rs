@@ -1,0 +1,774 @@
+//! The tools the filter injects into `tools/list` and answers itself: the search tool,
+//! `list_tool_groups`, and (with summary results) `describe_tool` and `call_tool`. Their
+//! definitions (MCP spec 2025-11-25, "Tool"), argument rules and results.
+
+use crate::config::{Config, ResultFormat};
+use crate::index::catalog::Tool;
+use crate::mcp::json;
+use crate::mcp::result::{self, SearchMeta};
+use crate::rank::search::{Found, Query, Ranked};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+/// A query longer than this is not a query: it is a pasted document or a prompt injection.
+pub const MAX_QUERY_CHARS: usize = 500;
+/// How many tool names the search tool's description may carry: enough for an agent to
+/// recognise the catalog, few enough to keep the listing small.
+pub const DESCRIBED_NAMES: usize = 256;
+/// How many definitions one `describe_tool` call may ask for.
+pub const MAX_DESCRIBE: usize = 20;
+
+pub const LIST_GROUPS: &str = "list_tool_groups";
+pub const DESCRIBE: &str = "describe_tool";
+pub const CALL: &str = "call_tool";
+
+/// Which injected tool a call names, if any (given the configuration).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Injected {
+    Search,
+    ListGroups,
+    Describe,
+    Call,
+}
+
+impl Injected {
+    pub fn of(config: &Config, name: &str) -> Option<Injected> {
+        let summary = config.search.result_format == ResultFormat::Summary;
+        match name {
+            n if n == config.search.tool_name => Some(Injected::Search),
+            LIST_GROUPS => Some(Injected::ListGroups),
+            DESCRIBE if summary => Some(Injected::Describe),
+            CALL if summary => Some(Injected::Call),
+            _ => None,
+        }
+    }
+}
+
+/// One injected tool's definition (MCP `Tool`, spec 2025-11-25 "Tools").
+fn definition(name: &str, title: &str, description: &str, schema: &str, read_only: bool) -> String {
+    #[derive(serde::Serialize)]
+    struct Definition<'a> {
+        name: &'a str,
+        title: &'a str,
+        description: &'a str,
+        #[serde(rename = "inputSchema")]
+        input_schema: Option<&'a RawValue>,
+        annotations: Annotations<'a>,
+    }
+    #[derive(serde::Serialize)]
+    struct Annotations<'a> {
+        title: &'a str,
+        #[serde(rename = "readOnlyHint")]
+        read_only_hint: bool,
+        #[serde(rename = "openWorldHint")]
+        open_world_hint: bool,
+    }
+    // The schemas are this module's own JSON text; an invalid one would be a bug here, and the
+    // tool still gets a schema a client accepts.
+    let input_schema = serde_json::from_str::<&RawValue>(schema)
+        .or_else(|_| serde_json::from_str::<&RawValue>(r#"{"type":"object"}"#))
+        .ok();
+    result::to_json(&Definition {
+        name,
+        title,
+        description,
+        input_schema,
+        annotations: Annotations {
+            title,
+            read_only_hint: read_only,
+            open_world_hint: false,
+        },
+    })
+}
+
+/// The injected tools for a listing, in order. `hidden`: the progressive tools the caller may
+/// use (sorted); `groups`: the caller's groups (sorted).
+/// `complete`: whether `hidden` is every hidden tool (else the count is a lower bound, while
+/// the pages of a first listing are still being learned).
+pub fn definitions(
+    config: &Config,
+    hidden: &[&str],
+    groups: &[String],
+    complete: bool,
+) -> Vec<String> {
+    let mut out = vec![search_definition(config, hidden, groups, complete)];
+    if groups.len() > 1 {
+        out.push(definition(
+            LIST_GROUPS,
+            "List tool groups",
+            "List the groups the tools of this server fall into, with how many tools each holds. \
+             Pass a group to the search tool to search only that group.",
+            "{\"type\":\"object\",\"properties\":{}}",
+            true,
+        ));
+    }
+    if config.search.result_format == ResultFormat::Summary {
+        out.push(definition(
+            DESCRIBE,
+            "Describe tools",
+            "Get the full definitions (description and inputSchema) of tools found by the search \
+             tool, by name.",
+            &format!(
+                "{{\"type\":\"object\",\"properties\":{{\"names\":{{\"type\":\"array\",\
+                 \"items\":{{\"type\":\"string\"}},\"minItems\":1,\"maxItems\":{MAX_DESCRIBE},\
+                 \"description\":\"Exact tool names from a search result.\"}}}},\"required\":[\"names\"]}}"
+            ),
+            true,
+        ));
+        out.push(definition(
+            CALL,
+            "Call a tool",
+            "Call a tool found by the search tool, by name, with its arguments. Use this when you \
+             cannot call the tool directly.",
+            "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\
+             \"description\":\"The exact tool name.\"},\"arguments\":{\"type\":\"object\",\
+             \"description\":\"The tool's arguments, matching its inputSchema.\"}},\"required\":[\"name\"]}",
+            false,
+        ));
+    }
+    out
+}
+
+fn search_definition(
+    config: &Config,
+    hidden: &[&str],
+    groups: &[String],
+    complete: bool,
+) -> String {
+    let max = config.search.max_allowable_results;
+    let summary = config.search.result_format == ResultFormat::Summary;
+    let mut description = format!(
+        "Search the tools of this server by what you want to do. {}{} more tools are available \
+         than the ones listed; they are not listed to save context. Call this tool with a short \
+         description of the task (for example \"create a calendar event\") or a tool's exact \
+         name; it returns {}, best first. Then call the tool you need by its name, with \
+         arguments that match its inputSchema.",
+        if complete { "" } else { "At least " },
+        hidden.len(),
+        if summary {
+            "one line per matching tool (use describe_tool for full definitions)"
+        } else {
+            "the full definitions of the best matching tools"
+        }
+    );
+    if !hidden.is_empty() {
+        let shown: Vec<&str> = hidden.iter().take(DESCRIBED_NAMES).copied().collect();
+        description.push_str(" Tools you can find include: ");
+        description.push_str(&shown.join(", "));
+        if hidden.len() > shown.len() {
+            description.push_str(&format!(" (and {} more)", hidden.len() - shown.len()));
+        }
+        description.push('.');
+    }
+    let group = if groups.len() > 1 {
+        format!(
+            ",\"group\":{{\"type\":\"string\",\"enum\":{},\"description\":\"Only search this group of tools.\"}}",
+            result::to_json(&groups)
+        )
+    } else {
+        String::new()
+    };
+    let schema = format!(
+        "{{\"type\":\"object\",\"properties\":{{\
+         \"query\":{{\"type\":\"string\",\"minLength\":1,\"maxLength\":{MAX_QUERY_CHARS},\
+         \"description\":\"What you want to do, in a few words, or a tool's exact name.\"}},\
+         \"namespace\":{{\"type\":\"string\",\
+         \"description\":\"Only search this namespace (optional; by default the namespace of this server).\"}},\
+         \"limit\":{{\"type\":\"integer\",\"minimum\":1,\"maximum\":{max},\
+         \"description\":\"How many tools to return, at most {max} (the default).\"}},\
+         \"offset\":{{\"type\":\"integer\",\"minimum\":0,\
+         \"description\":\"How many matching tools to skip, to page through a long match (default 0).\"}}{group}}},\
+         \"required\":[\"query\"]}}"
+    );
+    definition(
+        &config.search.tool_name,
+        "Search tools",
+        &description,
+        &schema,
+        true,
+    )
+}
+
+/// Validated arguments of a search call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchArgs {
+    pub query: Query,
+    pub namespace: Option<String>,
+}
+
+fn object(arguments: Option<&RawValue>) -> Result<Map<String, Value>, String> {
+    let value: Value = match arguments {
+        Some(raw) => serde_json::from_str(raw.get())
+            .map_err(|e| format!("Arguments are not valid JSON: {e}"))?,
+        None => Value::Null,
+    };
+    match value {
+        Value::Object(map) => Ok(map),
+        Value::Null => Ok(Map::new()),
+        other => Err(format!("Arguments must be an object, not {other}.")),
+    }
+}
+
+fn optional_string(
+    args: &Map<String, Value>,
+    key: &str,
+    who: Asker,
+) -> Result<Option<String>, String> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.trim().to_string())),
+        Some(other) => Err(format!("{} must be a string, not {other}.", who.name(key))),
+    }
+}
+
+fn optional_integer(
+    args: &Map<String, Value>,
+    key: &str,
+    min: i64,
+    max: Option<i64>,
+    who: Asker,
+) -> Result<Option<i64>, String> {
+    let range = match max {
+        Some(max) => format!("an integer from {min} to {max}"),
+        None => format!("an integer of at least {min}"),
+    };
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_i64() {
+            Some(v) if v >= min => Ok(Some(v)),
+            _ => Err(format!("{} is {n}; it must be {range}.", who.name(key))),
+        },
+        Some(other) => Err(format!("{} must be {range}, not {other}.", who.name(key))),
+    }
+}
+
+/// Who asks for a search, for the wording of an error: the model through the search tool
+/// ("Argument `query`"), or an HTTP client of the search endpoint ("field `query`").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asker {
+    Tool,
+    Http,
+}
+
+impl Asker {
+    fn name(self, key: &str) -> String {
+        match self {
+            Asker::Tool => format!("Argument `{key}`"),
+            Asker::Http => format!("field `{key}`"),
+        }
+    }
+}
+
+/// Reads a search's arguments. An error is a message for the asker: it says what to change.
+pub fn parse_search(
+    arguments: Option<&RawValue>,
+    config: &Config,
+    who: Asker,
+) -> Result<SearchArgs, String> {
+    let max = i64::from(config.search.max_allowable_results);
+    let args = object(arguments)?;
+    let missing = "Missing required argument `query`: pass {\"query\": \"what you want to do\"}.";
+    let query = match args.get("query") {
+        None | Some(Value::Null) => return Err(missing.to_string()),
+        Some(Value::String(q)) => q.trim(),
+        Some(other) => {
+            return Err(format!(
+                "{} must be a string describing the task, not {other}.",
+                who.name("query")
+            ))
+        }
+    };
+    if query.is_empty() {
+        return Err(format!(
+            "{} is empty: describe the task in a few words.",
+            who.name("query")
+        ));
+    }
+    let chars = query.chars().count();
+    if chars > MAX_QUERY_CHARS {
+        return Err(format!(
+            "{} has {chars} characters; the maximum is {MAX_QUERY_CHARS}. Describe the task in a few words.",
+            who.name("query")
+        ));
+    }
+    let limit = match optional_integer(&args, "limit", 1, Some(max), who) {
+        Ok(l) => l.map_or(max, |l| l.min(max)),
+        // Above the maximum is clamped, not refused (the model asked for "many").
+        Err(_)
+            if args
+                .get("limit")
+                .and_then(Value::as_i64)
+                .is_some_and(|l| l > max) =>
+        {
+            max
+        }
+        Err(e) => return Err(e),
+    };
+    let offset = optional_integer(&args, "offset", 0, None, who)?.unwrap_or(0);
+    Ok(SearchArgs {
+        query: Query {
+            text: query.to_string(),
+            limit: usize::try_from(limit).unwrap_or(1),
+            offset: usize::try_from(offset).unwrap_or(0),
+            group: optional_string(&args, "group", who)?,
+        },
+        namespace: optional_string(&args, "namespace", who)?,
+    })
+}
+
+/// Reads `describe_tool`'s names.
+pub fn parse_describe(arguments: Option<&RawValue>) -> Result<Vec<String>, String> {
+    let args = object(arguments)?;
+    let names = match args.get("names") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| v.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>(),
+        Some(Value::String(one)) => Some(vec![one.clone()]),
+        _ => None,
+    };
+    match names {
+        Some(n) if !n.is_empty() && n.len() <= MAX_DESCRIBE => Ok(n),
+        _ => Err(format!(
+            "Argument `names` must be a list of 1 to {MAX_DESCRIBE} tool names from a search result."
+        )),
+    }
+}
+
+/// Reads `call_tool`'s target name and arguments (raw, passed on as they are).
+pub fn parse_call(arguments: Option<&RawValue>) -> Result<(String, Option<Box<RawValue>>), String> {
+    #[derive(serde::Deserialize)]
+    struct Call {
+        #[serde(default)]
+        name: Option<Value>,
+        #[serde(default)]
+        arguments: Option<Box<RawValue>>,
+    }
+    let raw = arguments.map(RawValue::get).unwrap_or("{}");
+    let call: Call = serde_json::from_str(raw).map_err(|_| {
+        "Arguments must be {\"name\": \"tool name\", \"arguments\": {...}}.".to_string()
+    })?;
+    let name = match call.name {
+        Some(Value::String(n)) if !n.trim().is_empty() => n.trim().to_string(),
+        _ => {
+            return Err(
+                "Missing required argument `name`: the exact name of the tool to call.".to_string(),
+            )
+        }
+    };
+    if let Some(a) = &call.arguments {
+        let t = a.get().trim_start();
+        if !t.starts_with('{') && t != "null" {
+            return Err(
+                "Argument `arguments` must be an object matching the tool's inputSchema."
+                    .to_string(),
+            );
+        }
+    }
+    Ok((name, call.arguments))
+}
+
+/// A search result in the configured format, with `_meta` saying how it was ranked.
+pub fn search_result(config: &Config, query: &Query, ranked: &Ranked<'_>, modern: bool) -> String {
+    let first = query.offset + 1;
+    let last = query.offset + ranked.found.len();
+    let more = ranked.matches > last;
+    let texts: Vec<String> = match config.search.result_format {
+        ResultFormat::Definitions => {
+            let mut note = format!(
+                "{} of {} matching tools",
+                ranked.found.len(),
+                ranked.matches
+            );
+            if !ranked.found.is_empty() {
+                note.push_str(&format!(" (results {first} to {last})"));
+            }
+            if more {
+                note.push_str(&format!("; call again with offset {last} for more"));
+            }
+            note.push('.');
+            vec![
+                result::definitions(ranked.found.iter().map(|f| f.tool)),
+                note,
+            ]
+        }
+        ResultFormat::Summary => vec![summary(config, query, ranked, more)],
+    };
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    result::search(&texts, SearchMeta::of(ranked, query.offset), modern)
+}
+
+fn summary(config: &Config, query: &Query, ranked: &Ranked<'_>, more: bool) -> String {
+    let first = query.offset + 1;
+    let last = query.offset + ranked.found.len();
+    let mut out = if ranked.found.is_empty() {
+        format!(
+            "{} tools of {} match {}.",
+            ranked.matches,
+            ranked.candidates,
+            json::string(&query.text)
+        )
+    } else {
+        format!(
+            "{} tools of {} match {} (showing {first} to {last}):",
+            ranked.matches,
+            ranked.candidates,
+            json::string(&query.text)
+        )
+    };
+    for f in &ranked.found {
+        out.push('\n');
+        out.push_str(&summary_line(f));
+    }
+    out.push('\n');
+    if ranked.found.is_empty() {
+        out.push_str("Next: search again with other words.");
+    } else {
+        out.push_str(&format!(
+            "Next: call {DESCRIBE} with the names you need for their full definitions, then call the tool by name (or use {CALL} with name and arguments)."
+        ));
+        if more {
+            out.push_str(&format!(
+                " More matches: call {} again with offset {last}.",
+                config.search.tool_name
+            ));
+        }
+    }
+    out
+}
+
+fn summary_line(found: &Found<'_>) -> String {
+    let tool = found.tool;
+    let def: Value = serde_json::from_str(tool.definition()).unwrap_or(Value::Null);
+    let mut line = tool.name.clone();
+    let sentence = first_sentence(&tool.description);
+    if !sentence.is_empty() {
+        line.push_str(" · ");
+        line.push_str(&sentence);
+    }
+    let required: Vec<&str> = def
+        .pointer("/inputSchema/required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if !required.is_empty() {
+        line.push_str(" · requires: ");
+        line.push_str(&required.join(", "));
+    }
+    let read_only = def.pointer("/annotations/readOnlyHint") == Some(&Value::Bool(true));
+    if !read_only {
+        line.push_str(" · asks the user first");
+    }
+    line
+}
+
+/// The description's first sentence, on one line.
+fn first_sentence(description: &str) -> String {
+    let text = description.split_whitespace().collect::<Vec<_>>().join(" ");
+    let end = text
+        .char_indices()
+        .find(|&(i, c)| {
+            matches!(c, '.' | '!' | '?')
+                && text
+                    .get(i + 1..)
+                    .is_none_or(|rest| rest.is_empty() || rest.starts_with(' '))
+        })
+        .map(|(i, c)| i + c.len_utf8());
+    match end {
+        Some(end) => text.get(..end).unwrap_or(&text).to_string(),
+        None => text,
+    }
+}
+
+/// `list_tool_groups`: the caller's groups with their tool counts.
+pub fn groups_result(groups: &[(String, usize)], modern: bool) -> String {
+    #[derive(serde::Serialize)]
+    struct Group<'a> {
+        group: &'a str,
+        tools: usize,
+    }
+    let items: Vec<Group> = groups
+        .iter()
+        .map(|(group, tools)| Group {
+            group,
+            tools: *tools,
+        })
+        .collect();
+    result::text(&[&result::to_json(&items)], false, modern)
+}
+
+/// `describe_tool`: the definitions found, and the names that were not.
+pub fn describe_result(found: &[&Tool], missing: &[String], modern: bool) -> String {
+    if found.is_empty() {
+        return error_result(
+            &format!(
+                "No tool named {} is available; use the search tool to find names.",
+                missing.join(", ")
+            ),
+            modern,
+        );
+    }
+    let definitions = result::definitions(found.iter().copied());
+    let not_available = format!("Not available: {}.", missing.join(", "));
+    let mut texts = vec![definitions.as_str()];
+    if !missing.is_empty() {
+        texts.push(&not_available);
+    }
+    result::text(&texts, false, modern)
+}
+
+/// A tool result that reports a problem to the model (`isError`, MCP spec 2025-11-25 "Error
+/// Handling": tool errors are results, so the model can read and correct them).
+pub fn error_result(message: &str, modern: bool) -> String {
+    result::text(&[message], true, modern)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Ranking;
+
+    fn args(json: &str) -> Result<SearchArgs, String> {
+        let raw: Box<RawValue> = serde_json::from_str(json).unwrap();
+        parse_search(Some(&raw), &Config::default(), Asker::Tool)
+    }
+
+    fn tool(def: &str) -> Tool {
+        let raw: Box<RawValue> = serde_json::from_str(def).unwrap();
+        Tool::from_raw(&raw).unwrap()
+    }
+
+    #[test]
+    fn search_definition_names_hidden_tools_and_groups() {
+        let config = Config::default();
+        let names: Vec<String> = (0..300).map(|i| format!("t{i:03}")).collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let defs = definitions(&config, &refs, &["only".to_string()], true);
+        assert_eq!(defs.len(), 1, "one group: no list_tool_groups");
+        let def: Value = serde_json::from_str(&defs[0]).unwrap();
+        assert_eq!(def["name"], "tool_search");
+        assert_eq!(def["inputSchema"]["required"], serde_json::json!(["query"]));
+        assert_eq!(def["inputSchema"]["properties"]["limit"]["maximum"], 5);
+        assert!(def["inputSchema"]["properties"].get("group").is_none());
+        assert_eq!(def["annotations"]["readOnlyHint"], true);
+        assert_eq!(def["annotations"]["openWorldHint"], false);
+        assert!(def.get("outputSchema").is_none());
+        let d = def["description"].as_str().unwrap();
+        assert!(d.contains("t000, t001") && d.contains("t255") && !d.contains("t256"));
+        assert!(d.contains("(and 44 more)"));
+        assert!(d.contains("do. 300 more tools"));
+        let partial: Value =
+            serde_json::from_str(&definitions(&config, &refs, &[], false)[0]).unwrap();
+        assert!(partial["description"]
+            .as_str()
+            .unwrap()
+            .contains("do. At least 300 more tools"));
+        let groups = vec!["github".to_string(), "slack".to_string()];
+        let summary = Config::parse(r#"{"search":{"result_format":"summary"}}"#).unwrap();
+        let defs = definitions(&summary, &refs, &groups, false);
+        let names: Vec<String> = defs
+            .iter()
+            .map(|d| {
+                serde_json::from_str::<Value>(d).unwrap()["name"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(names, ["tool_search", LIST_GROUPS, DESCRIBE, CALL]);
+        let search: Value = serde_json::from_str(&defs[0]).unwrap();
+        assert_eq!(
+            search["inputSchema"]["properties"]["group"]["enum"],
+            serde_json::json!(["github", "slack"])
+        );
+        for d in &defs {
+            let v: Value = serde_json::from_str(d).unwrap();
+            assert_eq!(v["annotations"]["readOnlyHint"], v["name"] != CALL);
+            assert_eq!(v["annotations"]["openWorldHint"], false);
+        }
+    }
+
+    #[test]
+    fn argument_rules() {
+        let a = args(r#"{"query":" refund ","limit":3,"offset":5,"group":"stripe"}"#).unwrap();
+        assert_eq!(
+            a.query,
+            Query {
+                text: "refund".into(),
+                limit: 3,
+                offset: 5,
+                group: Some("stripe".into())
+            }
+        );
+        assert_eq!(
+            args(r#"{"query":"x","limit":99}"#).unwrap().query.limit,
+            5,
+            "clamped"
+        );
+        assert_eq!(
+            args(r#"{"query":"x","namespace":"a"}"#)
+                .unwrap()
+                .namespace
+                .as_deref(),
+            Some("a")
+        );
+        assert!(args(r#"{}"#)
+            .unwrap_err()
+            .contains("Missing required argument `query`"));
+        assert!(args(r#"{"query":"  "}"#).unwrap_err().contains("empty"));
+        assert!(args(r#"{"query":5}"#)
+            .unwrap_err()
+            .contains("must be a string"));
+        assert!(args(&format!(r#"{{"query":"{}"}}"#, "a".repeat(501)))
+            .unwrap_err()
+            .contains("501 characters"));
+        assert!(args(&format!(r#"{{"query":"{}"}}"#, "é".repeat(500))).is_ok());
+        assert!(args(r#"{"query":"x","limit":2.5}"#)
+            .unwrap_err()
+            .contains("integer"));
+        assert!(args(r#"{"query":"x","limit":"3"}"#)
+            .unwrap_err()
+            .contains("integer"));
+        assert!(args(r#"{"query":"x","limit":0}"#)
+            .unwrap_err()
+            .contains("from 1 to 5"));
+        assert!(args(r#"{"query":"x","offset":-1}"#)
+            .unwrap_err()
+            .contains("at least 0"));
+        assert!(args(r#"[1]"#).unwrap_err().contains("must be an object"));
+        assert!(parse_search(None, &Config::default(), Asker::Tool).is_err());
+    }
+
+    #[test]
+    fn describe_and_call_arguments() {
+        let raw = |s: &str| -> Box<RawValue> { serde_json::from_str(s).unwrap() };
+        assert_eq!(
+            parse_describe(Some(&raw(r#"{"names":["a","b"]}"#))).unwrap(),
+            ["a", "b"]
+        );
+        assert!(parse_describe(Some(&raw(r#"{"names":[]}"#))).is_err());
+        assert!(parse_describe(Some(&raw(r#"{"names":[1]}"#))).is_err());
+        let (name, a) = parse_call(Some(&raw(r#"{"name":"x","arguments":{"k": 1}}"#))).unwrap();
+        assert_eq!((name.as_str(), a.unwrap().get()), ("x", r#"{"k": 1}"#));
+        assert!(parse_call(Some(&raw(r#"{"arguments":{}}"#)))
+            .unwrap_err()
+            .contains("`name`"));
+        assert!(parse_call(Some(&raw(r#"{"name":"x","arguments":[1]}"#)))
+            .unwrap_err()
+            .contains("object"));
+    }
+
+    fn ranked<'a>(tools: &'a [Tool], matches: usize) -> Ranked<'a> {
+        Ranked {
+            found: tools
+                .iter()
+                .map(|tool| Found { tool, score: 1.0 })
+                .collect(),
+            matches,
+            candidates: 300,
+            strategy: Ranking::Bm25,
+            fallback: Some(crate::rank::search::Fallback::new(
+                crate::rank::search::FallbackKind::Timeout,
+                "embeddings service timed out",
+            )),
+        }
+    }
+
+    #[test]
+    fn definitions_result_with_paging_note_and_meta() {
+        let tools = [tool(r#"{"name":"a", "description":"x"}"#)];
+        let query = Query {
+            text: "q".into(),
+            limit: 1,
+            offset: 0,
+            group: None,
+        };
+        let r: Value = serde_json::from_str(&search_result(
+            &Config::default(),
+            &query,
+            &ranked(&tools, 3),
+            true,
+        ))
+        .unwrap();
+        assert_eq!(
+            r["content"][0]["text"],
+            r#"[{"name":"a", "description":"x"}]"#
+        );
+        assert_eq!(
+            r["content"][1]["text"],
+            "1 of 3 matching tools (results 1 to 1); call again with offset 1 for more."
+        );
+        let m = &r["_meta"]["mcp-tool-search/search"];
+        assert_eq!(m["strategy"], "bm25");
+        assert_eq!(m["fallback"]["reason"], "embeddings service timed out");
+        assert_eq!(
+            (
+                m["candidates"].as_u64(),
+                m["matches"].as_u64(),
+                m["returned"].as_u64()
+            ),
+            (Some(300), Some(3), Some(1))
+        );
+        assert_eq!(r["resultType"], "complete");
+        let e: Value = serde_json::from_str(&error_result("bad \"q\"", false)).unwrap();
+        assert_eq!(e["isError"], true);
+        assert_eq!(e["content"][0]["text"], "bad \"q\"");
+    }
+
+    #[test]
+    fn summary_lines() {
+        let config = Config::parse(r#"{"search":{"result_format":"summary"}}"#).unwrap();
+        let tools = [
+            tool(
+                r#"{"name":"stripe_refund_charge","description":"Refund a charge. Partial refunds too.","inputSchema":{"type":"object","required":["charge_id","amount"]}}"#,
+            ),
+            tool(
+                r#"{"name":"stripe_get_charge","description":"Get a charge by ID","annotations":{"readOnlyHint":true}}"#,
+            ),
+        ];
+        let query = Query {
+            text: "refund".into(),
+            limit: 2,
+            offset: 0,
+            group: None,
+        };
+        let r: Value =
+            serde_json::from_str(&search_result(&config, &query, &ranked(&tools, 7), false))
+                .unwrap();
+        let text = r["content"][0]["text"].as_str().unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "7 tools of 300 match \"refund\" (showing 1 to 2):"
+        );
+        assert_eq!(lines[1], "stripe_refund_charge · Refund a charge. · requires: charge_id, amount · asks the user first");
+        assert_eq!(lines[2], "stripe_get_charge · Get a charge by ID");
+        assert!(
+            lines[3].starts_with("Next: call describe_tool")
+                && lines[3].ends_with("again with offset 2.")
+        );
+        assert_eq!(first_sentence("v1.2 is out. Yes"), "v1.2 is out.");
+    }
+
+    #[test]
+    fn groups_and_describe_results() {
+        let g: Value = serde_json::from_str(&groups_result(
+            &[("github".into(), 3), ("slack".into(), 1)],
+            false,
+        ))
+        .unwrap();
+        assert_eq!(
+            g["content"][0]["text"],
+            r#"[{"group":"github","tools":3},{"group":"slack","tools":1}]"#
+        );
+        let t = tool(r#"{"name":"a"}"#);
+        let d: Value =
+            serde_json::from_str(&describe_result(&[&t], &["zz".into()], false)).unwrap();
+        assert_eq!(d["content"][0]["text"], r#"[{"name":"a"}]"#);
+        assert_eq!(d["content"][1]["text"], "Not available: zz.");
+        let none: Value =
+            serde_json::from_str(&describe_result(&[], &["zz".into()], false)).unwrap();
+        assert_eq!(none["isError"], true);
+    }
+}

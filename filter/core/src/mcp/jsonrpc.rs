@@ -1,0 +1,380 @@
+//! JSON-RPC 2.0 messages as MCP sends them over Streamable HTTP (spec 2025-11-25, "Base
+//! Protocol"): single messages or, from clients of protocol 2025-03-26, batches. Ids may be
+//! numbers or strings and are echoed byte for byte.
+
+use crate::mcp::json;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+use std::fmt;
+
+/// One JSON-RPC message, with only what the filter decides on read out.
+#[derive(Debug)]
+pub struct Message {
+    /// The id exactly as sent (`None` for notifications).
+    pub id: Option<Box<RawValue>>,
+    pub method: Option<String>,
+    pub params: Option<Box<RawValue>>,
+}
+
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    id: Option<Box<RawValue>>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    params: Option<Box<RawValue>>,
+}
+
+#[derive(Debug)]
+pub enum Incoming {
+    Single(Message),
+    Batch(Vec<Message>),
+}
+
+impl Incoming {
+    pub fn messages(&self) -> &[Message] {
+        match self {
+            Incoming::Single(m) => std::slice::from_ref(m),
+            Incoming::Batch(ms) => ms,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JsonRpcError {
+    NotJson(String),
+    /// Not plain UTF-8 JSON text: a byte-order mark, UTF-16 or UTF-32, invalid UTF-8. Lenient
+    /// readers (Python's `json.loads` on bytes) accept some of these, so they cannot be
+    /// passed on unread where a policy decides.
+    Encoding(&'static str),
+    NotAMessage,
+    EmptyBatch,
+}
+
+impl fmt::Display for JsonRpcError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JsonRpcError::NotJson(e) => write!(f, "body is not JSON: {e}"),
+            JsonRpcError::Encoding(what) => write!(f, "body is not plain UTF-8 JSON: {what}"),
+            JsonRpcError::NotAMessage => write!(f, "body is not a JSON-RPC object or batch"),
+            JsonRpcError::EmptyBatch => write!(f, "empty JSON-RPC batch"),
+        }
+    }
+}
+
+impl std::error::Error for JsonRpcError {}
+
+fn message(raw: &RawValue) -> Result<Message, JsonRpcError> {
+    if !raw.get().trim_start().starts_with('{') {
+        return Err(JsonRpcError::NotAMessage);
+    }
+    let env: Envelope =
+        serde_json::from_str(raw.get()).map_err(|e| JsonRpcError::NotJson(e.to_string()))?;
+    Ok(Message {
+        // `"id": null` is not a request id a reply could be matched on.
+        id: env.id.filter(|id| id.get() != "null"),
+        method: env.method,
+        params: env.params,
+    })
+}
+
+/// RFC 8259 §8.1: JSON exchanged between systems is UTF-8 without a byte-order mark. Anything
+/// else is named here so that it is never mistaken for "not JSON, let the server decide".
+fn encoding_problem(body: &[u8]) -> Option<&'static str> {
+    if body.starts_with(&[0xef, 0xbb, 0xbf]) {
+        return Some("a UTF-8 byte-order mark");
+    }
+    if body.starts_with(&[0xfe, 0xff]) || body.starts_with(&[0xff, 0xfe]) {
+        return Some("a UTF-16 or UTF-32 byte-order mark");
+    }
+    if body.starts_with(&[0, 0, 0xfe, 0xff]) {
+        return Some("a UTF-32 byte-order mark");
+    }
+    // JSON text starts with ASCII: a NUL among the first four bytes is UTF-16 or UTF-32
+    // (RFC 4627 §3's detection, which Python's reader still applies).
+    if body.iter().take(4).any(|&b| b == 0) {
+        return Some("UTF-16 or UTF-32 text");
+    }
+    None
+}
+
+/// Parses a request or response body. Keys the filter reads (`id`, `method`, `params`) may
+/// appear once: readers disagree on which of two wins.
+pub fn parse(body: &[u8]) -> Result<Incoming, JsonRpcError> {
+    if let Some(problem) = encoding_problem(body) {
+        return Err(JsonRpcError::Encoding(problem));
+    }
+    let text = std::str::from_utf8(body).map_err(|_| JsonRpcError::Encoding("invalid UTF-8"))?;
+    let raw: &RawValue =
+        serde_json::from_str(text).map_err(|e| JsonRpcError::NotJson(e.to_string()))?;
+    if raw.get().trim_start().starts_with('[') {
+        let items: Vec<&RawValue> =
+            serde_json::from_str(raw.get()).map_err(|e| JsonRpcError::NotJson(e.to_string()))?;
+        if items.is_empty() {
+            return Err(JsonRpcError::EmptyBatch);
+        }
+        let messages = items.into_iter().map(message).collect::<Result<_, _>>()?;
+        Ok(Incoming::Batch(messages))
+    } else {
+        Ok(Incoming::Single(message(raw)?))
+    }
+}
+
+/// What the filter does with a message depends on its kind.
+#[derive(Debug)]
+pub enum Kind<'a> {
+    /// A `tools/list` request; `first_page` when it carries no cursor.
+    ToolsList {
+        first_page: bool,
+    },
+    /// `tools/call` of `name` with its `arguments` (raw, if any): a request, or a notification
+    /// (which a lenient server may still execute, so it is authorized all the same).
+    ToolsCall {
+        name: String,
+        arguments: Option<&'a RawValue>,
+    },
+    /// A `tools/call` whose tool cannot be read in exactly one way (no `params`, `params.name`
+    /// missing or not a string, a key given twice): why.
+    UnreadableCall(String),
+    Other,
+}
+
+#[derive(Deserialize)]
+struct CallParams<'a> {
+    name: String,
+    #[serde(default, borrow)]
+    arguments: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct ListParams {
+    #[serde(default)]
+    cursor: Option<Value>,
+}
+
+/// What Streamable HTTP 2026-07-28 ("Standard Request Headers") mirrors into `Mcp-Name`:
+/// `params.name` (tools, prompts) or `params.uri` (resources).
+#[derive(Deserialize)]
+struct NamedParams {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    uri: Option<String>,
+}
+
+/// `params._meta` as far as the protocol version goes (Streamable HTTP 2026-07-28, "Protocol
+/// Version Header": the header must match this field).
+#[derive(Deserialize)]
+struct MetaParams {
+    #[serde(default, rename = "_meta")]
+    meta: Option<VersionMeta>,
+}
+
+#[derive(Deserialize)]
+struct VersionMeta {
+    #[serde(default, rename = "io.modelcontextprotocol/protocolVersion")]
+    protocol_version: Option<String>,
+}
+
+impl Message {
+    pub fn is_request(&self) -> bool {
+        self.id.is_some() && self.method.is_some()
+    }
+
+    pub fn kind(&self) -> Kind<'_> {
+        match self.method.as_deref() {
+            Some("tools/list") if self.is_request() => {
+                let params = self.params.as_deref().map(RawValue::get).unwrap_or("{}");
+                let first_page = serde_json::from_str::<ListParams>(params)
+                    .map(|p| p.cursor.is_none_or(|c| c.is_null()))
+                    .unwrap_or(true);
+                Kind::ToolsList { first_page }
+            }
+            Some("tools/call") => match self.params.as_deref() {
+                Some(raw) => match serde_json::from_str::<CallParams>(raw.get()) {
+                    Ok(p) => Kind::ToolsCall {
+                        name: p.name,
+                        arguments: p.arguments,
+                    },
+                    Err(e) => Kind::UnreadableCall(format!("params: {e}")),
+                },
+                None => Kind::UnreadableCall("no params".to_string()),
+            },
+            _ => Kind::Other,
+        }
+    }
+
+    /// The body value `Mcp-Name` mirrors: `Ok(None)` for other methods or when absent, `Err`
+    /// when `params` cannot be read in exactly one way.
+    pub fn mirrored_name(&self) -> Result<Option<String>, String> {
+        let field_is_uri = match self.method.as_deref() {
+            Some("tools/call" | "prompts/get") => false,
+            Some("resources/read") => true,
+            _ => return Ok(None),
+        };
+        let Some(raw) = self.params.as_deref() else {
+            return Ok(None);
+        };
+        let params: NamedParams =
+            serde_json::from_str(raw.get()).map_err(|e| format!("params: {e}"))?;
+        Ok(if field_is_uri {
+            params.uri
+        } else {
+            params.name
+        })
+    }
+
+    /// `params._meta["io.modelcontextprotocol/protocolVersion"]`, if the request carries it.
+    pub fn protocol_version(&self) -> Result<Option<String>, String> {
+        let Some(raw) = self.params.as_deref() else {
+            return Ok(None);
+        };
+        if !raw.get().trim_start().starts_with('{') {
+            return Ok(None);
+        }
+        let params: MetaParams =
+            serde_json::from_str(raw.get()).map_err(|e| format!("params._meta: {e}"))?;
+        Ok(params.meta.and_then(|m| m.protocol_version))
+    }
+
+    /// The id as a value, for matching a response to its request (servers may re-serialize).
+    pub fn id_value(&self) -> Option<Value> {
+        self.id
+            .as_deref()
+            .and_then(|raw| serde_json::from_str(raw.get()).ok())
+    }
+}
+
+/// `{"jsonrpc":"2.0","id":<id>,"result":<result>}` with the id's original bytes.
+pub fn result_response(id: &RawValue, result: &str) -> String {
+    format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{result}}}",
+        id.get()
+    )
+}
+
+/// A JSON-RPC error response (`code` per JSON-RPC 2.0 §5.1).
+pub fn error_response(id: Option<&RawValue>, code: i64, message: &str) -> String {
+    format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{},\"error\":{{\"code\":{code},\"message\":{}}}}}",
+        id.map(RawValue::get).unwrap_or("null"),
+        json::string(message)
+    )
+}
+
+pub const INVALID_PARAMS: i64 = -32602;
+pub const INVALID_REQUEST: i64 = -32600;
+pub const INTERNAL_ERROR: i64 = -32603;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_requests() {
+        let m = parse(br#"{"jsonrpc":"2.0","id":"a-1","method":"tools/list","params":{"_meta":{"progressToken":1}}}"#).unwrap();
+        let msg = &m.messages()[0];
+        assert!(matches!(msg.kind(), Kind::ToolsList { first_page: true }));
+        assert_eq!(msg.id.as_ref().unwrap().get(), "\"a-1\"");
+        let m =
+            parse(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"cursor":"abc"}}"#)
+                .unwrap();
+        assert!(matches!(
+            m.messages()[0].kind(),
+            Kind::ToolsList { first_page: false }
+        ));
+        let m = parse(br#"{"jsonrpc":"2.0","id":1e0,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"x"},"_meta":{}}}"#).unwrap();
+        match m.messages()[0].kind() {
+            Kind::ToolsCall { name, arguments } => {
+                assert_eq!(name, "tool_search");
+                assert_eq!(arguments.unwrap().get(), r#"{"query":"x"}"#);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(m.messages()[0].id.as_ref().unwrap().get(), "1e0");
+        let n = parse(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
+        assert!(matches!(n.messages()[0].kind(), Kind::Other));
+        assert!(!n.messages()[0].is_request());
+    }
+
+    #[test]
+    fn batches_and_errors() {
+        let b = parse(
+            br#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","method":"x"}]"#,
+        )
+        .unwrap();
+        assert!(matches!(b, Incoming::Batch(_)));
+        assert_eq!(b.messages().len(), 2);
+        assert_eq!(parse(b"[]").unwrap_err(), JsonRpcError::EmptyBatch);
+        assert!(matches!(parse(b"{"), Err(JsonRpcError::NotJson(_))));
+        assert_eq!(parse(b"[1]").unwrap_err(), JsonRpcError::NotAMessage);
+        assert_eq!(parse(b"\"x\"").unwrap_err(), JsonRpcError::NotAMessage);
+        assert!(matches!(
+            parse(&[0xff, 0xfe]),
+            Err(JsonRpcError::Encoding(_))
+        ));
+    }
+
+    #[test]
+    fn bodies_readable_more_than_one_way_are_errors() {
+        let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}"#;
+        let encoding = |body: &[u8]| matches!(parse(body), Err(JsonRpcError::Encoding(_)));
+        assert!(encoding(&[b"\xef\xbb\xbf", call.as_bytes()].concat()));
+        let utf16: Vec<u8> = call.encode_utf16().flat_map(u16::to_le_bytes).collect();
+        assert!(encoding(&utf16));
+        let utf16be: Vec<u8> = call.encode_utf16().flat_map(u16::to_be_bytes).collect();
+        assert!(encoding(&utf16be));
+        let utf32: Vec<u8> = call
+            .chars()
+            .flat_map(|c| (c as u32).to_le_bytes())
+            .collect();
+        assert!(encoding(&utf32));
+        assert!(encoding(b"{\"method\":\"\xff\"}"));
+        for dup in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"tools/call","params":{"name":"a"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"me\u0074hod":"tools/call","method":"tools/call","params":{"name":"a"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"a"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"},"params":{"name":"b"}}"#,
+            r#"[{"jsonrpc":"2.0","id":1,"method":"x","method":"tools/call"}]"#,
+        ] {
+            assert!(
+                matches!(parse(dup.as_bytes()), Err(JsonRpcError::NotJson(e)) if e.contains("duplicate")),
+                "{dup}"
+            );
+        }
+        let m = parse(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","n\u0061me":"b"}}"#).unwrap();
+        assert!(
+            matches!(m.messages()[0].kind(), Kind::UnreadableCall(e) if e.contains("duplicate"))
+        );
+        // A notification is still a call a lenient server may run.
+        let n = parse(br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"a"}}"#).unwrap();
+        assert!(matches!(n.messages()[0].kind(), Kind::ToolsCall { name, .. } if name == "a"));
+        for odd in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":null}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":7}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}"#,
+        ] {
+            let m = parse(odd.as_bytes()).unwrap();
+            assert!(
+                matches!(m.messages()[0].kind(), Kind::UnreadableCall(_)),
+                "{odd}"
+            );
+        }
+    }
+
+    #[test]
+    fn responses_echo_ids() {
+        let id: Box<RawValue> = serde_json::from_str("\"x\\u0041\"").unwrap();
+        assert_eq!(
+            result_response(&id, "{}"),
+            r#"{"jsonrpc":"2.0","id":"x\u0041","result":{}}"#
+        );
+        assert_eq!(
+            error_response(None, INVALID_REQUEST, "bad \"x\""),
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"bad \"x\""}}"#
+        );
+    }
+}

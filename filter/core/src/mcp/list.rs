@@ -1,0 +1,616 @@
+//! `tools/list` responses: eager tools stay, progressive tools go, and the search tool is added
+//! on the first page. Everything else in the message (other result fields such as
+//! `nextCursor`, `_meta`, `resultType`, and every byte of the tools that stay) is kept.
+
+use crate::config::{Config, DisclosureMode, Mode};
+use crate::index::catalog::{Catalog, Page, Tool};
+use crate::index::catalog::{ListMemo, MemoKey};
+use crate::index::fnv;
+use crate::mcp::injected;
+use crate::mcp::json::RawObject;
+use crate::mcp::sse;
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::fmt;
+
+/// A `tools/list` request whose response is to be rewritten.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListTarget {
+    pub id: Value,
+    pub first_page: bool,
+}
+
+/// What rewriting needs besides the message.
+pub struct ListContext<'a> {
+    pub config: &'a Config,
+    pub namespace: &'a str,
+    /// The tools already known for this namespace (from the shared catalog), so the first
+    /// page can announce tools that later pages will bring.
+    pub known: &'a Catalog,
+    /// Whether the caller may see a tool (authorization; everything when unconfigured).
+    pub allowed: &'a dyn Fn(&str) -> bool,
+    /// Whether an authorization policy is configured (then even list mode filters).
+    pub authorizing: bool,
+    /// Whether `known` is the whole list (a last page was learned).
+    pub known_complete: bool,
+    /// Who the answer is for: `None` when the caller may see every tool, else the policy
+    /// rules that apply to them (`policy::Scope::rules`). Part of a memo's key.
+    pub audience: Option<Vec<usize>>,
+    /// The last rewrite of this catalog version, to reuse when the same result comes again.
+    pub memo: Option<&'a RefCell<Option<ListMemo>>>,
+}
+
+/// Larger rewritten results (list mode filtering a big catalog) are not kept: the memo would
+/// double the VM's memory for a case that does not repeat cheaply anyway.
+const MEMO_MAX_BYTES: usize = 1 << 20;
+
+/// A rewritten message, and what it taught about the catalog.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// The new message; `None` when it stays as the upstream sent it (list mode).
+    pub body: Option<Vec<u8>>,
+    /// Every valid tool of the page(s), for the catalog.
+    pub learned: Vec<Tool>,
+    /// The answer was replayed from the memo: the page is already in the catalog.
+    pub replayed: bool,
+    /// What to remember once learning the page changes nothing (single messages only).
+    pub memo: Option<ListMemo>,
+    /// Where the page stands in its listing (for learning).
+    pub page: Page,
+    pub hidden: usize,
+    pub rewritten: usize,
+    changed: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RewriteError {
+    NotJson(String),
+    NotUtf8,
+}
+
+impl fmt::Display for RewriteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RewriteError::NotJson(e) => write!(f, "tools/list response is not valid JSON: {e}"),
+            RewriteError::NotUtf8 => write!(f, "tools/list response is not UTF-8"),
+        }
+    }
+}
+
+impl std::error::Error for RewriteError {}
+
+/// Rewrites a JSON-RPC message (single or batch). `Ok(None)`: no target response in it.
+pub fn rewrite_message(
+    body: &[u8],
+    targets: &[ListTarget],
+    ctx: &ListContext<'_>,
+) -> Result<Option<Outcome>, RewriteError> {
+    let text = std::str::from_utf8(body).map_err(|_| RewriteError::NotUtf8)?;
+    let trimmed = text.trim_start();
+    let mut outcome = Outcome::default();
+    let out = if trimmed.starts_with('[') {
+        let items: Vec<Box<RawValue>> =
+            serde_json::from_str(text).map_err(|e| RewriteError::NotJson(e.to_string()))?;
+        let mut out = String::with_capacity(text.len());
+        out.push('[');
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            match rewrite_object(item.get(), targets, ctx, false, &mut outcome)? {
+                Some(new) => out.push_str(&new),
+                None => out.push_str(item.get()),
+            }
+        }
+        out.push(']');
+        out
+    } else {
+        match rewrite_object(text, targets, ctx, true, &mut outcome)? {
+            Some(new) => new,
+            None => return Ok(None),
+        }
+    };
+    if outcome.rewritten == 0 {
+        return Ok(None);
+    }
+    if outcome.changed {
+        outcome.body = Some(out.into_bytes());
+    }
+    Ok(Some(outcome))
+}
+
+/// `single`: the message is the whole body (not in a batch), so a memo can stand for it.
+fn rewrite_object(
+    text: &str,
+    targets: &[ListTarget],
+    ctx: &ListContext<'_>,
+    single: bool,
+    outcome: &mut Outcome,
+) -> Result<Option<String>, RewriteError> {
+    if !text.trim_start().starts_with('{') {
+        return Ok(None);
+    }
+    let message = RawObject::parse(text).map_err(|e| RewriteError::NotJson(e.to_string()))?;
+    let Some(id) = message
+        .get("id")
+        .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
+    else {
+        return Ok(None);
+    };
+    let Some(target) = targets.iter().find(|t| t.id == id) else {
+        return Ok(None);
+    };
+    let Some(result_raw) = message.borrowed("result") else {
+        // An error response to tools/list: nothing to hide.
+        return Ok(None);
+    };
+    // Only a whole body with a memo to consult is fingerprinted (a pass over megabytes).
+    let memo = ctx.memo.filter(|_| single);
+    let key = memo.map(|_| MemoKey {
+        len: result_raw.get().len(),
+        fingerprint: fnv::fingerprint(result_raw.get().as_bytes()),
+        first_page: target.first_page,
+        audience: ctx.audience.clone(),
+    });
+    let remembered = memo
+        .and_then(|m| m.try_borrow().ok())
+        .and_then(|m| m.as_ref().filter(|m| Some(&m.key) == key.as_ref()).cloned());
+    if let Some(memo) = remembered {
+        outcome.rewritten += 1;
+        outcome.hidden += memo.hidden;
+        outcome.page = memo.page;
+        outcome.replayed = true;
+        let Some(result) = memo.result else {
+            return Ok(Some(text.to_string()));
+        };
+        outcome.changed = true;
+        return with_result(message, result).map(Some);
+    }
+    let hidden_before = outcome.hidden;
+    let ListResult {
+        members: mut result,
+        tools,
+    } = serde_json::from_str(result_raw.get()).map_err(|e| RewriteError::NotJson(e.to_string()))?;
+    let Some(tools) = tools else {
+        return Ok(None);
+    };
+    let tools_len = result_raw.get().len();
+    let has_next = result
+        .get("nextCursor")
+        .is_some_and(|c| c.get().trim() != "null");
+
+    let mut page: Vec<(Option<Tool>, &str)> = Vec::with_capacity(tools.len());
+    for &raw in &tools {
+        // A definition without a name cannot be searched or classified: it stays in place
+        // rather than be lost.
+        page.push((Tool::from_raw_known(raw, ctx.known).ok(), raw.get()));
+    }
+    // What the caller may use: the tools known so far and this page's.
+    let mut usable: Vec<&str> = ctx
+        .known
+        .tools()
+        .iter()
+        .map(|t| t.name.as_str())
+        .chain(
+            page.iter()
+                .filter_map(|(t, _)| t.as_ref().map(|t| t.name.as_str())),
+        )
+        .filter(|n| (ctx.allowed)(n))
+        .collect();
+    usable.sort_unstable();
+    usable.dedup();
+    let config = ctx.config;
+    let whole_list_known = ctx.known_complete || (target.first_page && !has_next);
+    let searching = match config.mode {
+        Mode::Search => true,
+        Mode::List => false,
+        // Until the whole list has been seen its size is unknown: search, so that no page
+        // shows a different choice and every tool stays reachable.
+        Mode::Auto => !whole_list_known || usable.len() > config.search_threshold,
+    };
+    let progressive =
+        |name: &str| config.disclosure_mode(ctx.namespace, name) == DisclosureMode::Progressive;
+
+    let mut kept: Vec<&str> = Vec::with_capacity(tools.len());
+    for (tool, raw) in &page {
+        match tool {
+            Some(t) if !(ctx.allowed)(&t.name) || (searching && progressive(&t.name)) => {
+                outcome.hidden += 1;
+            }
+            _ => kept.push(raw),
+        }
+    }
+    let hidden: Vec<&str> = usable.iter().copied().filter(|n| progressive(n)).collect();
+    let injected = if searching && target.first_page && !hidden.is_empty() {
+        let mut groups: Vec<String> = usable
+            .iter()
+            .map(|n| config.group_of(ctx.namespace, n))
+            .collect();
+        groups.sort_unstable();
+        groups.dedup();
+        injected::definitions(config, &hidden, &groups, whole_list_known)
+    } else {
+        Vec::new()
+    };
+    drop(usable);
+    outcome
+        .learned
+        .extend(page.into_iter().filter_map(|(t, _)| t));
+    outcome.page = Page {
+        first: target.first_page,
+        last: !has_next,
+    };
+    outcome.rewritten += 1;
+    let remember = |result: Option<&String>| {
+        if let Some(key) = key.filter(|_| result.is_none_or(|r| r.len() <= MEMO_MAX_BYTES)) {
+            outcome.memo = Some(ListMemo {
+                key,
+                result: result.cloned(),
+                hidden: outcome.hidden - hidden_before,
+                page: outcome.page,
+            });
+        }
+    };
+    if injected.is_empty() && outcome.hidden == 0 && !ctx.authorizing && !searching {
+        // List mode with nobody to filter: the message goes on untouched.
+        remember(None);
+        return Ok(Some(text.to_string()));
+    }
+    outcome.changed = true;
+
+    let mut list = String::with_capacity(tools_len);
+    list.push('[');
+    for (i, def) in injected.iter().map(String::as_str).chain(kept).enumerate() {
+        if i > 0 {
+            list.push(',');
+        }
+        list.push_str(def);
+    }
+    list.push(']');
+    set_member(&mut result, "tools", list)?;
+    let mut result_text = String::with_capacity(result.encoded_len());
+    result.write(&mut result_text);
+    remember(Some(&result_text));
+    with_result(message, result_text).map(Some)
+}
+
+/// The message, written out with `result` as its result.
+fn with_result(mut message: RawObject, result: String) -> Result<String, RewriteError> {
+    set_member(&mut message, "result", result)?;
+    let mut out = String::with_capacity(message.encoded_len());
+    message.write(&mut out);
+    Ok(out)
+}
+
+fn set_member(obj: &mut RawObject, key: &str, value: String) -> Result<(), RewriteError> {
+    let raw = RawValue::from_string(value).map_err(|e| RewriteError::NotJson(e.to_string()))?;
+    obj.set(key, raw);
+    Ok(())
+}
+
+/// A `tools/list` result read in one pass: its members kept raw, and the `tools` array split
+/// into definitions as it is read rather than scanned a second time (megabytes at 10,000
+/// tools). The `tools` member's value is a placeholder: a rewrite always replaces it.
+struct ListResult<'a> {
+    members: RawObject<'a>,
+    tools: Option<Vec<&'a RawValue>>,
+}
+
+impl<'de> Deserialize<'de> for ListResult<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Members;
+        impl<'de> Visitor<'de> for Members {
+            type Value = ListResult<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a tools/list result object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ListResult<'de>, A::Error> {
+                let mut members = Vec::new();
+                let mut tools = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "tools" && tools.is_none() {
+                        tools = Some(map.next_value::<Vec<&'de RawValue>>()?);
+                        let placeholder = RawValue::from_string("[]".to_string())
+                            .map_err(serde::de::Error::custom)?;
+                        members.push((key, Cow::Owned(placeholder)));
+                    } else {
+                        members.push((key, Cow::Borrowed(map.next_value::<&'de RawValue>()?)));
+                    }
+                }
+                Ok(ListResult {
+                    members: RawObject(members),
+                    tools,
+                })
+            }
+        }
+        deserializer.deserialize_map(Members)
+    }
+}
+
+/// Rewrites one event's data: `Some(new data)` for the target response, `None` to keep it.
+pub type EventRewrite<'a> = dyn FnMut(&[u8]) -> Result<Option<Vec<u8>>, RewriteError> + 'a;
+
+/// Why an SSE rewrite stopped rewriting and let the rest of the stream through unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SseGiveUp {
+    TooLarge,
+    Unparseable(RewriteError),
+}
+
+/// Rewrites a `text/event-stream` response chunk by chunk: each event is passed on as soon as it
+/// is complete, the target response's event is rewritten.
+#[derive(Debug)]
+pub struct SseRewriter {
+    parser: sse::Parser,
+    cap: usize,
+    gave_up: Option<SseGiveUp>,
+}
+
+impl SseRewriter {
+    pub fn new(cap: usize) -> Self {
+        SseRewriter {
+            parser: sse::Parser::new(),
+            cap,
+            gave_up: None,
+        }
+    }
+
+    /// Bytes held for an event not yet complete.
+    pub fn pending(&self) -> usize {
+        self.parser.pending()
+    }
+
+    /// Why rewriting stopped, if it did (the first reason only).
+    pub fn gave_up(&self) -> Option<&SseGiveUp> {
+        self.gave_up.as_ref()
+    }
+
+    /// Feeds a chunk; returns the bytes to send on now. `rewrite` gets each event's data and
+    /// returns the new data for a rewritten event.
+    pub fn push(
+        &mut self,
+        chunk: &[u8],
+        end_of_stream: bool,
+        rewrite: &mut EventRewrite<'_>,
+    ) -> Vec<u8> {
+        if self.gave_up.is_some() {
+            return chunk.to_vec();
+        }
+        let mut out = Vec::with_capacity(chunk.len());
+        let mut events = self.parser.push(chunk);
+        let rest = if end_of_stream {
+            let (last, rest) = self.parser.finish();
+            events.extend(last);
+            rest
+        } else {
+            Vec::new()
+        };
+        for event in events {
+            if self.gave_up.is_none() && event.raw.len() > self.cap {
+                self.gave_up = Some(SseGiveUp::TooLarge);
+            }
+            if self.gave_up.is_some() {
+                out.extend_from_slice(&event.raw);
+                continue;
+            }
+            let new_data = match event.data() {
+                Some(data) => match rewrite(data) {
+                    Ok(new) => new,
+                    Err(e) => {
+                        self.gave_up = Some(SseGiveUp::Unparseable(e));
+                        None
+                    }
+                },
+                None => None,
+            };
+            match new_data {
+                Some(data) => out.extend_from_slice(&sse::replace_data(&event, &data)),
+                None => out.extend_from_slice(&event.raw),
+            }
+        }
+        out.extend_from_slice(&rest);
+        if self.gave_up.is_none() && self.parser.pending() > self.cap {
+            self.gave_up = Some(SseGiveUp::TooLarge);
+            let (_, held) = self.parser.finish();
+            out.extend_from_slice(&held);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx<'a>(config: &'a Config, allowed: &'a dyn Fn(&str) -> bool) -> ListContext<'a> {
+        ListContext {
+            config,
+            namespace: "ns",
+            known: Box::leak(Box::default()),
+            allowed,
+            authorizing: false,
+            known_complete: false,
+            audience: None,
+            memo: None,
+        }
+    }
+
+    #[test]
+    fn a_remembered_result_is_replayed_for_the_same_bytes_and_caller_only() {
+        let config = Config::parse(r#"{"eager_patterns":["get_*"]}"#).unwrap();
+        let all = |_: &str| true;
+        let memo = RefCell::new(None);
+        let mut c = ctx(&config, &all);
+        c.memo = Some(&memo);
+        let first_page = |id: i64| {
+            [ListTarget {
+                id: serde_json::json!(id),
+                first_page: true,
+            }]
+        };
+        let mut first = rewrite_message(LIST.as_bytes(), &first_page(2), &c)
+            .unwrap()
+            .unwrap();
+        assert!(!first.replayed && first.learned.len() == 3);
+        *memo.borrow_mut() = first.memo.take();
+        // The same result under another id: replayed, nothing to learn, same tools.
+        let again = LIST.replace(r#""id":2"#, r#""id":"x-9""#);
+        let second = rewrite_message(again.as_bytes(), &first_page_str("x-9"), &c)
+            .unwrap()
+            .unwrap();
+        assert!(second.replayed && second.learned.is_empty());
+        assert_eq!((second.hidden, second.page), (first.hidden, first.page));
+        assert_eq!(
+            String::from_utf8(second.body.unwrap()).unwrap(),
+            String::from_utf8(first.body.unwrap())
+                .unwrap()
+                .replace(r#""id":2"#, r#""id":"x-9""#)
+        );
+        // One changed byte, another caller, a later page or a batch: computed afresh.
+        let changed = LIST.replace(r#""B""#, r#""C""#);
+        let fresh = |text: &str, targets: &[ListTarget], c: &ListContext| {
+            !rewrite_message(text.as_bytes(), targets, c)
+                .unwrap()
+                .unwrap()
+                .replayed
+        };
+        assert!(fresh(&changed, &first_page(2), &c));
+        let mut narrowed = ctx(&config, &all);
+        narrowed.memo = Some(&memo);
+        narrowed.audience = Some(vec![0]);
+        assert!(fresh(LIST, &first_page(2), &narrowed));
+        let later = [ListTarget {
+            id: serde_json::json!(2),
+            first_page: false,
+        }];
+        assert!(fresh(LIST, &later, &c));
+        assert!(fresh(&format!("[{LIST}]"), &first_page(2), &c));
+        assert!(!fresh(LIST, &first_page(2), &c));
+    }
+
+    fn first_page_str(id: &str) -> [ListTarget; 1] {
+        [ListTarget {
+            id: serde_json::json!(id),
+            first_page: true,
+        }]
+    }
+
+    const LIST: &str = r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"get_a","description":"A", "inputSchema":{"type":"object"}},{"name":"do_b","description":"B"},{"name":"get_c","x":[1, 2]}],"nextCursor":"abc","_meta":{"k":1}}}"#;
+
+    #[test]
+    fn keeps_eager_hides_progressive_adds_search_tool_first() {
+        let config = Config::parse(r#"{"eager_patterns":["get_*"]}"#).unwrap();
+        let all = |_: &str| true;
+        let targets = [ListTarget {
+            id: serde_json::json!(2),
+            first_page: true,
+        }];
+        let out = rewrite_message(LIST.as_bytes(), &targets, &ctx(&config, &all))
+            .unwrap()
+            .unwrap();
+        let text = String::from_utf8(out.body.unwrap()).unwrap();
+        assert!(text
+            .starts_with(r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"tool_search","#));
+        assert!(text.ends_with(r#"{"name":"get_a","description":"A", "inputSchema":{"type":"object"}},{"name":"get_c","x":[1, 2]}],"nextCursor":"abc","_meta":{"k":1}}}"#), "{text}");
+        assert_eq!(out.hidden, 1);
+        assert_eq!(out.learned.len(), 3);
+        assert!(!out.page.last, "has nextCursor");
+    }
+
+    #[test]
+    fn later_pages_get_no_search_tool_and_other_ids_are_untouched() {
+        let config = Config::default();
+        let all = |_: &str| true;
+        let later = [ListTarget {
+            id: serde_json::json!(2),
+            first_page: false,
+        }];
+        let out = rewrite_message(LIST.as_bytes(), &later, &ctx(&config, &all))
+            .unwrap()
+            .unwrap();
+        let v: Value = serde_json::from_slice(out.body.as_ref().unwrap()).unwrap();
+        assert_eq!(v["result"]["tools"], serde_json::json!([]));
+        let other = [ListTarget {
+            id: serde_json::json!("2"),
+            first_page: true,
+        }];
+        assert!(
+            rewrite_message(LIST.as_bytes(), &other, &ctx(&config, &all))
+                .unwrap()
+                .is_none()
+        );
+        assert!(rewrite_message(b"{nope", &other, &ctx(&config, &all)).is_err());
+    }
+
+    #[test]
+    fn all_eager_means_no_search_tool() {
+        let config = Config::parse(r#"{"default_disclosure_mode":"EAGER"}"#).unwrap();
+        let all = |_: &str| true;
+        let targets = [ListTarget {
+            id: serde_json::json!(2),
+            first_page: true,
+        }];
+        let out = rewrite_message(LIST.as_bytes(), &targets, &ctx(&config, &all))
+            .unwrap()
+            .unwrap();
+        let v: Value = serde_json::from_slice(out.body.as_ref().unwrap()).unwrap();
+        let names: Vec<&str> = v["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["get_a", "do_b", "get_c"]);
+    }
+
+    #[test]
+    fn batch_responses() {
+        let config = Config::default();
+        let all = |_: &str| true;
+        let body = format!(r#"[{{"jsonrpc":"2.0","id":1,"result":{{}}}},{LIST}]"#);
+        let targets = [ListTarget {
+            id: serde_json::json!(2),
+            first_page: true,
+        }];
+        let out = rewrite_message(body.as_bytes(), &targets, &ctx(&config, &all))
+            .unwrap()
+            .unwrap();
+        let v: Value = serde_json::from_slice(out.body.as_ref().unwrap()).unwrap();
+        assert_eq!(
+            v[0],
+            serde_json::json!({"jsonrpc":"2.0","id":1,"result":{}})
+        );
+        assert_eq!(v[1]["result"]["tools"][0]["name"], "tool_search");
+    }
+
+    #[test]
+    fn sse_rewriter_passes_other_events_and_gives_up_when_too_large() {
+        let mut r = SseRewriter::new(1024);
+        let mut calls = 0;
+        let mut rw = |data: &[u8]| -> Result<Option<Vec<u8>>, RewriteError> {
+            calls += 1;
+            Ok((data == b"target").then(|| b"new".to_vec()))
+        };
+        let mut out = r.push(
+            b": ping\n\ndata: other\n\nevent: message\ndata: tar",
+            false,
+            &mut rw,
+        );
+        out.extend(r.push(b"get\n\n", true, &mut rw));
+        assert_eq!(
+            out,
+            b": ping\n\ndata: other\n\nevent: message\ndata: new\n\n".to_vec()
+        );
+        let mut big = SseRewriter::new(8);
+        let mut never =
+            |_: &[u8]| -> Result<Option<Vec<u8>>, RewriteError> { Ok(Some(b"x".to_vec())) };
+        let a = big.push(b"data: 0123456789", false, &mut never);
+        let b = big.push(b"\n\n", true, &mut never);
+        assert_eq!([a, b].concat(), b"data: 0123456789\n\n".to_vec());
+        assert_eq!(big.gave_up(), Some(&SseGiveUp::TooLarge));
+    }
+}

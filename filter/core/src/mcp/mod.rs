@@ -1,0 +1,11 @@
+//! MCP on the wire (Streamable HTTP): JSON-RPC messages, SSE framing, the mirrored request
+//! headers, and the two things the filter changes: the `tools/list` result
+//! (`list`) and the tools it answers itself (`injected`).
+
+pub mod headers;
+pub(crate) mod injected;
+pub(crate) mod json;
+pub(crate) mod jsonrpc;
+pub(crate) mod list;
+pub(crate) mod result;
+pub mod sse;

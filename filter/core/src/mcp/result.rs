@@ -1,0 +1,151 @@
+//! The JSON the filter writes itself, through serde: tool results (MCP `CallToolResult`, spec
+//! 2025-11-25 "Tools"), the search metadata, and the plain-HTTP endpoint's bodies. Field order
+//! is the declaration order; definitions from the upstream go in as raw JSON, untouched.
+
+use crate::index::catalog::Tool;
+use crate::rank::search::Ranked;
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+/// One `{"type":"text","text":…}` content item.
+#[derive(Serialize)]
+struct Text<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+}
+
+#[derive(Serialize)]
+struct ToolResult<'a, M: Serialize> {
+    content: Vec<Text<'a>>,
+    #[serde(rename = "isError")]
+    is_error: bool,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<M>,
+    /// Protocol 2026-07-28 results say whether they are complete.
+    #[serde(rename = "resultType", skip_serializing_if = "Option::is_none")]
+    result_type: Option<&'static str>,
+}
+
+/// The search metadata (`_meta["mcp-tool-search/search"]`, and `metadata` over HTTP).
+#[derive(Serialize)]
+pub struct SearchMeta<'a> {
+    strategy: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fallback: Option<FallbackMeta<'a>>,
+    candidates: usize,
+    matches: usize,
+    offset: usize,
+    returned: usize,
+}
+
+#[derive(Serialize)]
+struct FallbackMeta<'a> {
+    mode: &'static str,
+    kind: &'static str,
+    reason: &'a str,
+}
+
+#[derive(Serialize)]
+struct MetaEnvelope<'a> {
+    #[serde(rename = "mcp-tool-search/search")]
+    search: SearchMeta<'a>,
+}
+
+impl<'a> SearchMeta<'a> {
+    pub fn of(ranked: &'a Ranked<'_>, offset: usize) -> Self {
+        SearchMeta {
+            strategy: ranked.strategy.name(),
+            fallback: ranked.fallback.as_ref().map(|f| FallbackMeta {
+                mode: "bm25",
+                kind: f.kind.name(),
+                reason: &f.reason,
+            }),
+            candidates: ranked.candidates,
+            matches: ranked.matches,
+            offset,
+            returned: ranked.found.len(),
+        }
+    }
+}
+
+/// Serializes what holds only strings, numbers and raw JSON: it cannot fail, and the fallback
+/// keeps the output valid JSON regardless.
+pub fn to_json<T: Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "null".to_string())
+}
+
+fn result<M: Serialize>(texts: &[&str], is_error: bool, meta: Option<M>, modern: bool) -> String {
+    to_json(&ToolResult {
+        content: texts
+            .iter()
+            .map(|text| Text { kind: "text", text })
+            .collect(),
+        is_error,
+        meta,
+        result_type: modern.then_some("complete"),
+    })
+}
+
+/// A tool result of text items.
+pub fn text(texts: &[&str], is_error: bool, modern: bool) -> String {
+    result::<()>(texts, is_error, None, modern)
+}
+
+/// A search's tool result, with how it was ranked in `_meta`.
+pub fn search(texts: &[&str], meta: SearchMeta<'_>, modern: bool) -> String {
+    result(texts, false, Some(MetaEnvelope { search: meta }), modern)
+}
+
+/// The definitions as a JSON array, each exactly as the upstream declared it.
+pub fn definitions<'t>(tools: impl Iterator<Item = &'t Tool>) -> String {
+    let mut defs = String::from("[");
+    for (i, t) in tools.enumerate() {
+        if i > 0 {
+            defs.push(',');
+        }
+        defs.push_str(t.definition());
+    }
+    defs.push(']');
+    defs
+}
+
+/// `{"tools": [definitions…], "metadata": {…}}`: the HTTP search endpoint's answer.
+pub fn http_search(tools: &RawValue, meta: SearchMeta<'_>) -> String {
+    #[derive(Serialize)]
+    struct Body<'a> {
+        tools: &'a RawValue,
+        metadata: SearchMeta<'a>,
+    }
+    to_json(&Body {
+        tools,
+        metadata: meta,
+    })
+}
+
+/// `{"error": message}`: the HTTP endpoint's errors.
+pub fn http_error(message: &str) -> String {
+    #[derive(Serialize)]
+    struct Body<'a> {
+        error: &'a str,
+    }
+    to_json(&Body { error: message })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_escape_text_and_keep_field_order() {
+        assert_eq!(
+            text(&["bad \"q\"\n"], true, true),
+            r#"{"content":[{"type":"text","text":"bad \"q\"\n"}],"isError":true,"resultType":"complete"}"#
+        );
+        assert_eq!(
+            text(&["a", "b"], false, false),
+            r#"{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"isError":false}"#
+        );
+        assert_eq!(http_error("x\"y"), r#"{"error":"x\"y"}"#);
+    }
+}

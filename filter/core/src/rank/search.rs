@@ -1,0 +1,435 @@
+//! One search over a catalog: the candidates a caller may see, ranked by BM25, by vectors or by
+//! a fusion of both, then thresholded and paged. Shared by the MCP search tool and the plain
+//! HTTP endpoint so that both give the same answer.
+
+use crate::config::{Config, Ranking};
+use crate::index::bm25::{top_k, Hit};
+use crate::index::catalog::{CatalogIndex, Tool};
+use crate::vector;
+
+/// A search result: the tool and its score under the ranking that ran.
+#[derive(Debug, Clone, Copy)]
+pub struct Found<'a> {
+    pub tool: &'a Tool,
+    pub score: f32,
+}
+
+/// What was asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Query {
+    pub text: String,
+    pub limit: usize,
+    pub offset: usize,
+    pub group: Option<String>,
+}
+
+/// Why a vector or hybrid search ran as BM25 instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FallbackKind {
+    /// Some candidate tools have no vector yet.
+    NotEmbedded,
+    /// The embeddings call failed (connection, no healthy host).
+    Unavailable,
+    Timeout,
+    /// A response without a 2xx `:status`.
+    Status,
+    /// A response body that is not the OpenAI embeddings shape.
+    Malformed,
+    /// Vectors of the wrong size or with non-finite values.
+    Dimensions,
+}
+
+impl FallbackKind {
+    pub const ALL: [FallbackKind; 6] = [
+        FallbackKind::NotEmbedded,
+        FallbackKind::Unavailable,
+        FallbackKind::Timeout,
+        FallbackKind::Status,
+        FallbackKind::Malformed,
+        FallbackKind::Dimensions,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FallbackKind::NotEmbedded => "not_embedded",
+            FallbackKind::Unavailable => "unavailable",
+            FallbackKind::Timeout => "timeout",
+            FallbackKind::Status => "status",
+            FallbackKind::Malformed => "malformed",
+            FallbackKind::Dimensions => "dimensions",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fallback {
+    pub kind: FallbackKind,
+    pub reason: String,
+}
+
+impl Fallback {
+    pub fn new(kind: FallbackKind, reason: impl Into<String>) -> Self {
+        Fallback {
+            kind,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Vectors for semantic ranking, when the embeddings service answered.
+pub struct Vectors<'v> {
+    pub query: &'v [f32],
+    /// A tool's unit vector, by its position in the catalog.
+    pub tool: &'v dyn Fn(usize) -> Option<&'v [f32]>,
+}
+
+/// The answer, and how it came about (for `_meta` and stats).
+#[derive(Debug)]
+pub struct Ranked<'a> {
+    pub found: Vec<Found<'a>>,
+    /// How many candidates match the query (the agent pages through these).
+    pub matches: usize,
+    /// How many tools were in scope (allowed, in the group).
+    pub candidates: usize,
+    /// The ranking that ran.
+    pub strategy: Ranking,
+    /// Why the configured ranking did not run, when it did not.
+    pub fallback: Option<Fallback>,
+}
+
+/// Runs a search. `allowed` is `None` when the caller may see every tool; `vectors` is `Err`
+/// when the query could not be embedded.
+pub fn search<'a>(
+    index: &'a CatalogIndex,
+    config: &Config,
+    query: &Query,
+    allowed: Option<&dyn Fn(&Tool) -> bool>,
+    vectors: Result<Vectors<'_>, Fallback>,
+) -> Ranked<'a> {
+    let tools = index.catalog.tools();
+    let in_scope = |d: u32| {
+        tools.get(d as usize).is_some_and(|t| {
+            allowed.is_none_or(|allowed| allowed(t))
+                && query
+                    .group
+                    .as_deref()
+                    .is_none_or(|g| config.group_of(&index.namespace, &t.name) == g)
+        })
+    };
+    // Only a restricted caller or a vector ranking needs the candidates one by one: an
+    // unrestricted BM25 search looks at the matching tools only (hundreds among thousands).
+    let restricted = allowed.is_some() || query.group.is_some();
+    let wants_vectors = config.search.ranking != Ranking::Bm25 && vectors.is_ok();
+    let scoped: Option<Vec<u32>> = (restricted || wants_vectors).then(|| {
+        (0..tools.len())
+            .filter_map(|d| u32::try_from(d).ok())
+            .filter(|&d| in_scope(d))
+            .collect()
+    });
+    let candidates = scoped.as_ref().map_or(tools.len(), Vec::len);
+
+    let wanted = config.search.ranking;
+    let (strategy, fallback, cosines) = match (wanted, vectors) {
+        (Ranking::Bm25, _) => (Ranking::Bm25, None, None),
+        (_, Err(reason)) => (Ranking::Bm25, Some(reason), None),
+        (_, Ok(v)) => match cosines_of(scoped.as_deref().unwrap_or(&[]), &v, tools.len()) {
+            Ok(c) => (wanted, None, Some(c)),
+            Err(reason) => (Ranking::Bm25, Some(reason), None),
+        },
+    };
+
+    let (bm25, matched) = index.bm25.scores_and_matches(&query.text);
+    let raw = |doc: u32| bm25.get(doc as usize).copied().unwrap_or(0.0);
+    // The tools that can rank: under BM25 those in scope sharing a term with the query.
+    let pool: Vec<u32> = match (scoped, strategy) {
+        (Some(scoped), Ranking::Vector | Ranking::Hybrid) => scoped,
+        (scoped, _) => matched
+            .into_iter()
+            .filter(|&d| raw(d) > 0.0 && (scoped.is_none() || in_scope(d)))
+            .collect(),
+    };
+    let max_bm25 = pool.iter().map(|&d| raw(d)).fold(0.0f32, f32::max);
+    let bm25_norm = |doc: u32| {
+        if max_bm25 > 0.0 {
+            raw(doc) / max_bm25
+        } else {
+            0.0
+        }
+    };
+    let score: Box<dyn Fn(u32) -> f32> = match (&strategy, &cosines) {
+        (Ranking::Vector, Some(c)) => Box::new(|doc| c.get(doc as usize).copied().unwrap_or(-1.0)),
+        (Ranking::Hybrid, Some(c)) => {
+            let (lo, hi) = pool
+                .iter()
+                .filter_map(|&d| c.get(d as usize).copied())
+                .fold((f32::MAX, f32::MIN), |(lo, hi), x| (lo.min(x), hi.max(x)));
+            let span = if hi > lo { hi - lo } else { 1.0 };
+            let w = config.search.hybrid_vector_weight;
+            Box::new(move |doc| {
+                let cos = c.get(doc as usize).copied().unwrap_or(lo);
+                w * (cos - lo) / span + (1.0 - w) * bm25_norm(doc)
+            })
+        }
+        _ => Box::new(bm25_norm),
+    };
+
+    let exact = index
+        .named_ignoring_case(query.text.trim())
+        .find(|&d| in_scope(d));
+    let threshold = config.search.score_threshold;
+    let matching: Vec<u32> = pool
+        .into_iter()
+        .filter(|&d| Some(d) != exact)
+        .filter(|&d| threshold.is_none_or(|t| score(d) >= t))
+        .collect();
+    let matches = matching.len() + usize::from(exact.is_some());
+
+    let name_of = |d: u32| tools.get(d as usize).map(|t| t.name.as_str()).unwrap_or("");
+    let end = query.offset.saturating_add(query.limit);
+    let mut ordered: Vec<Hit> = exact
+        .map(|doc| Hit {
+            doc,
+            score: score(doc),
+        })
+        .into_iter()
+        .collect();
+    ordered.extend(top_k(
+        matching,
+        &score,
+        name_of,
+        end.saturating_sub(ordered.len()),
+    ));
+    let found = ordered
+        .into_iter()
+        .skip(query.offset)
+        .take(query.limit)
+        .filter_map(|h| {
+            tools.get(h.doc as usize).map(|tool| Found {
+                tool,
+                score: h.score,
+            })
+        })
+        .collect();
+    Ranked {
+        found,
+        matches,
+        candidates,
+        strategy,
+        fallback,
+    }
+}
+
+/// Cosine of every candidate (indexed by catalog position), or why vectors cannot rank them
+/// all: a partial vector ranking would silently drop the tools not yet embedded.
+fn cosines_of(candidates: &[u32], v: &Vectors<'_>, len: usize) -> Result<Vec<f32>, Fallback> {
+    let mut out = vec![-1.0; len];
+    let mut missing = 0;
+    for &d in candidates {
+        match (v.tool)(d as usize) {
+            Some(t) if t.len() == v.query.len() => {
+                if let Some(slot) = out.get_mut(d as usize) {
+                    *slot = vector::dot(v.query, t);
+                }
+            }
+            _ => missing += 1,
+        }
+    }
+    if missing > 0 {
+        return Err(Fallback::new(
+            FallbackKind::NotEmbedded,
+            format!(
+                "{missing} of {} candidate tools have no vector yet",
+                candidates.len()
+            ),
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::catalog::Catalog;
+    use serde_json::value::RawValue;
+
+    fn index(config: &Config) -> CatalogIndex {
+        let tool = |name: &str, d: &str| {
+            let raw: Box<RawValue> =
+                serde_json::from_str(&format!(r#"{{"name":"{name}","description":"{d}"}}"#))
+                    .unwrap();
+            Tool::from_raw(&raw).unwrap()
+        };
+        let catalog = Catalog::from_tools(vec![
+            tool("github_create_issue", "Open an issue"),
+            tool("github_close_issue", "Close an issue"),
+            tool("github_list_issues", "List issues"),
+            tool("slack_post_message", "Post a message"),
+            tool("stripe_refund_charge", "Refund a charge"),
+        ]);
+        CatalogIndex::build("ns", catalog, config)
+    }
+
+    fn off() -> Fallback {
+        Fallback::new(FallbackKind::Unavailable, "off")
+    }
+
+    fn q(text: &str, limit: usize, offset: usize) -> Query {
+        Query {
+            text: text.into(),
+            limit,
+            offset,
+            group: None,
+        }
+    }
+
+    fn names(r: &Ranked) -> Vec<String> {
+        r.found.iter().map(|f| f.tool.name.clone()).collect()
+    }
+
+    #[test]
+    fn paging_is_disjoint_and_covers_the_matches() {
+        let config = Config::default();
+        let idx = index(&config);
+        let first = search(&idx, &config, &q("issue", 2, 0), None, Err(off()));
+        let second = search(&idx, &config, &q("issue", 2, 2), None, Err(off()));
+        assert_eq!(first.matches, 3);
+        assert_eq!(first.candidates, 5);
+        let mut seen = names(&first);
+        seen.extend(names(&second));
+        assert_eq!(seen.len(), 3);
+        seen.sort();
+        seen.dedup();
+        assert_eq!(
+            seen,
+            [
+                "github_close_issue",
+                "github_create_issue",
+                "github_list_issues"
+            ]
+        );
+        let past = search(&idx, &config, &q("issue", 2, 10), None, Err(off()));
+        assert!(past.found.is_empty());
+        assert_eq!(first.strategy, Ranking::Bm25);
+    }
+
+    #[test]
+    fn groups_authorization_and_threshold() {
+        let config =
+            Config::parse(r#"{"group_separator":"_","search":{"score_threshold":0.5}}"#).unwrap();
+        let idx = index(&config);
+        let no_stripe = |t: &Tool| !t.name.starts_with("stripe");
+        let r = search(
+            &idx,
+            &config,
+            &q("refund charge", 5, 0),
+            Some(&no_stripe),
+            Err(off()),
+        );
+        assert!(r.found.is_empty());
+        let mut grouped = q("issue message", 5, 0);
+        grouped.group = Some("slack".into());
+        let r = search(&idx, &config, &grouped, None, Err(off()));
+        assert_eq!(names(&r), ["slack_post_message"]);
+        assert_eq!(r.candidates, 1);
+    }
+
+    #[test]
+    fn vectors_rank_only_when_every_candidate_has_one() {
+        let config = Config::parse(r#"{"search":{"ranking":"vector","embeddings":{"cluster":"c","model_id":"m","dimensions":2}}}"#).unwrap();
+        let idx = index(&config);
+        // Catalog order: close, create, list, slack, stripe. Query vector points at slack.
+        let vecs: Vec<Vec<f32>> = vec![
+            vec![1.0, 0.0],
+            vec![0.8, 0.6],
+            vec![0.6, 0.8],
+            vec![0.0, 1.0],
+            vec![-1.0, 0.0],
+        ];
+        let lookup = |i: usize| vecs.get(i).map(Vec::as_slice);
+        let query = [0.0f32, 1.0];
+        let r = search(
+            &idx,
+            &config,
+            &q("anything", 2, 0),
+            None,
+            Ok(Vectors {
+                query: &query,
+                tool: &lookup,
+            }),
+        );
+        assert_eq!(r.strategy, Ranking::Vector);
+        assert_eq!(names(&r), ["slack_post_message", "github_list_issues"]);
+        assert_eq!(r.matches, 5);
+        let partial = |i: usize| {
+            if i == 4 {
+                None
+            } else {
+                vecs.get(i).map(Vec::as_slice)
+            }
+        };
+        let r = search(
+            &idx,
+            &config,
+            &q("refund", 2, 0),
+            None,
+            Ok(Vectors {
+                query: &query,
+                tool: &partial,
+            }),
+        );
+        assert_eq!(r.strategy, Ranking::Bm25);
+        assert_eq!(
+            r.fallback,
+            Some(Fallback::new(
+                FallbackKind::NotEmbedded,
+                "1 of 5 candidate tools have no vector yet"
+            ))
+        );
+        assert_eq!(names(&r), ["stripe_refund_charge"]);
+        let down = Fallback::new(FallbackKind::Status, "embeddings service answered 500");
+        let r = search(&idx, &config, &q("refund", 2, 0), None, Err(down.clone()));
+        assert_eq!(r.fallback, Some(down));
+    }
+
+    #[test]
+    fn exact_name_in_any_ascii_case_among_the_allowed() {
+        let config = Config::default();
+        let tool = |name: &str| {
+            let raw: Box<RawValue> =
+                serde_json::from_str(&format!(r#"{{"name":"{name}","description":"x"}}"#)).unwrap();
+            Tool::from_raw(&raw).unwrap()
+        };
+        let catalog = Catalog::from_tools(vec![tool("Get_Issue"), tool("get_issue"), tool("x")]);
+        let idx = CatalogIndex::build("ns", catalog, &config);
+        let r = search(&idx, &config, &q(" GET_ISSUE ", 1, 0), None, Err(off()));
+        assert_eq!(names(&r), ["Get_Issue"]);
+        let lower_only = |t: &Tool| t.name != "Get_Issue";
+        let r = search(
+            &idx,
+            &config,
+            &q("GET_ISSUE", 1, 0),
+            Some(&lower_only),
+            Err(off()),
+        );
+        assert_eq!(names(&r), ["get_issue"]);
+        assert_eq!(r.candidates, 2);
+        assert_eq!(
+            idx.named_ignoring_case("nope").count() + idx.named_ignoring_case("").count(),
+            0
+        );
+    }
+
+    #[test]
+    fn exact_name_first_even_under_threshold() {
+        let config = Config::parse(r#"{"search":{"score_threshold":0.99}}"#).unwrap();
+        let idx = index(&config);
+        let r = search(
+            &idx,
+            &config,
+            &q("github_list_issues", 5, 0),
+            None,
+            Err(off()),
+        );
+        assert_eq!(names(&r)[0], "github_list_issues");
+    }
+}

@@ -1,0 +1,623 @@
+//! The catalog shared by every Envoy worker. Each worker runs its own VM; proxy-wasm shared data
+//! (ABI 0.2.1 `proxy_get_shared_data`/`proxy_set_shared_data`, compare-and-swap on a per-key
+//! `cas` token) is the one memory they share. A small version key lets a worker tell in one read
+//! whether its cached index is current; the catalog key holds the definitions.
+
+use crate::config::Config;
+use crate::index::catalog::{version_of, Catalog, CatalogIndex, Page, Tool};
+use crate::index::fnv::FnvHashMap;
+use crate::rank::embeddings::{self, Missing, VectorStore};
+use crate::vector::ToolVectors;
+use std::fmt;
+use std::rc::Rc;
+
+/// The host's shared-data store, as the proxy-wasm ABI offers it.
+pub trait SharedData {
+    /// The value and its CAS token; `(None, None)` when the key was never set.
+    fn get(&self, key: &str) -> Result<(Option<Vec<u8>>, Option<u32>), StoreError>;
+    /// Sets the value if `cas` still matches (or unconditionally with `None`).
+    fn set(&self, key: &str, value: &[u8], cas: Option<u32>) -> Result<(), StoreError>;
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreError {
+    /// Another worker wrote the key between our read and our write.
+    CasMismatch,
+    Host(String),
+    Corrupt(String),
+    /// The catalog kept changing under us; the page will be learned on the next list.
+    Contended,
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::CasMismatch => write!(f, "shared data changed concurrently"),
+            StoreError::Host(e) => write!(f, "shared data call failed: {e}"),
+            StoreError::Corrupt(e) => write!(f, "shared catalog is unreadable: {e}"),
+            StoreError::Contended => write!(f, "shared catalog too contended to update"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+const PREFIX: &str = "mcp-tool-search/v1/";
+const MAX_CAS_RETRIES: usize = 8;
+
+fn version_key(namespace: &str) -> String {
+    format!("{PREFIX}{namespace}/version")
+}
+
+fn catalog_key(namespace: &str) -> String {
+    format!("{PREFIX}{namespace}/catalog")
+}
+
+/// Shared data has no listing call (ABI 0.2.1): the namespaces are kept in a key of their own.
+const NAMESPACES_KEY: &str = "mcp-tool-search/v1/namespaces";
+
+/// Every namespace a catalog was learned for, sorted.
+pub fn namespaces(shared: &dyn SharedData) -> Result<Vec<String>, StoreError> {
+    let (data, _) = shared.get(NAMESPACES_KEY)?;
+    match data {
+        None => Ok(Vec::new()),
+        Some(bytes) => {
+            serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt(e.to_string()))
+        }
+    }
+}
+
+fn register_namespace(shared: &dyn SharedData, namespace: &str) -> Result<(), StoreError> {
+    for _ in 0..MAX_CAS_RETRIES {
+        let (data, cas) = shared.get(NAMESPACES_KEY)?;
+        let mut all: Vec<String> = match data {
+            None => Vec::new(),
+            Some(bytes) => {
+                serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt(e.to_string()))?
+            }
+        };
+        if all.iter().any(|n| n == namespace) {
+            return Ok(());
+        }
+        all.push(namespace.to_string());
+        all.sort();
+        let bytes = serde_json::to_vec(&all).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        match shared.set(NAMESPACES_KEY, &bytes, cas) {
+            Ok(()) => return Ok(()),
+            Err(StoreError::CasMismatch) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(StoreError::Contended)
+}
+
+fn vectors_key(namespace: &str) -> String {
+    format!("{PREFIX}{namespace}/vectors")
+}
+
+fn vectors_version_key(namespace: &str) -> String {
+    format!("{PREFIX}{namespace}/vectors-version")
+}
+
+fn lease_key(namespace: &str) -> String {
+    format!("{PREFIX}{namespace}/embed-lease")
+}
+
+/// A namespace's tool vectors as resolved against one catalog version.
+struct ResolvedVectors {
+    catalog: Rc<CatalogIndex>,
+    version: Vec<u8>,
+    vectors: Rc<ToolVectors>,
+    missing: Rc<Missing>,
+}
+
+/// A VM's view of the shared catalogs: each namespace's index, rebuilt only when the shared
+/// version changes; likewise its tool vectors.
+#[derive(Default)]
+pub struct CatalogCache {
+    entries: FnvHashMap<String, (Vec<u8>, Rc<CatalogIndex>)>,
+    /// A catalog this VM wrote, by the version it wrote: its index is built from it without
+    /// reading back and parsing what was just stored.
+    written: FnvHashMap<String, (Vec<u8>, Catalog)>,
+    vectors: FnvHashMap<String, ResolvedVectors>,
+}
+
+impl CatalogCache {
+    pub fn new() -> Self {
+        CatalogCache::default()
+    }
+
+    /// The current index of `namespace` (an empty one if nothing was learned yet).
+    pub fn index(
+        &mut self,
+        shared: &dyn SharedData,
+        namespace: &str,
+        config: &Config,
+    ) -> Result<Rc<CatalogIndex>, StoreError> {
+        let (version, _) = shared.get(&version_key(namespace))?;
+        let version = version.unwrap_or_default();
+        if let Some((seen, index)) = self.entries.get(namespace) {
+            if *seen == version {
+                return Ok(Rc::clone(index));
+            }
+        }
+        let catalog = match self.written.remove(namespace) {
+            Some((written, catalog)) if written == version => catalog,
+            _ => match shared.get(&catalog_key(namespace))? {
+                (Some(bytes), _) => parse(&bytes)?,
+                (None, _) => Catalog::default(),
+            },
+        };
+        let index = Rc::new(CatalogIndex::build(namespace, catalog, config));
+        self.entries
+            .insert(namespace.to_string(), (version, Rc::clone(&index)));
+        Ok(index)
+    }
+
+    /// Learns the tools of a `tools/list` page (a whole list replaces the catalog). Returns
+    /// whether the shared catalog changed.
+    pub fn learn(
+        &mut self,
+        shared: &dyn SharedData,
+        namespace: &str,
+        learned: Learned,
+    ) -> Result<bool, StoreError> {
+        let Learned {
+            mut tools,
+            page: at,
+            buffer,
+        } = learned;
+        // Every list of an unchanged catalog: when this VM's index is the shared version and
+        // the page changes nothing in it, the stored catalog (megabytes) is not read at all.
+        // The version key is written after the catalog key, so a concurrent writer can be
+        // missed here; its list and ours then simply race, as they would anyway.
+        let (version, _) = shared.get(&version_key(namespace))?;
+        if let Some((seen, index)) = self.entries.get(namespace) {
+            if *seen == version.unwrap_or_default() && index.catalog.unchanged_by(&tools, at) {
+                return Ok(false);
+            }
+        }
+        let whole = at.first && at.last;
+        // A cleared buffer is valid UTF-8; its allocation is what is reused.
+        let mut json = String::from_utf8(clear(buffer)).unwrap_or_default();
+        let key = catalog_key(namespace);
+        for _ in 0..MAX_CAS_RETRIES {
+            let (data, cas) = shared.get(&key)?;
+            let current = match data {
+                Some(bytes) => parse(&bytes)?,
+                None => Catalog::default(),
+            };
+            if current.unchanged_by(&tools, at) {
+                return Ok(false);
+            }
+            // A whole list becomes the catalog, so a retry can take the page back from it; a
+            // partial page is merged into the current tools and must be kept for a retry.
+            let retry = (!whole).then(|| tools.clone());
+            let next = current.merge(std::mem::take(&mut tools), at);
+            if next.same_as(&current) {
+                return Ok(false);
+            }
+            next.write_json(&mut json);
+            // Without a token the key does not exist yet; 0 asks the host for "no check",
+            // so a first write races; a second writer then merges on its retry.
+            match shared.set(&key, json.as_bytes(), cas) {
+                Ok(()) => {
+                    let version = format!("{:016x}", version_of(&json));
+                    drop(json);
+                    shared.set(&version_key(namespace), version.as_bytes(), None)?;
+                    if current.is_empty() {
+                        register_namespace(shared, namespace)?;
+                    }
+                    self.written
+                        .insert(namespace.to_string(), (version.into_bytes(), next));
+                    return Ok(true);
+                }
+                Err(StoreError::CasMismatch) => {
+                    tools = retry.unwrap_or_else(|| next.into_tools());
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(StoreError::Contended)
+    }
+}
+
+fn clear(mut buffer: Vec<u8>) -> Vec<u8> {
+    buffer.clear();
+    buffer
+}
+
+/// What a `tools/list` response taught: its tools, where the page stands, and the response's
+/// spent buffer, reused to write the catalog to shared data (both are megabytes at 10,000
+/// tools, and a VM's memory never shrinks).
+#[derive(Debug, Default)]
+pub struct Learned {
+    pub tools: Vec<Tool>,
+    pub page: Page,
+    pub buffer: Vec<u8>,
+}
+
+impl Learned {
+    pub fn new(tools: Vec<Tool>, page: Page) -> Learned {
+        Learned {
+            tools,
+            page,
+            buffer: Vec::new(),
+        }
+    }
+}
+
+impl CatalogCache {
+    /// The vectors of `index`'s tools (stored or precomputed) and the tools still to embed
+    /// (catalog position, text).
+    pub fn vectors(
+        &mut self,
+        shared: &dyn SharedData,
+        index: &Rc<CatalogIndex>,
+        config: &Config,
+    ) -> Result<(Rc<ToolVectors>, Rc<Missing>), StoreError> {
+        let namespace = index.namespace.as_str();
+        let (version, _) = shared.get(&vectors_version_key(namespace))?;
+        let version = version.unwrap_or_default();
+        if let Some(r) = self.vectors.get(namespace) {
+            if r.version == version && Rc::ptr_eq(&r.catalog, index) {
+                return Ok((Rc::clone(&r.vectors), Rc::clone(&r.missing)));
+            }
+        }
+        let store = load_vectors(shared, namespace)?;
+        let (vectors, missing) = embeddings::resolve(index, config, &store);
+        let resolved = ResolvedVectors {
+            catalog: Rc::clone(index),
+            version,
+            vectors: Rc::new(vectors),
+            missing: Rc::new(missing),
+        };
+        let out = (Rc::clone(&resolved.vectors), Rc::clone(&resolved.missing));
+        self.vectors.insert(namespace.to_string(), resolved);
+        Ok(out)
+    }
+}
+
+fn load_vectors(shared: &dyn SharedData, namespace: &str) -> Result<VectorStore, StoreError> {
+    match shared.get(&vectors_key(namespace))?.0 {
+        None => Ok(VectorStore::default()),
+        Some(bytes) => VectorStore::decode(&bytes)
+            .ok_or_else(|| StoreError::Corrupt("tool vectors blob".to_string())),
+    }
+}
+
+/// Adds freshly embedded vectors (name, text hash, unit vector) to the namespace's store.
+pub fn store_vectors(
+    shared: &dyn SharedData,
+    namespace: &str,
+    items: Vec<(String, u64, Vec<f32>)>,
+) -> Result<(), StoreError> {
+    let key = vectors_key(namespace);
+    for _ in 0..MAX_CAS_RETRIES {
+        let (data, cas) = shared.get(&key)?;
+        let mut store = match data {
+            None => VectorStore::default(),
+            Some(bytes) => VectorStore::decode(&bytes)
+                .ok_or_else(|| StoreError::Corrupt("tool vectors blob".to_string()))?,
+        };
+        store.merge(items.clone());
+        match shared.set(&key, &store.encode(), cas) {
+            Ok(()) => {
+                let version = format!("{:016x}", crate::index::fnv::hash(&store.encode()));
+                return shared.set(&vectors_version_key(namespace), version.as_bytes(), None);
+            }
+            Err(StoreError::CasMismatch) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(StoreError::Contended)
+}
+
+/// Takes (or renews) the right to embed `namespace`'s tools until `now_ms + ttl_ms`, so that
+/// one worker embeds while the others wait. `false`: another worker holds it.
+pub fn take_lease(
+    shared: &dyn SharedData,
+    namespace: &str,
+    owner: &str,
+    now_ms: u64,
+    ttl_ms: u64,
+) -> Result<bool, StoreError> {
+    let key = lease_key(namespace);
+    let (data, cas) = shared.get(&key)?;
+    if let Some(bytes) = data {
+        let text = String::from_utf8_lossy(&bytes);
+        if let Some((holder, until)) = text.split_once(' ') {
+            let until: u64 = until.parse().unwrap_or(0);
+            if holder != owner && until > now_ms {
+                return Ok(false);
+            }
+        }
+    }
+    let value = format!("{owner} {}", now_ms.saturating_add(ttl_ms));
+    match shared.set(&key, value.as_bytes(), cas) {
+        Ok(()) => Ok(true),
+        Err(StoreError::CasMismatch) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+fn parse(bytes: &[u8]) -> Result<Catalog, StoreError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    Catalog::from_json(text).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+/// Shared data in process memory with the host's CAS rules, for native tests and tools.
+#[derive(Default)]
+pub struct MemorySharedData {
+    map: std::cell::RefCell<FnvHashMap<String, (Vec<u8>, u32)>>,
+}
+
+impl SharedData for MemorySharedData {
+    fn get(&self, key: &str) -> Result<(Option<Vec<u8>>, Option<u32>), StoreError> {
+        Ok(match self.map.borrow().get(key) {
+            Some((v, cas)) => (Some(v.clone()), Some(*cas)),
+            None => (None, None),
+        })
+    }
+
+    fn set(&self, key: &str, value: &[u8], cas: Option<u32>) -> Result<(), StoreError> {
+        let mut map = self.map.borrow_mut();
+        let current = map.get(key).map(|(_, c)| *c);
+        if let (Some(want), Some(have)) = (cas, current) {
+            if want != 0 && want != have {
+                return Err(StoreError::CasMismatch);
+            }
+        }
+        let next = current.unwrap_or(0).wrapping_add(1).max(1);
+        map.insert(key.to_string(), (value.to_vec(), next));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::value::RawValue;
+
+    fn tool(name: &str, description: &str) -> Tool {
+        let raw: Box<RawValue> = serde_json::from_str(&format!(
+            r#"{{"name":"{name}","description":"{description}"}}"#
+        ))
+        .unwrap();
+        Tool::from_raw(&raw).unwrap()
+    }
+
+    #[test]
+    fn two_vms_share_one_catalog() {
+        let shared = MemorySharedData::default();
+        let config = Config::default();
+        let mut vm1 = CatalogCache::new();
+        let mut vm2 = CatalogCache::new();
+        assert!(vm2
+            .index(&shared, "ns", &config)
+            .unwrap()
+            .catalog
+            .is_empty());
+        assert!(vm1
+            .learn(
+                &shared,
+                "ns",
+                Learned::new(vec![tool("a", "alpha")], Page::default())
+            )
+            .unwrap());
+        assert!(
+            !vm1.learn(
+                &shared,
+                "ns",
+                Learned::new(vec![tool("a", "alpha")], Page::default())
+            )
+            .unwrap(),
+            "no change"
+        );
+        assert!(vm1
+            .learn(
+                &shared,
+                "ns",
+                Learned::new(vec![tool("b", "beta")], Page::default())
+            )
+            .unwrap());
+        let index = vm2.index(&shared, "ns", &config).unwrap();
+        assert_eq!(index.catalog.len(), 2);
+        let again = vm2.index(&shared, "ns", &config).unwrap();
+        assert!(Rc::ptr_eq(&index, &again), "cached while the version holds");
+        assert!(vm1
+            .learn(
+                &shared,
+                "ns",
+                Learned::new(
+                    vec![tool("c", "gamma")],
+                    Page {
+                        first: true,
+                        last: true
+                    }
+                )
+            )
+            .unwrap());
+        assert_eq!(vm2.index(&shared, "ns", &config).unwrap().catalog.len(), 1);
+        assert!(vm2
+            .index(&shared, "other", &config)
+            .unwrap()
+            .catalog
+            .is_empty());
+    }
+
+    /// Counts reads of each key.
+    #[derive(Default)]
+    struct Counting {
+        inner: MemorySharedData,
+        reads: std::cell::RefCell<Vec<String>>,
+    }
+
+    impl SharedData for Counting {
+        fn get(&self, key: &str) -> Result<(Option<Vec<u8>>, Option<u32>), StoreError> {
+            self.reads.borrow_mut().push(key.to_string());
+            self.inner.get(key)
+        }
+        fn set(&self, key: &str, value: &[u8], cas: Option<u32>) -> Result<(), StoreError> {
+            self.inner.set(key, value, cas)
+        }
+    }
+
+    #[test]
+    fn an_unchanged_list_reads_no_stored_catalog() {
+        let shared = Counting::default();
+        let config = Config::default();
+        let whole = Page {
+            first: true,
+            last: true,
+        };
+        let page = [tool("a", "alpha"), tool("b", "beta")];
+        let mut vm = CatalogCache::new();
+        vm.index(&shared, "ns", &config).unwrap();
+        assert!(vm
+            .learn(&shared, "ns", Learned::new(page.to_vec(), whole))
+            .unwrap());
+        let catalog_reads = |s: &Counting| {
+            s.reads
+                .borrow()
+                .iter()
+                .filter(|k| **k == catalog_key("ns"))
+                .count()
+        };
+        let before = catalog_reads(&shared);
+        // The index of what this VM wrote comes from memory, and later lists compare to it.
+        assert_eq!(vm.index(&shared, "ns", &config).unwrap().catalog.len(), 2);
+        assert!(!vm
+            .learn(&shared, "ns", Learned::new(page.to_vec(), whole))
+            .unwrap());
+        assert_eq!(catalog_reads(&shared), before);
+        // A changed list is written; another VM reads it from shared data.
+        assert!(vm
+            .learn(
+                &shared,
+                "ns",
+                Learned::new(vec![tool("a", "changed")], whole)
+            )
+            .unwrap());
+        let mut other = CatalogCache::new();
+        let index = other.index(&shared, "ns", &config).unwrap();
+        assert_eq!(index.catalog.get("a").unwrap().description, "changed");
+        assert_eq!(catalog_reads(&shared), before + 2);
+        assert_eq!(vm.index(&shared, "ns", &config).unwrap().catalog.len(), 1);
+    }
+
+    /// A store whose first write always loses the race, as when another worker wrote between.
+    struct Racing {
+        inner: MemorySharedData,
+        lost: std::cell::Cell<usize>,
+    }
+
+    impl SharedData for Racing {
+        fn get(&self, key: &str) -> Result<(Option<Vec<u8>>, Option<u32>), StoreError> {
+            self.inner.get(key)
+        }
+        fn set(&self, key: &str, value: &[u8], cas: Option<u32>) -> Result<(), StoreError> {
+            if key.ends_with("/catalog") && self.lost.get() < 2 {
+                self.lost.set(self.lost.get() + 1);
+                // The other worker's write: a different tool.
+                let other =
+                    Catalog::from_tools(vec![tool(&format!("other{}", self.lost.get()), "x")]);
+                let (_, c) = self.inner.get(key)?;
+                self.inner.set(key, other.to_json().as_bytes(), c)?;
+                let _ = cas;
+                return Err(StoreError::CasMismatch);
+            }
+            self.inner.set(key, value, cas)
+        }
+    }
+
+    #[test]
+    fn cas_conflicts_retry_and_merge() {
+        let shared = Racing {
+            inner: MemorySharedData::default(),
+            lost: std::cell::Cell::new(0),
+        };
+        let mut vm = CatalogCache::new();
+        assert!(vm
+            .learn(
+                &shared,
+                "ns",
+                Learned::new(vec![tool("mine", "m")], Page::default())
+            )
+            .unwrap());
+        let index = vm.index(&shared, "ns", &Config::default()).unwrap();
+        let names: Vec<&str> = index
+            .catalog
+            .tools()
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect();
+        assert_eq!(names, ["mine", "other2"]);
+    }
+
+    #[test]
+    fn vectors_are_shared_and_leases_exclusive() {
+        let shared = MemorySharedData::default();
+        let config = Config::parse(
+            r#"{"search":{"embeddings":{"cluster":"e","model_id":"m","dimensions":2}}}"#,
+        )
+        .unwrap();
+        let mut vm1 = CatalogCache::new();
+        let mut vm2 = CatalogCache::new();
+        vm1.learn(
+            &shared,
+            "ns",
+            Learned::new(
+                vec![tool("a", "alpha"), tool("b", "beta")],
+                Page {
+                    first: true,
+                    last: true,
+                },
+            ),
+        )
+        .unwrap();
+        let index = vm2.index(&shared, "ns", &config).unwrap();
+        let (vectors, missing) = vm2.vectors(&shared, &index, &config).unwrap();
+        assert_eq!((vectors.count(), missing.len()), (0, 2));
+        let items = missing
+            .iter()
+            .map(|(i, text)| {
+                (
+                    index.catalog.tools()[*i].name.clone(),
+                    embeddings::text_hash(text),
+                    vec![1.0, 0.0],
+                )
+            })
+            .collect();
+        store_vectors(&shared, "ns", items).unwrap();
+        let index1 = vm1.index(&shared, "ns", &config).unwrap();
+        let (vectors, missing) = vm1.vectors(&shared, &index1, &config).unwrap();
+        assert_eq!((vectors.count(), missing.len()), (2, 0));
+        assert!(take_lease(&shared, "ns", "vm1", 1000, 500).unwrap());
+        assert!(!take_lease(&shared, "ns", "vm2", 1200, 500).unwrap());
+        assert!(
+            take_lease(&shared, "ns", "vm1", 1200, 500).unwrap(),
+            "renewal"
+        );
+        assert!(
+            take_lease(&shared, "ns", "vm2", 1800, 500).unwrap(),
+            "expired"
+        );
+    }
+
+    #[test]
+    fn corrupt_shared_data_is_an_error_not_a_panic() {
+        let shared = MemorySharedData::default();
+        shared
+            .set("mcp-tool-search/v1/ns/catalog", b"\xff", None)
+            .unwrap();
+        shared
+            .set("mcp-tool-search/v1/ns/version", b"1", None)
+            .unwrap();
+        let mut vm = CatalogCache::new();
+        assert!(matches!(
+            vm.index(&shared, "ns", &Config::default()),
+            Err(StoreError::Corrupt(_))
+        ));
+    }
+}

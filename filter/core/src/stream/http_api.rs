@@ -1,0 +1,136 @@
+//! The plain-HTTP search endpoint (`POST <http_path>`) and its health (`GET
+//! <http_path>/health`), for callers that do not speak MCP.
+
+use super::reply::{bad_request, error_json};
+use super::*;
+use crate::mcp::result::{self, SearchMeta};
+
+impl Stream {
+    pub(super) fn on_search_endpoint(
+        &mut self,
+        config: &Config,
+        env: &mut dyn Env,
+        body: &[u8],
+    ) -> RequestBodyAction {
+        let request = match parse_http_search(body, config) {
+            Ok(request) => request,
+            Err(problem) => {
+                env.record(Event::SearchRejected);
+                return RequestBodyAction::Reply(bad_request(&problem));
+            }
+        };
+        if self.needs_query_vectors(config) {
+            let texts = vec![request.query.text.clone()];
+            self.phase = Phase::Embedding(Pending::Http(request));
+            return RequestBodyAction::Embed { texts };
+        }
+        RequestBodyAction::Reply(self.answer_http_search(config, env, &request, Err(no_vectors())))
+    }
+
+    pub(super) fn answer_http_search(
+        &self,
+        config: &Config,
+        env: &mut dyn Env,
+        request: &HttpSearch,
+        vector: Result<Vec<f32>, Fallback>,
+    ) -> LocalReply {
+        let namespace = request.namespace.clone().unwrap_or_else(|| env.namespace());
+        let index = match env.catalog_of(&namespace) {
+            Ok(index) => index,
+            Err(e) => {
+                env.record(Event::Error);
+                return LocalReply::json(503, error_json(&format!("catalog unavailable: {e}")));
+            }
+        };
+        if request.namespace.is_some() && index.catalog.is_empty() {
+            return LocalReply::json(
+                404,
+                error_json(&format!("no tools are known for namespace {namespace:?}")),
+            );
+        }
+        let ranked = self.rank(config, env, &index, &request.query, vector);
+        let tools = result::definitions(ranked.found.iter().map(|f| f.tool));
+        let body = match RawValue::from_string(tools) {
+            Ok(tools) => result::http_search(&tools, SearchMeta::of(&ranked, request.query.offset)),
+            Err(e) => {
+                env.record(Event::Error);
+                return LocalReply::json(500, error_json(&format!("stored definitions: {e}")));
+            }
+        };
+        LocalReply::json(200, body)
+    }
+}
+
+/// `{"query": "...", "limit": N, "namespace": "...", "offset": N, "group": "..."}`.
+pub(super) fn parse_http_search(body: &[u8], config: &Config) -> Result<HttpSearch, String> {
+    let value: Value =
+        serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
+    let Value::Object(map) = &value else {
+        return Err("the body must be a JSON object with a \"query\"".to_string());
+    };
+    for key in map.keys() {
+        if !["query", "limit", "namespace", "offset", "group"].contains(&key.as_str()) {
+            return Err(format!(
+                "unknown field \"{key}\"; allowed: query, limit, offset, namespace, group"
+            ));
+        }
+    }
+    let raw = RawValue::from_string(value.to_string()).map_err(|e| e.to_string())?;
+    // The same rules as the search tool, worded for an HTTP client.
+    let args = injected::parse_search(Some(&raw), config, injected::Asker::Http)?;
+    Ok(HttpSearch {
+        query: args.query,
+        namespace: args.namespace,
+    })
+}
+
+/// `GET <search path>/health`.
+pub(super) fn health(config: &Config, env: &mut dyn Env) -> LocalReply {
+    let mode = match config.search.ranking {
+        Ranking::Bm25 => "lexical",
+        Ranking::Vector => "semantic",
+        Ranking::Hybrid => "hybrid",
+    };
+    let degraded = if config.search.ranking == Ranking::Bm25 {
+        None
+    } else {
+        env.embeddings_degraded()
+    };
+    #[derive(serde::Serialize)]
+    struct Search<'a> {
+        status: &'static str,
+        mode: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<&'a str>,
+    }
+    #[derive(serde::Serialize)]
+    struct Catalog {
+        tools: usize,
+        embedded: usize,
+    }
+    #[derive(serde::Serialize)]
+    struct Health<'a> {
+        search: Search<'a>,
+        catalogs: std::collections::BTreeMap<String, Catalog>,
+    }
+    let mut catalogs = std::collections::BTreeMap::new();
+    for ns in env.namespaces() {
+        let (tools, embedded) = match env.catalog_of(&ns) {
+            Ok(index) => {
+                let embedded = env.tool_vectors(&index).map(|v| v.count()).unwrap_or(0);
+                (index.catalog.len(), embedded)
+            }
+            Err(_) => (0, 0),
+        };
+        catalogs.insert(ns, Catalog { tools, embedded });
+    }
+    let health = Health {
+        search: Search {
+            status: if degraded.is_some() { "degraded" } else { "ok" },
+            mode,
+            reason: degraded.as_deref(),
+        },
+        catalogs,
+    };
+    LocalReply::json(200, crate::mcp::result::to_json(&health))
+}

@@ -1,0 +1,336 @@
+//! One HTTP stream through the filter, as a state machine over plain data. The proxy-wasm glue
+//! feeds it headers and bodies and carries out the actions it returns; tests feed it the same
+//! way, over a host in memory. In the order a request meets them: `request` (classification,
+//! header checks, authorization), `local` (the answers given here), `http_api` (the plain-HTTP
+//! search endpoint), `response` (the list rewrite), `reply` (how local answers are framed).
+
+use crate::config::policy::{Caller, Scope};
+use crate::config::{Config, Mode, Ranking};
+use crate::index::catalog::{Catalog, CatalogIndex, Tool};
+use crate::mcp::headers::{self, Mirrored};
+use crate::mcp::injected::{self, Injected};
+use crate::mcp::json::{self, RawObject};
+use crate::mcp::jsonrpc::{self, Incoming, Kind, Message};
+use crate::mcp::list::{self, ListContext, ListTarget, RewriteError, SseGiveUp, SseRewriter};
+use crate::rank::search::{self, Fallback, FallbackKind, Query, Ranked, Vectors};
+use crate::store::{Learned, StoreError};
+use crate::vector::ToolVectors;
+
+mod http_api;
+mod local;
+mod reply;
+mod request;
+mod response;
+mod stats;
+
+use serde_json::value::RawValue;
+use serde_json::Value;
+pub use stats::STATS;
+use std::borrow::Cow;
+use std::rc::Rc;
+
+/// Why a body the filter meant to change went through unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PassReason {
+    TooLarge,
+    Unparseable,
+    Encoded,
+    ContentType,
+    Status,
+    MixedBatch,
+}
+
+impl PassReason {
+    pub const ALL: [PassReason; 6] = [
+        PassReason::TooLarge,
+        PassReason::Unparseable,
+        PassReason::Encoded,
+        PassReason::ContentType,
+        PassReason::Status,
+        PassReason::MixedBatch,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PassReason::TooLarge => "too_large",
+            PassReason::Unparseable => "unparseable",
+            PassReason::Encoded => "encoded",
+            PassReason::ContentType => "content_type",
+            PassReason::Status => "status",
+            PassReason::MixedBatch => "mixed_batch",
+        }
+    }
+}
+
+/// What the operator's stats count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    ListRewritten,
+    ToolsHidden(u64),
+    /// A search answered, by the ranking that ran.
+    SearchAnswered(Ranking),
+    /// A vector or hybrid search that ran as BM25, and why.
+    SearchFallback(FallbackKind),
+    SearchRejected,
+    /// A `tools/call` of a tool the caller may not use, refused by the filter.
+    CallRefused,
+    /// A `call_tool` turned into a plain `tools/call` upstream.
+    CallForwarded,
+    PassedThrough(PassReason),
+    /// A request refused before it reached the upstream.
+    RequestRefused(Refusal),
+    Error,
+}
+
+/// Why a request was refused before it reached the upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Under a policy: a body that cannot be read in exactly one way, one too large to read,
+    /// or one that could not be read whole.
+    Unreadable,
+    /// `Mcp-Method`, `Mcp-Name` or `MCP-Protocol-Version` disagrees with the body.
+    HeaderMismatch,
+}
+
+impl Refusal {
+    pub const ALL: [Refusal; 2] = [Refusal::Unreadable, Refusal::HeaderMismatch];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Refusal::Unreadable => "unreadable",
+            Refusal::HeaderMismatch => "header_mismatch",
+        }
+    }
+}
+
+/// What a stream needs from its surroundings: catalogs, learning, vectors and stats.
+pub trait Env {
+    /// This stream's catalog namespace (route metadata, else the upstream cluster).
+    fn namespace(&self) -> String;
+    fn catalog_of(&mut self, namespace: &str) -> Result<Rc<CatalogIndex>, StoreError>;
+    fn learn(&mut self, learned: Learned) -> Result<bool, StoreError>;
+    /// Every namespace with a learned catalog.
+    fn namespaces(&mut self) -> Vec<String>;
+    /// The tool vectors known for a catalog (none without embeddings).
+    fn tool_vectors(&mut self, _index: &CatalogIndex) -> Option<Rc<ToolVectors>> {
+        None
+    }
+    /// Why semantic ranking is degraded right now, if it is.
+    fn embeddings_degraded(&mut self) -> Option<String> {
+        None
+    }
+    fn record(&mut self, event: Event);
+    fn log_warn(&mut self, message: &str);
+
+    fn catalog(&mut self) -> Result<Rc<CatalogIndex>, StoreError> {
+        let namespace = self.namespace();
+        self.catalog_of(&namespace)
+    }
+}
+
+/// The request line and headers the filter decides on (names lowercase), and the caller.
+#[derive(Debug, Default, Clone)]
+pub struct RequestHead {
+    pub method: String,
+    pub path: String,
+    /// `Mcp-Method`, `Mcp-Name`, `MCP-Protocol-Version`: checked against the body, never
+    /// trusted instead of it.
+    pub mcp: Mirrored,
+    pub accept: Option<String>,
+    pub session_id: Option<String>,
+    pub caller: Caller,
+}
+
+impl RequestHead {
+    /// The head of a request from all its headers (pseudo-headers included, names lowercase,
+    /// repeated headers repeated), and the caller the configuration identifies in them.
+    pub fn from_headers(
+        config: &Config,
+        headers: &[(String, String)],
+        metadata: impl FnOnce() -> Option<Vec<u8>>,
+    ) -> RequestHead {
+        let first = |name: &str| {
+            headers
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        };
+        let mut mcp = Mirrored::default();
+        for (name, value) in headers {
+            mcp.add(name, value);
+        }
+        let caller = match &config.authorization {
+            Some(policy) => Caller::identify(&policy.identity, headers, metadata),
+            None => Caller::anonymous(),
+        };
+        RequestHead {
+            method: first(":method").unwrap_or_default(),
+            path: first(":path").unwrap_or_default(),
+            mcp,
+            accept: first("accept"),
+            session_id: first("mcp-session-id"),
+            caller,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalReply {
+    pub status: u32,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl LocalReply {
+    fn json(status: u32, body: String) -> Self {
+        LocalReply {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: body.into_bytes(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequestHeadersAction {
+    /// Not ours, or not worth reading: let it through and forget the stream.
+    Continue,
+    /// Read the body before deciding. With `hold`, the headers wait for the body (pause);
+    /// otherwise they go upstream now, and header changes must be made now because headers
+    /// can only change in this callback.
+    ReadBody {
+        hold: bool,
+        strip_accept_encoding: bool,
+        /// The body may be rewritten (`call_tool`): its length is not known yet.
+        drop_content_length: bool,
+    },
+    /// Answer now (the HTTP search endpoint's 405 and health).
+    Reply(LocalReply),
+}
+
+/// A change to request headers the filter still holds (`hold_request_headers`); forwarded
+/// headers can no longer change, so none is asked for then.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HeaderChange {
+    Remove(&'static str),
+    Set(&'static str, String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequestBodyAction {
+    Continue {
+        headers: Vec<HeaderChange>,
+    },
+    Reply(LocalReply),
+    /// Send this body upstream instead.
+    Replace {
+        body: Vec<u8>,
+        headers: Vec<HeaderChange>,
+    },
+    /// Embed these texts (one embeddings call), then call `on_query_embeddings`.
+    Embed {
+        texts: Vec<String>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResponseHeadersAction {
+    Continue,
+    /// Remove `content-length`: the body goes through `on_response_chunk`.
+    RewriteBody,
+    /// A list that cannot be filtered for this caller: remove `content-length` and
+    /// `content-encoding`, set `content-type: application/json`; the body (through
+    /// `on_response_chunk`) becomes a JSON-RPC error.
+    Refuse,
+}
+
+/// Requests larger than this are never a `tools/list` or a search: they go through unread
+/// (when no authorization needs the tool name), and Envoy's default 1 MiB buffer is never
+/// reached while the body is held.
+pub const REQUEST_CLASSIFY_CAP: usize = 256 * 1024;
+
+/// MCP spec 2025-11-25, "Tools", Error Handling: an unknown tool is a JSON-RPC error -32602.
+/// A tool the caller may not use is, to that caller, unknown.
+const UNKNOWN_TOOL: i64 = jsonrpc::INVALID_PARAMS;
+
+#[derive(Debug)]
+enum Phase {
+    Ignored,
+    McpBody,
+    SearchEndpointBody,
+    /// Waiting for query vectors; the request body is kept to answer when they arrive.
+    Embedding(Pending),
+    AwaitResponse,
+    /// JSON is held in the VM, not in Envoy's buffer: Envoy resets a stream whose paused body
+    /// passes its buffer limit (1 MiB by default), long before our own cap.
+    Json(Vec<u8>),
+    Sse(SseRewriter),
+    /// Under authorization, a list that cannot be filtered is replaced by an error, never
+    /// passed on: `true` once the error has been sent (the rest is dropped).
+    Refuse(PassReason, bool),
+    Done,
+}
+
+#[derive(Debug)]
+enum Pending {
+    Mcp(Vec<u8>),
+    Http(HttpSearch),
+}
+
+/// A request to the plain-HTTP search endpoint.
+#[derive(Debug, Clone)]
+struct HttpSearch {
+    query: Query,
+    namespace: Option<String>,
+}
+
+/// The state of one stream.
+#[derive(Debug)]
+pub struct Stream {
+    phase: Phase,
+    head: RequestHead,
+    targets: Vec<ListTarget>,
+}
+
+impl Default for Stream {
+    fn default() -> Self {
+        Stream::new()
+    }
+}
+
+impl Stream {
+    pub fn new() -> Self {
+        Stream {
+            phase: Phase::Ignored,
+            head: RequestHead::default(),
+            targets: Vec::new(),
+        }
+    }
+
+    /// Whether this request uses protocol 2026-07-28 (results then carry `resultType`).
+    fn modern(&self) -> bool {
+        self.head
+            .mcp
+            .protocol_version
+            .first()
+            .is_some_and(|v| v.as_str() >= "2026-07-28")
+    }
+
+    /// What the caller may see in `namespace`; `None` when that is every tool.
+    fn scope<'c>(&self, config: &'c Config, namespace: &str) -> Option<Scope<'c>> {
+        config
+            .authorization
+            .as_ref()
+            .map(|policy| policy.scope(&self.head.caller, namespace))
+            .filter(|scope| !scope.allows_everything())
+    }
+
+    fn allowed<'c>(&self, config: &'c Config, namespace: &str) -> impl Fn(&str) -> bool + 'c {
+        let scope = self.scope(config, namespace);
+        move |name: &str| scope.as_ref().is_none_or(|s| s.allows(name))
+    }
+}
+
+fn no_vectors() -> Fallback {
+    Fallback::new(FallbackKind::Unavailable, "embeddings are not configured")
+}

@@ -1,0 +1,358 @@
+//! A request on its way in: is it MCP traffic, the search endpoint or neither; what its
+//! JSON-RPC body holds; whether the headers agree with it and the policy allows it; and so
+//! whether it is answered here, refused, or sent upstream (with its list response awaited).
+
+use super::http_api::health;
+use super::reply::{bad_request, error_json, method_not_allowed};
+use super::*;
+
+impl Stream {
+    pub fn on_request_headers(
+        &mut self,
+        config: &Config,
+        env: &mut dyn Env,
+        head: RequestHead,
+        end_of_stream: bool,
+    ) -> RequestHeadersAction {
+        let path = crate::config::paths::normalize(&head.path);
+        if let Some(search_path) = config.search.http_path.as_deref() {
+            let search_path = crate::config::paths::normalize(search_path);
+            if path == search_path {
+                self.head = head;
+                if self.head.method != "POST" {
+                    return RequestHeadersAction::Reply(method_not_allowed("POST"));
+                }
+                self.phase = Phase::SearchEndpointBody;
+                if end_of_stream {
+                    return RequestHeadersAction::Reply(bad_request(
+                        "the body must be a JSON object with a \"query\"",
+                    ));
+                }
+                return RequestHeadersAction::ReadBody {
+                    hold: config.hold_request_headers,
+                    strip_accept_encoding: false,
+                    drop_content_length: false,
+                };
+            }
+            if path.strip_prefix(search_path.as_str()) == Some("/health") {
+                if head.method != "GET" {
+                    return RequestHeadersAction::Reply(method_not_allowed("GET"));
+                }
+                return RequestHeadersAction::Reply(health(config, env));
+            }
+        }
+        if !config.is_mcp_path(&path) || end_of_stream {
+            return RequestHeadersAction::Continue;
+        }
+        // Only POST bodies hold client messages (Streamable HTTP, spec 2025-11-25
+        // "Transports"); under a policy any body is read all the same, since what a server does
+        // with an unexpected method is not ours to assume. No header lets a body go unread:
+        // `Mcp-Method` and `Mcp-Name` are the client's word, the body is what the server runs.
+        if head.method != "POST" && config.authorization.is_none() {
+            return RequestHeadersAction::Continue;
+        }
+        let hold = config.hold_request_headers;
+        // Forwarded headers cannot wait for the body: a response that may be rewritten must
+        // come back uncompressed, so every candidate request asks for identity encoding.
+        let strip_accept_encoding =
+            !hold || head.mcp.method.iter().any(|m| m.as_str() == "tools/list");
+        let drop_content_length =
+            !hold && Injected::of(config, injected::CALL) == Some(Injected::Call);
+        self.head = head;
+        self.phase = Phase::McpBody;
+        RequestHeadersAction::ReadBody {
+            hold,
+            strip_accept_encoding,
+            drop_content_length,
+        }
+    }
+
+    /// Whether the glue should buffer the request body for `on_request_body`.
+    pub fn wants_request_body(&self) -> bool {
+        matches!(self.phase, Phase::McpBody | Phase::SearchEndpointBody)
+    }
+
+    /// The most request body the filter holds before letting the request go unread.
+    pub fn request_cap(&self, config: &Config) -> usize {
+        if config.authorization.is_some() {
+            config.max_body_bytes
+        } else {
+            REQUEST_CLASSIFY_CAP.min(config.max_body_bytes)
+        }
+    }
+
+    /// The request body was larger than the cap: let it go as it is (or, for the search
+    /// endpoint and under authorization, refuse it: an unread call cannot be authorized).
+    pub fn request_too_large(&mut self, config: &Config, env: &mut dyn Env) -> Option<LocalReply> {
+        env.record(Event::PassedThrough(PassReason::TooLarge));
+        let endpoint = matches!(self.phase, Phase::SearchEndpointBody);
+        self.phase = Phase::Done;
+        if endpoint {
+            return Some(LocalReply::json(
+                413,
+                error_json("the search request body is too large"),
+            ));
+        }
+        config.authorization.as_ref().map(|_| {
+            LocalReply::json(
+                413,
+                jsonrpc::error_response(
+                    None,
+                    jsonrpc::INVALID_REQUEST,
+                    "request too large to authorize",
+                ),
+            )
+        })
+    }
+
+    /// The request body the filter was waiting for cannot be had whole (the host could not hand
+    /// it over, or request trailers ended the stream before the body did). Under a policy, or
+    /// for the search endpoint, the request is refused; otherwise it goes on unread.
+    pub fn request_body_unavailable(
+        &mut self,
+        config: &Config,
+        env: &mut dyn Env,
+        why: &str,
+    ) -> Option<LocalReply> {
+        if !self.wants_request_body() {
+            return None;
+        }
+        let endpoint = matches!(self.phase, Phase::SearchEndpointBody);
+        self.phase = Phase::Done;
+        if endpoint {
+            env.record(Event::SearchRejected);
+            return Some(bad_request(&format!("the search request body: {why}")));
+        }
+        config.authorization.as_ref()?;
+        Some(self.refuse_unreadable(env, why))
+    }
+
+    /// The whole request body.
+    pub fn on_request_body(
+        &mut self,
+        config: &Config,
+        env: &mut dyn Env,
+        body: &[u8],
+    ) -> RequestBodyAction {
+        match std::mem::replace(&mut self.phase, Phase::Done) {
+            Phase::SearchEndpointBody => self.on_search_endpoint(config, env, body),
+            Phase::McpBody => self.on_mcp_body(config, env, body),
+            other => {
+                self.phase = other;
+                RequestBodyAction::Continue {
+                    headers: Vec::new(),
+                }
+            }
+        }
+    }
+
+    pub(super) fn on_mcp_body(
+        &mut self,
+        config: &Config,
+        env: &mut dyn Env,
+        body: &[u8],
+    ) -> RequestBodyAction {
+        let strict = config.authorization.is_some();
+        let incoming = match jsonrpc::parse(body) {
+            Ok(incoming) => incoming,
+            // Under a policy, what the filter cannot read in exactly one way may be read some
+            // other way by the server: it never reaches it.
+            Err(e) if strict => {
+                return RequestBodyAction::Reply(self.refuse_unreadable(env, &e.to_string()))
+            }
+            // Not ours to judge: the upstream answers malformed requests with its own error.
+            Err(_) => {
+                return RequestBodyAction::Continue {
+                    headers: Vec::new(),
+                }
+            }
+        };
+        if let Err(mismatch) = headers::validate(&self.head.mcp, &incoming) {
+            env.record(Event::RequestRefused(Refusal::HeaderMismatch));
+            let id = match &incoming {
+                Incoming::Single(m) => m.id.as_deref(),
+                Incoming::Batch(_) => None,
+            };
+            return RequestBodyAction::Reply(LocalReply::json(
+                400,
+                jsonrpc::error_response(id, headers::HEADER_MISMATCH, &mismatch.to_string()),
+            ));
+        }
+        let namespace = env.namespace();
+        let listing = config.mode != Mode::List;
+        let mut local = 0;
+        let mut refused = 0;
+        for m in incoming.messages() {
+            match m.kind() {
+                // The kill switch: with nobody to filter for, lists are left completely alone.
+                Kind::ToolsList { .. } if !listing && config.authorization.is_none() => {}
+                Kind::ToolsList { first_page } => {
+                    if let Some(id) = m.id_value() {
+                        self.targets.push(ListTarget { id, first_page });
+                    }
+                }
+                Kind::ToolsCall { name, .. } => {
+                    if listing && m.id.is_some() && Injected::of(config, &name).is_some() {
+                        local += 1;
+                    } else if !self.allowed(config, &namespace)(&name) {
+                        refused += 1;
+                    }
+                }
+                Kind::UnreadableCall(why) if strict => {
+                    let reply = self.refuse_unreadable(env, &format!("tools/call {why}"));
+                    return RequestBodyAction::Reply(reply);
+                }
+                Kind::UnreadableCall(_) | Kind::Other => {}
+            }
+        }
+        let total = incoming.messages().len();
+        if local + refused > 0 {
+            if local + refused < total {
+                // Nothing of a batch that calls a forbidden tool may reach the upstream; under
+                // a policy neither may a call of our tools' names, which the upstream would run
+                // as its own tool of that name if it has one.
+                if refused > 0 || strict {
+                    env.record(Event::CallRefused);
+                    return RequestBodyAction::Reply(self.refuse_batch(&incoming));
+                }
+                // A batch mixing our tools with upstream calls cannot be split without rewriting
+                // both directions; batches left the protocol in 2025-06-18, so it goes upstream
+                // (a list in it is still rewritten).
+                env.record(Event::PassedThrough(PassReason::MixedBatch));
+                return self.await_lists(config);
+            }
+            if let Incoming::Single(m) = &incoming {
+                if let Kind::ToolsCall { name, arguments } = m.kind() {
+                    if Injected::of(config, &name) == Some(Injected::Call) {
+                        return self.forward_call(config, env, m, arguments);
+                    }
+                }
+            }
+            if self.needs_query_vectors(config) {
+                let texts = search_texts(config, &incoming);
+                if !texts.is_empty() {
+                    self.phase = Phase::Embedding(Pending::Mcp(body.to_vec()));
+                    return RequestBodyAction::Embed { texts };
+                }
+            }
+            return RequestBodyAction::Reply(self.answer_locally(
+                config,
+                env,
+                &incoming,
+                Err(no_vectors()),
+            ));
+        }
+        self.await_lists(config)
+    }
+
+    /// Continue upstream, rewriting the response if the request holds a `tools/list`.
+    pub(super) fn await_lists(&mut self, config: &Config) -> RequestBodyAction {
+        if self.targets.is_empty() {
+            return RequestBodyAction::Continue {
+                headers: Vec::new(),
+            };
+        }
+        self.phase = Phase::AwaitResponse;
+        // The response will be rewritten: it must come back uncompressed.
+        let mut headers = Vec::new();
+        if config.hold_request_headers {
+            headers.push(HeaderChange::Remove("accept-encoding"));
+        }
+        RequestBodyAction::Continue { headers }
+    }
+
+    pub(super) fn needs_query_vectors(&self, config: &Config) -> bool {
+        config.search.ranking != Ranking::Bm25 && config.search.embeddings.is_some()
+    }
+
+    /// The query vectors arrived (or failed): answer the request that waited for them.
+    pub fn on_query_embeddings(
+        &mut self,
+        config: &Config,
+        env: &mut dyn Env,
+        vectors: Result<Vec<Vec<f32>>, Fallback>,
+    ) -> RequestBodyAction {
+        match std::mem::replace(&mut self.phase, Phase::Done) {
+            Phase::Embedding(Pending::Mcp(body)) => match jsonrpc::parse(&body) {
+                Ok(incoming) => {
+                    RequestBodyAction::Reply(self.answer_locally(config, env, &incoming, vectors))
+                }
+                Err(_) => RequestBodyAction::Continue {
+                    headers: Vec::new(),
+                },
+            },
+            Phase::Embedding(Pending::Http(request)) => {
+                let vector = vectors.and_then(|mut v| {
+                    v.pop()
+                        .ok_or_else(|| Fallback::new(FallbackKind::Malformed, "no vector returned"))
+                });
+                RequestBodyAction::Reply(self.answer_http_search(config, env, &request, vector))
+            }
+            other => {
+                self.phase = other;
+                RequestBodyAction::Continue {
+                    headers: Vec::new(),
+                }
+            }
+        }
+    }
+
+    /// Whether the stream waits for query vectors.
+    pub fn awaiting_embeddings(&self) -> bool {
+        matches!(self.phase, Phase::Embedding(_))
+    }
+
+    /// A request the policy cannot be applied to: refused before it reaches the upstream.
+    pub(super) fn refuse_unreadable(&mut self, env: &mut dyn Env, why: &str) -> LocalReply {
+        env.record(Event::RequestRefused(Refusal::Unreadable));
+        env.log_warn(&format!(
+            "request refused under the authorization policy: {why}"
+        ));
+        self.phase = Phase::Done;
+        LocalReply::json(
+            400,
+            jsonrpc::error_response(
+                None,
+                jsonrpc::INVALID_REQUEST,
+                &format!(
+                    "Request refused: the authorization policy needs a body it can read in exactly one way ({why})"
+                ),
+            ),
+        )
+    }
+
+    pub(super) fn refuse_batch(&self, incoming: &Incoming) -> LocalReply {
+        let replies: Vec<String> = incoming
+            .messages()
+            .iter()
+            .filter_map(|m| m.id.as_deref())
+            .map(|id| {
+                jsonrpc::error_response(
+                    Some(id),
+                    jsonrpc::INVALID_REQUEST,
+                    "batch refused: it calls a tool that is not available; send the requests one by one",
+                )
+            })
+            .collect();
+        self.reply(format!("[{}]", replies.join(",")))
+    }
+}
+
+/// The queries of the search calls in a request, in order (for one embeddings call).
+pub(super) fn search_texts(config: &Config, incoming: &Incoming) -> Vec<String> {
+    incoming
+        .messages()
+        .iter()
+        .filter(|m| m.id.is_some())
+        .filter_map(|m| match m.kind() {
+            Kind::ToolsCall { name, arguments }
+                if Injected::of(config, &name) == Some(Injected::Search) =>
+            {
+                injected::parse_search(arguments, config, injected::Asker::Tool)
+                    .ok()
+                    .map(|a| a.query.text)
+            }
+            _ => None,
+        })
+        .collect()
+}

@@ -1,0 +1,208 @@
+//! The layout's promises, checked on the sources: no import circles (between the top-level
+//! modules, and between the sibling files of a folder), and no proxy-wasm in the core.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// A file's module path (`stream/request.rs` → `["stream", "request"]`, `mod.rs` → its folder).
+fn module_of(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).unwrap().with_extension("");
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if matches!(parts.last().map(String::as_str), Some("mod" | "lib")) {
+        parts.pop();
+    }
+    parts
+}
+
+/// The modules (as paths) a file's non-test code refers to through `crate::` and `super::`.
+fn references(text: &str, module: &[String], is_mod_file: bool) -> Vec<Vec<String>> {
+    let code = text.split("#[cfg(test)]").next().unwrap_or("");
+    let mut out = Vec::new();
+    for (i, _) in code.match_indices("crate::") {
+        let path: Vec<String> = code[i + 7..]
+            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+            .next()
+            .unwrap_or("")
+            .split("::")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+        out.push(path);
+    }
+    // `super` of a mod.rs is its folder's parent; of a file, its folder.
+    let parent: Vec<String> = if is_mod_file {
+        module[..module.len().saturating_sub(1)].to_vec()
+    } else {
+        module[..module.len().saturating_sub(1)].to_vec()
+    };
+    for (i, _) in code.match_indices("super::") {
+        let rest: Vec<String> = code[i + 7..]
+            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+            .next()
+            .unwrap_or("")
+            .split("::")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+        out.push(parent.iter().cloned().chain(rest).collect());
+    }
+    out
+}
+
+fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        state: &mut BTreeMap<String, u8>,
+        stack: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        match state.get(node) {
+            Some(2) => return None,
+            Some(1) => {
+                let start = stack.iter().position(|n| n == node).unwrap_or(0);
+                let mut cycle = stack[start..].to_vec();
+                cycle.push(node.to_string());
+                return Some(cycle);
+            }
+            _ => {}
+        }
+        state.insert(node.to_string(), 1);
+        stack.push(node.to_string());
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(c) = visit(next, graph, state, stack) {
+                return Some(c);
+            }
+        }
+        stack.pop();
+        state.insert(node.to_string(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for node in graph.keys() {
+        if let Some(c) = visit(node, graph, &mut state, &mut Vec::new()) {
+            return Some(c);
+        }
+    }
+    None
+}
+
+/// The module graph of a crate's `src/`: between top-level modules, and between the sibling
+/// files of each folder (a folder's `mod.rs` and its children refer to each other by design).
+fn graphs(src: &Path) -> Vec<(String, BTreeMap<String, BTreeSet<String>>)> {
+    let mut files = Vec::new();
+    sources(src, &mut files);
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(src, f)).collect();
+    let mut top: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut siblings: BTreeMap<Vec<String>, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    for file in &files {
+        let module = module_of(src, file);
+        let Some(first) = module.first() else {
+            continue;
+        };
+        let is_mod = file.file_name().is_some_and(|n| n == "mod.rs");
+        let text = std::fs::read_to_string(file).unwrap();
+        for path in references(&text, &module, is_mod) {
+            // The longest prefix of the path that is a module of the crate.
+            let Some(target) = (1..=path.len())
+                .rev()
+                .map(|n| path[..n].to_vec())
+                .find(|p| modules.contains(p))
+            else {
+                continue;
+            };
+            if target[0] != *first {
+                top.entry(first.clone())
+                    .or_default()
+                    .insert(target[0].clone());
+                continue;
+            }
+            // Same top-level module: an edge between siblings of one folder, if both are files
+            // below that folder (not the folder's own mod.rs).
+            let folder = &module[..module.len() - usize::from(!is_mod)];
+            if is_mod || target.len() != folder.len() + 1 || target[..folder.len()] != *folder {
+                continue;
+            }
+            if module.len() == folder.len() + 1 && target != module {
+                siblings
+                    .entry(folder.to_vec())
+                    .or_default()
+                    .entry(module.last().cloned().unwrap_or_default())
+                    .or_default()
+                    .insert(target.last().cloned().unwrap_or_default());
+            }
+        }
+    }
+    let mut out = vec![("top-level modules".to_string(), top)];
+    for (folder, graph) in siblings {
+        out.push((format!("files of {}/", folder.join("/")), graph));
+    }
+    out
+}
+
+fn assert_acyclic(src: &Path) {
+    for (what, graph) in graphs(src) {
+        assert!(
+            find_cycle(&graph).is_none(),
+            "import circle among the {what} of {}: {:?}\n{graph:#?}",
+            src.display(),
+            find_cycle(&graph)
+        );
+    }
+}
+
+#[test]
+fn no_import_circles_in_the_core_or_the_glue() {
+    let core = Path::new(env!("CARGO_MANIFEST_DIR"));
+    assert_acyclic(&core.join("src"));
+    assert_acyclic(&core.join("../src"));
+}
+
+#[test]
+fn the_cycle_finder_finds_a_cycle() {
+    let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    g.entry("a".into()).or_default().insert("b".into());
+    g.entry("b".into()).or_default().insert("c".into());
+    assert!(find_cycle(&g).is_none());
+    g.entry("c".into()).or_default().insert("a".into());
+    assert_eq!(find_cycle(&g).unwrap(), ["a", "b", "c", "a"]);
+}
+
+#[test]
+fn the_core_does_not_depend_on_proxy_wasm() {
+    let manifest =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml")).unwrap();
+    let dependencies: Vec<&str> = manifest
+        .lines()
+        .skip_while(|l| !l.starts_with("[dependencies]"))
+        .take_while(|l| !l.starts_with('#'))
+        .collect();
+    assert!(dependencies.len() > 1, "{manifest}");
+    assert!(
+        !dependencies.iter().any(|l| l.contains("proxy-wasm")),
+        "{dependencies:?}"
+    );
+    let mut files = Vec::new();
+    sources(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut files,
+    );
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert!(!text.contains("proxy_wasm"), "{}", f.display());
+    }
+}

@@ -1,0 +1,443 @@
+//! The authorization policy against an attacker, natively: generated requests (paths, methods,
+//! mirrored headers plain and Base64, protocol versions, single, batch and notification bodies,
+//! bodies a lenient server reads differently) go through `Stream`; whatever reaches the
+//! upstream is read the way a lenient server reads it (Python's `json.loads` on bytes: encoding
+//! detected from a BOM or NUL pattern, the last of duplicate keys wins, notifications executed
+//! all the same). No forbidden `tools/call` may ever be among what it would run.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod support;
+
+use mcp_tool_search_core::mcp::headers::Mirrored;
+use mcp_tool_search_core::stream::{Refusal, RequestHead};
+use serde_json::{json, Value};
+use support::*;
+
+const POLICY: &str = r#"{"hold_request_headers":HOLD,
+  "authorization":{"identity":{"source":"header","header":"x-user-roles","claim":"roles"},
+  "rules":[{"claim":"roles","values":["support"],"tools":["github_*"]}],"default":"deny"}}"#;
+
+const ALLOWED: &str = "github_get_issue";
+const FORBIDDEN: &str = "stripe_create_refund";
+
+/// Paths and whether some common server routes them to its `/mcp` endpoint (Starlette and
+/// Express decode percent-escapes; Express ignores case and a trailing slash; servlet
+/// containers drop `;params`; nginx-style fronts merge slashes and resolve dot segments).
+const PATHS: [(&str, bool); 14] = [
+    ("/mcp", true),
+    ("/mcp/", true),
+    ("/mcp?session=1", true),
+    ("/%6dcp", true),
+    ("/%6Dcp", true),
+    ("//mcp", true),
+    ("/./mcp", true),
+    ("/x/../mcp", true),
+    ("/x/%2e%2e/mcp", true),
+    ("/MCP", true),
+    ("/mcp;a=b", true),
+    ("/%2fmcp", true),
+    ("/mcpx", false),
+    ("/health", false),
+];
+
+/// A tiny deterministic generator (xorshift64*): the same cases on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[(self.next() % items.len() as u64) as usize]
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+}
+
+fn b64(s: &str) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let bytes = s.as_bytes();
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n =
+            chunk.iter().fold(0u32, |acc, &b| acc << 8 | u32::from(b)) << (8 * (3 - chunk.len()));
+        for i in 0..=chunk.len() {
+            out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+        }
+    }
+    while !out.len().is_multiple_of(4) {
+        out.push('=');
+    }
+    format!("=?base64?{out}?=")
+}
+
+/// One `tools/call` message as text, with the attacker's variations.
+fn call_text(rng: &mut Rng) -> String {
+    let id = match rng.next() % 5 {
+        0 => String::new(),
+        1 => "\"id\":null,".to_string(),
+        2 => "\"id\":\"x\",".to_string(),
+        _ => format!("\"id\":{},", rng.next() % 100),
+    };
+    let name = *rng.pick(&[
+        ALLOWED,
+        FORBIDDEN,
+        "tool_search",
+        "call_tool",
+        "github_other",
+    ]);
+    let other = *rng.pick(&[ALLOWED, FORBIDDEN]);
+    let args = if name == "call_tool" {
+        format!("{{\"name\":\"{other}\",\"arguments\":{{}}}}")
+    } else if name == "tool_search" {
+        "{\"query\":\"refund\"}".to_string()
+    } else {
+        "{}".to_string()
+    };
+    let params = match rng.next() % 8 {
+        0 => format!("{{\"name\":\"{name}\",\"name\":\"{other}\",\"arguments\":{args}}}"),
+        1 => format!("{{\"name\":\"{name}\",\"n\\u0061me\":\"{other}\",\"arguments\":{args}}}"),
+        2 => format!(
+            "{{\"arguments\":{args},\"name\":\"{name}\"}},\"params\":{{\"name\":\"{other}\"}}"
+        ),
+        3 => format!("{{\"name\":[\"{name}\"]}}"),
+        _ => format!("{{\"name\":\"{name}\",\"arguments\":{args}}}"),
+    };
+    let method = match rng.next() % 10 {
+        0 => "\"method\":\"tools/list\",\"method\":\"tools/call\"".to_string(),
+        1 => "\"me\\u0074hod\":\"tools/call\"".to_string(),
+        _ => "\"method\":\"tools/call\"".to_string(),
+    };
+    format!("{{\"jsonrpc\":\"2.0\",{id}{method},\"params\":{params}}}")
+}
+
+fn body(rng: &mut Rng) -> Vec<u8> {
+    let text = match rng.next() % 6 {
+        0 => format!("[{},{}]", call_text(rng), call_text(rng)),
+        1 => format!(
+            "[{},{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}}]",
+            call_text(rng)
+        ),
+        2 => "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}".to_string(),
+        _ => call_text(rng),
+    };
+    match rng.next() % 10 {
+        0 => [&[0xef, 0xbb, 0xbf][..], text.as_bytes()].concat(),
+        1 => text.encode_utf16().flat_map(u16::to_le_bytes).collect(),
+        2 => text.encode_utf16().flat_map(u16::to_be_bytes).collect(),
+        3 => text
+            .chars()
+            .flat_map(|c| (c as u32).to_le_bytes())
+            .collect(),
+        4 => format!(" \n{text}\r\n").into_bytes(),
+        _ => text.into_bytes(),
+    }
+}
+
+fn mirrored(rng: &mut Rng) -> Mirrored {
+    let mut h = Mirrored::default();
+    if rng.chance(60) {
+        let method = *rng.pick(&["tools/call", "tools/list", "notifications/initialized"]);
+        h.add("mcp-method", method);
+        if rng.chance(10) {
+            h.add("Mcp-Method", "tools/list");
+        }
+    }
+    if rng.chance(50) {
+        let name = *rng.pick(&[ALLOWED, FORBIDDEN, "tool_search", "call_tool"]);
+        let value = if rng.chance(30) {
+            b64(name)
+        } else {
+            name.to_string()
+        };
+        h.add("mcp-name", &value);
+    }
+    if rng.chance(60) {
+        let v = *rng.pick(&["2025-06-18", "2025-11-25", "2026-07-28"]);
+        h.add("mcp-protocol-version", v);
+    }
+    h
+}
+
+/// The calls a lenient server would run for this body (Python's reading).
+fn executed(body: &[u8]) -> Vec<String> {
+    let text = match body {
+        [0xef, 0xbb, 0xbf, rest @ ..] => String::from_utf8(rest.to_vec()).ok(),
+        [0, 0, 0, _, ..] | [_, 0, 0, 0, ..] => {
+            let le = body[1] == 0;
+            let units: Vec<u32> = body
+                .chunks(4)
+                .map(|c| {
+                    let a: [u8; 4] = c.try_into().unwrap_or([0; 4]);
+                    if le {
+                        u32::from_le_bytes(a)
+                    } else {
+                        u32::from_be_bytes(a)
+                    }
+                })
+                .collect();
+            units.into_iter().map(char::from_u32).collect()
+        }
+        [0, _, ..] | [_, 0, ..] => {
+            let le = body[1] == 0;
+            let units: Vec<u16> = body
+                .chunks(2)
+                .map(|c| {
+                    let a: [u8; 2] = c.try_into().unwrap_or([0; 2]);
+                    if le {
+                        u16::from_le_bytes(a)
+                    } else {
+                        u16::from_be_bytes(a)
+                    }
+                })
+                .collect();
+            String::from_utf16(&units).ok()
+        }
+        _ => String::from_utf8(body.to_vec()).ok(),
+    };
+    let Some(value) = text.and_then(|t| serde_json::from_str::<Value>(&t).ok()) else {
+        return Vec::new();
+    };
+    let messages = match value {
+        Value::Array(items) => items,
+        one => vec![one],
+    };
+    messages
+        .iter()
+        .filter(|m| m["method"] == "tools/call")
+        .filter_map(|m| m["params"]["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+fn permitted(name: &str) -> bool {
+    name.starts_with("github_")
+}
+
+#[test]
+fn no_generated_request_runs_a_forbidden_tool_upstream() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut forwarded = 0;
+    let mut refused = 0;
+    let mut envs: Vec<TestEnv> = ["true", "false"]
+        .iter()
+        .map(|hold| TestEnv::new(&POLICY.replace("HOLD", hold)))
+        .collect();
+    for case in 0..20_000 {
+        let env = &mut envs[case % 2];
+        let (path, routed) = *rng.pick(&PATHS);
+        let method = *rng.pick(&["POST", "POST", "POST", "PUT", "GET"]);
+        let caller = mcp_tool_search_core::config::policy::Caller::from_header("roles", "support");
+        let head = RequestHead {
+            method: method.into(),
+            path: path.into(),
+            mcp: mirrored(&mut rng),
+            caller,
+            ..post("/")
+        };
+        let request = body(&mut rng);
+        let out = exchange(
+            env,
+            head.clone(),
+            &request,
+            ("200", "application/json", &[b"{}"]),
+        );
+        let Some(sent) = sent_upstream() else {
+            refused += 1;
+            continue;
+        };
+        forwarded += 1;
+        if !routed {
+            continue;
+        }
+        for name in executed(&sent) {
+            assert!(
+                permitted(&name),
+                "case {case}: {name} reached the upstream\n{head:?}\n{}\n{out:?}",
+                String::from_utf8_lossy(&request)
+            );
+        }
+    }
+    // Both outcomes are exercised: the generator is not all refusals.
+    assert!(
+        forwarded > 1_000 && refused > 1_000,
+        "{forwarded} forwarded, {refused} refused"
+    );
+}
+
+#[test]
+fn without_a_policy_our_tools_are_answered_whatever_the_headers_say() {
+    let mut rng = Rng(7);
+    let mut env = TestEnv::new("{}");
+    let search = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"refund"}}}"#;
+    for _ in 0..2_000 {
+        let (path, routed) = *rng.pick(&PATHS);
+        if !routed {
+            continue;
+        }
+        let head = RequestHead {
+            mcp: mirrored(&mut rng),
+            ..post(path)
+        };
+        let out = exchange(
+            &mut env,
+            head.clone(),
+            search,
+            ("200", "application/json", &[]),
+        );
+        assert!(sent_upstream().is_none(), "{head:?} went upstream: {out:?}");
+    }
+}
+
+fn refusal(env: &mut TestEnv, head: RequestHead, body: &[u8]) -> (u32, Value) {
+    let out = exchange(env, head, body, ("200", "application/json", &[b"{}"]));
+    assert!(sent_upstream().is_none(), "{out:?}");
+    let Outcome::Local { status, body, .. } = out else {
+        panic!("{out:?}")
+    };
+    (status, serde_json::from_slice(&body).unwrap())
+}
+
+#[test]
+fn the_issue_s_bypasses_are_refused_with_a_reason() {
+    let mut env = TestEnv::new(&POLICY.replace("HOLD", "true"));
+    let support = || RequestHead {
+        caller: mcp_tool_search_core::config::policy::Caller::from_header("roles", "support"),
+        ..post("/mcp")
+    };
+    let call = |name: &str| {
+        json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":name,"arguments":{}}})
+            .to_string()
+    };
+    // 1. Headers naming an allowed tool, a body calling a forbidden one.
+    let head = RequestHead {
+        mcp: Mirrored::of(Some("tools/call"), Some(ALLOWED), Some("2026-07-28")),
+        ..support()
+    };
+    let (status, reply) = refusal(&mut env, head, call(FORBIDDEN).as_bytes());
+    assert_eq!(
+        (status, reply["error"]["code"].as_i64()),
+        (400, Some(-32020))
+    );
+    // 2. A notification's header over a call.
+    let head = RequestHead {
+        mcp: Mirrored::of(Some("notifications/initialized"), None, None),
+        ..support()
+    };
+    let (status, reply) = refusal(&mut env, head, call(FORBIDDEN).as_bytes());
+    assert_eq!(
+        (status, reply["error"]["code"].as_i64()),
+        (400, Some(-32020))
+    );
+    // 3. A percent-encoded path: read and refused like /mcp.
+    let head = RequestHead {
+        path: "/%6dcp".into(),
+        ..support()
+    };
+    let (status, reply) = refusal(&mut env, head, call(FORBIDDEN).as_bytes());
+    assert_eq!(
+        (status, reply["error"]["code"].as_i64()),
+        (200, Some(-32602))
+    );
+    assert_eq!(
+        reply["error"]["message"],
+        format!("Unknown tool: {FORBIDDEN}")
+    );
+    // 4. Parser differentials.
+    let text = call(FORBIDDEN);
+    for (what, body) in [
+        (
+            "duplicate field `name`",
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{ALLOWED}","name":"{FORBIDDEN}"}}}}"#).into_bytes(),
+        ),
+        (
+            "duplicate field `params`",
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{ALLOWED}"}},"params":{{"name":"{FORBIDDEN}"}}}}"#).into_bytes(),
+        ),
+        (
+            "duplicate field `method`",
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"tools/call","params":{{"name":"{FORBIDDEN}"}}}}"#).into_bytes(),
+        ),
+        ("a UTF-8 byte-order mark", [&[0xef, 0xbb, 0xbf][..], text.as_bytes()].concat()),
+        ("UTF-16 or UTF-32 text", text.encode_utf16().flat_map(u16::to_le_bytes).collect()),
+        ("UTF-16 or UTF-32 text", text.chars().flat_map(|c| (c as u32).to_le_bytes()).collect()),
+    ] {
+        let before = env.count(mcp_tool_search_core::stream::Event::RequestRefused(Refusal::Unreadable));
+        let (status, reply) = refusal(&mut env, support(), &body);
+        assert_eq!(status, 400, "{what}");
+        assert_eq!(reply["error"]["code"], -32600, "{what}");
+        let message = reply["error"]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("Request refused: the authorization policy needs a body it can read in exactly one way")
+                && message.contains(what),
+            "{what}: {message}"
+        );
+        assert_eq!(
+            env.count(mcp_tool_search_core::stream::Event::RequestRefused(Refusal::Unreadable)),
+            before + 1
+        );
+    }
+    // The sentinel form naming the right tool is accepted (the call goes upstream).
+    let head = RequestHead {
+        mcp: Mirrored::of(Some("tools/call"), Some(&b64(ALLOWED)), Some("2026-07-28")),
+        ..support()
+    };
+    let out = exchange(
+        &mut env,
+        head,
+        call(ALLOWED).as_bytes(),
+        ("200", "application/json", &[b"{}"]),
+    );
+    assert_eq!(
+        sent_upstream().as_deref(),
+        Some(call(ALLOWED).as_bytes()),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn without_a_policy_unreadable_bodies_still_pass_through() {
+    let mut env = TestEnv::new("{}");
+    let body = [
+        &[0xef, 0xbb, 0xbf][..],
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}"#,
+    ]
+    .concat();
+    exchange(
+        &mut env,
+        post("/mcp"),
+        &body,
+        ("200", "application/json", &[b"{}"]),
+    );
+    assert_eq!(sent_upstream(), Some(body));
+}
+
+#[test]
+fn a_body_that_cannot_be_had_whole_is_refused_under_a_policy() {
+    use mcp_tool_search_core::stream::Stream;
+    let mut env = TestEnv::new(&POLICY.replace("HOLD", "false"));
+    let config = env.config.clone();
+    let mut stream = Stream::new();
+    stream.on_request_headers(&config, &mut env, post("/mcp"), false);
+    assert!(stream.wants_request_body());
+    let reply = stream
+        .request_body_unavailable(&config, &mut env, "request trailers ended the body")
+        .expect("refused");
+    assert_eq!(reply.status, 400);
+    let mut env = TestEnv::new("{}");
+    let config = env.config.clone();
+    let mut stream = Stream::new();
+    stream.on_request_headers(&config, &mut env, post("/mcp"), false);
+    assert_eq!(
+        stream.request_body_unavailable(&config, &mut env, "x"),
+        None
+    );
+}

@@ -1,0 +1,344 @@
+//! A native harness for `Stream`: the core's `Plugin` on a `MemoryHost`, and a driver that feeds
+//! an exchange the way Envoy does (buffered JSON, chunked SSE), shared by the native scenario
+//! tests and, through host-shim, the `.wasm` ones.
+#![allow(
+    dead_code,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use mcp_tool_search_core::config::Config;
+use mcp_tool_search_core::index::catalog::CatalogIndex;
+use mcp_tool_search_core::plugin::{MemoryHost, Plugin, PluginEnv};
+use mcp_tool_search_core::store::{Learned, StoreError};
+use mcp_tool_search_core::stream::{
+    Env, Event, RequestBodyAction, RequestHead, RequestHeadersAction, ResponseHeadersAction, Stream,
+};
+use mcp_tool_search_core::vector::ToolVectors;
+use std::path::PathBuf;
+use std::rc::Rc;
+
+pub mod scenarios;
+
+/// Text to vector: the embeddings service in native tests.
+pub type Embedder = dyn Fn(&str) -> Vec<f32>;
+
+/// One worker (the core's `Plugin`) on a host in memory, with what the stream recorded kept
+/// for assertions. Workers built with [`TestEnv::sharing`] share the host, as Envoy's workers
+/// share one process.
+pub struct TestEnv {
+    pub config: Config,
+    pub host: Rc<MemoryHost>,
+    pub plugin: Plugin,
+    pub events: Vec<Event>,
+    pub warnings: Vec<String>,
+    pub namespace: String,
+    /// The embeddings service as query embedding reaches it (`None`: down).
+    pub query_vectors: Option<Rc<Embedder>>,
+    /// The embeddings service as background tool embedding reaches it (`None`: down).
+    pub tool_embedder: Option<Rc<Embedder>>,
+}
+
+static NEXT_VM: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+impl TestEnv {
+    pub fn new(config: &str) -> Self {
+        TestEnv::sharing(config, Rc::new(MemoryHost::default()))
+    }
+
+    /// A worker on the same host as others (their shared data is one).
+    pub fn sharing(config: &str, host: Rc<MemoryHost>) -> Self {
+        let config = Config::parse(config).unwrap();
+        let vm = NEXT_VM.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        TestEnv {
+            plugin: Plugin::new(config.clone(), format!("test-vm-{vm}")),
+            config,
+            host,
+            events: Vec::new(),
+            warnings: Vec::new(),
+            namespace: "upstream".into(),
+            query_vectors: None,
+            tool_embedder: None,
+        }
+    }
+
+    pub fn count(&self, want: Event) -> usize {
+        self.events.iter().filter(|e| **e == want).count()
+    }
+
+    fn plugin_env(&self) -> PluginEnv<'_> {
+        self.plugin.env(self.host.as_ref(), self.namespace.clone())
+    }
+
+    /// Runs the background embedding (the root context's tick) until every learned tool has a
+    /// vector or the service fails, answering its calls with `tool_embedder`.
+    pub fn embed_tools(&mut self) {
+        for _ in 0..100 {
+            self.plugin.on_tick(self.host.as_ref());
+            let calls = self.host.take_calls();
+            if calls.is_empty() {
+                return;
+            }
+            for (token, call) in calls {
+                let (status, body) = answer(self.tool_embedder.as_deref(), &call.body);
+                self.plugin
+                    .on_tool_embeddings(self.host.as_ref(), token, status, &body);
+            }
+            // Past any backoff the worker set after a failure.
+            self.host.clock_ms.set(self.host.clock_ms.get() + 120_000);
+        }
+    }
+
+    /// The query embedding a stream asked for, answered by `query_vectors`.
+    pub fn embed_queries(
+        &mut self,
+        texts: &[String],
+    ) -> Result<Vec<Vec<f32>>, mcp_tool_search_core::rank::search::Fallback> {
+        self.plugin.embed_queries(self.host.as_ref(), texts)?;
+        let (_, call) = self.host.take_calls().pop().unwrap();
+        let (status, body) = answer(self.query_vectors.as_deref(), &call.body);
+        self.plugin
+            .on_query_embeddings(self.host.as_ref(), status, &body, texts.len())
+    }
+}
+
+/// The embeddings service's answer to an OpenAI request body: `None` status when it is down.
+fn answer(service: Option<&Embedder>, request: &[u8]) -> (Option<&'static str>, Vec<u8>) {
+    let Some(service) = service else {
+        return (None, Vec::new());
+    };
+    let request: serde_json::Value = serde_json::from_slice(request).unwrap();
+    let data: Vec<serde_json::Value> = request["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .map(|(i, t)| serde_json::json!({"index": i, "embedding": service(t.as_str().unwrap())}))
+        .collect();
+    (
+        Some("200"),
+        serde_json::to_vec(&serde_json::json!({"data": data})).unwrap(),
+    )
+}
+
+impl Env for TestEnv {
+    fn namespace(&self) -> String {
+        self.namespace.clone()
+    }
+    fn catalog_of(&mut self, namespace: &str) -> Result<Rc<CatalogIndex>, StoreError> {
+        self.plugin_env().catalog_of(namespace)
+    }
+    fn namespaces(&mut self) -> Vec<String> {
+        self.plugin_env().namespaces()
+    }
+    fn learn(&mut self, learned: Learned) -> Result<bool, StoreError> {
+        self.plugin_env().learn(learned)
+    }
+    fn tool_vectors(&mut self, index: &CatalogIndex) -> Option<Rc<ToolVectors>> {
+        self.plugin_env().tool_vectors(index)
+    }
+    fn embeddings_degraded(&mut self) -> Option<String> {
+        self.plugin_env().embeddings_degraded()
+    }
+    fn record(&mut self, event: Event) {
+        self.plugin_env().record(event);
+        self.events.push(event);
+    }
+    fn log_warn(&mut self, message: &str) {
+        self.plugin_env().log_warn(message);
+        self.warnings.push(message.to_string());
+    }
+}
+
+pub fn post(path: &str) -> RequestHead {
+    RequestHead {
+        method: "POST".into(),
+        path: path.into(),
+        accept: Some("application/json, text/event-stream".into()),
+        ..RequestHead::default()
+    }
+}
+
+/// The JSON-RPC result of a local reply, and the JSON array in its first text content.
+pub fn local_result(out: &Outcome) -> (serde_json::Value, serde_json::Value) {
+    let Outcome::Local {
+        status: 200, body, ..
+    } = out
+    else {
+        panic!("not a local reply: {out:?}")
+    };
+    let reply: serde_json::Value = serde_json::from_slice(body).unwrap();
+    let text = reply["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or("null")
+        .to_string();
+    let parsed = serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text));
+    (reply, parsed)
+}
+
+/// What the client ends up with.
+#[derive(Debug, PartialEq)]
+pub enum Outcome {
+    /// Answered by the filter; the upstream never saw the request.
+    Local {
+        status: u32,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+    },
+    /// The upstream's response as the client receives it.
+    Upstream { body: Vec<u8>, rewritten: bool },
+}
+
+// What reached the upstream in the last exchange of this thread (`None`: nothing).
+thread_local! {
+    pub static SENT_UPSTREAM: std::cell::RefCell<Option<Vec<u8>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The request body the upstream received in this thread's last exchange.
+pub fn sent_upstream() -> Option<Vec<u8>> {
+    SENT_UPSTREAM.with(|s| s.borrow().clone())
+}
+
+impl Outcome {
+    pub fn body(&self) -> &[u8] {
+        match self {
+            Outcome::Local { body, .. } | Outcome::Upstream { body, .. } => body,
+        }
+    }
+    pub fn text(&self) -> String {
+        String::from_utf8(self.body().to_vec()).unwrap()
+    }
+}
+
+/// Runs one exchange through a fresh `Stream`. `response` is the upstream's status,
+/// content type and body chunks (as Envoy would deliver them).
+pub fn exchange(
+    env: &mut TestEnv,
+    head: RequestHead,
+    request: &[u8],
+    response: (&str, &str, &[&[u8]]),
+) -> Outcome {
+    SENT_UPSTREAM.with(|s| *s.borrow_mut() = None);
+    let config = env.config.clone();
+    let mut stream = Stream::new();
+    let action = stream.on_request_headers(&config, env, head, request.is_empty());
+    let mut sent = request.to_vec();
+    match action {
+        RequestHeadersAction::Reply(r) => {
+            return Outcome::Local {
+                status: r.status,
+                headers: r.headers,
+                body: r.body,
+            }
+        }
+        RequestHeadersAction::ReadBody { .. } if stream.wants_request_body() => {
+            let mut action = stream.on_request_body(&config, env, request);
+            if let RequestBodyAction::Embed { texts } = &action {
+                let texts = texts.clone();
+                let vectors = env.embed_queries(&texts);
+                action = stream.on_query_embeddings(&config, env, vectors);
+            }
+            match action {
+                RequestBodyAction::Reply(r) => {
+                    return Outcome::Local {
+                        status: r.status,
+                        headers: r.headers,
+                        body: r.body,
+                    }
+                }
+                RequestBodyAction::Replace { body, .. } => sent = body,
+                RequestBodyAction::Continue { .. } => {}
+                RequestBodyAction::Embed { .. } => panic!("embedding twice"),
+            }
+        }
+        _ => {}
+    }
+    SENT_UPSTREAM.with(|s| *s.borrow_mut() = Some(sent));
+    let (status, content_type, chunks) = response;
+    let action = stream.on_response_headers(&config, env, Some(status), Some(content_type), None);
+    if action == ResponseHeadersAction::Continue {
+        return Outcome::Upstream {
+            body: chunks.concat(),
+            rewritten: false,
+        };
+    }
+    let mut out = Vec::new();
+    let n = chunks.len();
+    for (i, c) in chunks.iter().enumerate() {
+        out.extend(stream.on_response_chunk(&config, env, c, i + 1 == n));
+    }
+    if n == 0 {
+        out.extend(stream.on_response_chunk(&config, env, &[], true));
+    }
+    let rewritten = out != chunks.concat();
+    Outcome::Upstream {
+        body: out,
+        rewritten,
+    }
+}
+
+pub fn wire_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/wire-samples")
+}
+
+pub fn wire(name: &str) -> Vec<u8> {
+    std::fs::read(wire_dir().join(name)).unwrap()
+}
+
+/// The content type recorded in a `.headers` file.
+pub fn wire_content_type(name: &str) -> String {
+    let text = String::from_utf8(wire(name)).unwrap();
+    text.lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-type")
+                .then(|| v.trim().to_string())
+        })
+        .unwrap()
+}
+
+/// The JSON-RPC messages in a body: the JSON itself, or each SSE event's data.
+pub fn messages(body: &[u8], sse: bool) -> Vec<serde_json::Value> {
+    if !sse {
+        return vec![serde_json::from_slice(body).unwrap()];
+    }
+    let mut parser = mcp_tool_search_core::mcp::sse::Parser::new();
+    let mut events = parser.push(body);
+    events.extend(parser.finish().0);
+    events
+        .iter()
+        .filter_map(|e| e.data())
+        .filter(|d| !d.is_empty())
+        .map(|d| serde_json::from_slice(d).unwrap())
+        .collect()
+}
+
+/// The native driver of the shared scenarios.
+impl scenarios::Driver for TestEnv {
+    fn with_config(config: &str) -> Self {
+        TestEnv::new(config)
+    }
+    fn two_workers(config: &str) -> (Self, Self) {
+        let host = Rc::new(MemoryHost::default());
+        (
+            TestEnv::sharing(config, Rc::clone(&host)),
+            TestEnv::sharing(config, host),
+        )
+    }
+    fn exchange(
+        &mut self,
+        head: RequestHead,
+        request: &[u8],
+        response: (&str, &str, &[&[u8]]),
+    ) -> Outcome {
+        exchange(self, head, request, response)
+    }
+    fn count(&self, event: Event) -> u64 {
+        TestEnv::count(self, event) as u64
+    }
+    fn events_total(&self) -> u64 {
+        self.events.iter().map(|e| e.stat().1).sum()
+    }
+}

@@ -1,0 +1,113 @@
+//! The core's host primitives (`Host`) through proxy-wasm hostcalls.
+
+use mcp_tool_search_core::plugin::{Host, HttpCall, Level, Plugin};
+use mcp_tool_search_core::store::{SharedData, StoreError};
+use mcp_tool_search_core::stream::STATS;
+use proxy_wasm::hostcalls;
+use proxy_wasm::types::{BufferType, MapType, MetricType, Status};
+use std::time::{Duration, UNIX_EPOCH};
+
+/// What a VM's contexts share: the core's plugin and the host it runs on.
+pub(super) struct Shared {
+    pub(super) plugin: Plugin,
+    pub(super) host: ProxyHost,
+}
+
+/// Envoy through proxy-wasm. Counters are defined once per VM (Envoy shares a name's counter
+/// across VMs); the ids are looked up by name.
+pub(super) struct ProxyHost {
+    counters: Vec<(&'static str, u32)>,
+}
+
+impl ProxyHost {
+    pub(super) fn new() -> Self {
+        let counters = STATS
+            .iter()
+            .filter_map(|&name| {
+                let full = format!("mcp_tool_search.{name}");
+                match hostcalls::define_metric(MetricType::Counter, &full) {
+                    Ok(id) => Some((name, id)),
+                    Err(status) => {
+                        log::warn!("could not define stat {name}: {status:?}");
+                        None
+                    }
+                }
+            })
+            .collect();
+        ProxyHost { counters }
+    }
+}
+
+impl SharedData for ProxyHost {
+    fn get(&self, key: &str) -> Result<(Option<Vec<u8>>, Option<u32>), StoreError> {
+        hostcalls::get_shared_data(key).map_err(|s| StoreError::Host(format!("{s:?}")))
+    }
+
+    fn set(&self, key: &str, value: &[u8], cas: Option<u32>) -> Result<(), StoreError> {
+        match hostcalls::set_shared_data(key, Some(value), cas) {
+            Ok(()) => Ok(()),
+            Err(Status::CasMismatch) => Err(StoreError::CasMismatch),
+            Err(s) => Err(StoreError::Host(format!("{s:?}"))),
+        }
+    }
+}
+
+impl Host for ProxyHost {
+    fn now_ms(&self) -> u64 {
+        hostcalls::get_current_time()
+            .ok()
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+            .unwrap_or(0)
+    }
+
+    fn log(&self, level: Level, message: &str) {
+        match level {
+            Level::Error => log::error!("{message}"),
+            Level::Warn => log::warn!("{message}"),
+            Level::Info => log::info!("{message}"),
+            Level::Debug => log::debug!("{message}"),
+        }
+    }
+
+    fn increment(&self, stat: &'static str, by: u64) {
+        if let Some((_, id)) = self.counters.iter().find(|(name, _)| *name == stat) {
+            let _ = hostcalls::increment_metric(*id, i64::try_from(by).unwrap_or(i64::MAX));
+        }
+    }
+
+    fn http_call(&self, call: HttpCall) -> Result<u32, String> {
+        let headers: Vec<(&str, &str)> = call
+            .headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        hostcalls::dispatch_http_call(
+            &call.cluster,
+            headers,
+            Some(&call.body),
+            Vec::new(),
+            Duration::from_millis(call.timeout_ms),
+        )
+        .map_err(|status| format!("{status:?}"))
+    }
+}
+
+pub(super) fn header(map: MapType, name: &str) -> Option<String> {
+    hostcalls::get_map_value(map, name).ok().flatten()
+}
+
+/// The answer to a dispatched call: its `:status` (if any) and body. A failed call (reset, no
+/// healthy host) arrives with no headers at all, and then the host has no response map: asking
+/// it for a header answers BadArgument, on which the SDK panics, so it is not asked.
+pub(super) fn call_response(num_headers: usize, body_size: usize) -> (Option<String>, Vec<u8>) {
+    if num_headers == 0 {
+        return (None, Vec::new());
+    }
+    let status = header(MapType::HttpCallResponseHeaders, ":status");
+    let body = hostcalls::get_buffer(BufferType::HttpCallResponseBody, 0, body_size)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    (status, body)
+}

@@ -1,0 +1,100 @@
+//! The root context: the plugin configuration, the embedding timer, and the answers to the
+//! background calls it makes.
+
+use super::host::{call_response, ProxyHost, Shared};
+use super::http::Http;
+use mcp_tool_search_core::config::Config;
+use mcp_tool_search_core::plugin::Plugin;
+use proxy_wasm::hostcalls;
+use proxy_wasm::traits::{Context, HttpContext, RootContext};
+use proxy_wasm::types::{BufferType, ContextType};
+use std::rc::Rc;
+use std::time::Duration;
+
+pub(super) struct Root {
+    context_id: u32,
+    shared: Option<Rc<Shared>>,
+}
+
+impl Root {
+    pub(super) fn new(context_id: u32) -> Self {
+        Root {
+            context_id,
+            shared: None,
+        }
+    }
+}
+
+impl Context for Root {
+    fn on_http_call_response(
+        &mut self,
+        token: u32,
+        headers: usize,
+        body_size: usize,
+        _trailers: usize,
+    ) {
+        if let Some(shared) = &self.shared {
+            let (status, body) = call_response(headers, body_size);
+            shared
+                .plugin
+                .on_tool_embeddings(&shared.host, token, status.as_deref(), &body);
+        }
+    }
+}
+
+impl RootContext for Root {
+    fn on_configure(&mut self, size: usize) -> bool {
+        super::follow_host_log_level();
+        let bytes = match hostcalls::get_buffer(BufferType::PluginConfiguration, 0, size) {
+            Ok(bytes) => bytes.unwrap_or_default(),
+            Err(status) => {
+                log::error!("could not read the plugin configuration: {status:?}");
+                return false;
+            }
+        };
+        let Ok(text) = String::from_utf8(bytes) else {
+            log::error!("plugin configuration is not UTF-8 text");
+            return false;
+        };
+        let config = match Config::parse(&text) {
+            Ok(config) => config,
+            Err(e) => {
+                // Envoy refuses the plugin when this returns false; the operator sees why here.
+                log::error!("{e}");
+                return false;
+            }
+        };
+        let host = ProxyHost::new();
+        let plugin = Plugin::new(
+            config,
+            format!(
+                "{:x}-{}",
+                mcp_tool_search_core::plugin::Host::now_ms(&host),
+                self.context_id
+            ),
+        );
+        if let Some(period) = plugin.tick_period_ms() {
+            if let Err(status) = hostcalls::set_tick_period(Duration::from_millis(period)) {
+                log::error!("could not start the embedding timer: {status:?}");
+                return false;
+            }
+        }
+        self.shared = Some(Rc::new(Shared { plugin, host }));
+        true
+    }
+
+    fn on_tick(&mut self) {
+        if let Some(shared) = &self.shared {
+            shared.plugin.on_tick(&shared.host);
+        }
+    }
+
+    fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
+        let shared = Rc::clone(self.shared.as_ref()?);
+        Some(Box::new(Http::new(shared)))
+    }
+
+    fn get_type(&self) -> Option<ContextType> {
+        Some(ContextType::HttpContext)
+    }
+}
