@@ -11,7 +11,6 @@
 mod shim_support;
 
 use host_shim::{Host, HttpMessage, LogLevel, Outcome, ShimError, Vm};
-use mcp_tool_search_core::config::Ranking;
 use mcp_tool_search_core::mcp::headers::Mirrored;
 use mcp_tool_search_core::stream::{Event, PassReason, RequestHead};
 use serde_json::Value;
@@ -99,35 +98,6 @@ impl Both {
             None => assert!(!x.upstream.end_of_stream),
         }
         got
-    }
-
-    fn learned(config: &str) -> Self {
-        let mut both = Both::new(config);
-        let out = both.exchange(post("/mcp"), LIST, ("200", "application/json", &[TOOLS]));
-        assert!(matches!(
-            out,
-            native::Outcome::Upstream {
-                rewritten: true,
-                ..
-            }
-        ));
-        both
-    }
-
-    fn search(&mut self, args: &str) -> Value {
-        let body = format!(
-            r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{{"name":"tool_search","arguments":{args}}}}}"#
-        );
-        match self.exchange(
-            post("/mcp"),
-            body.as_bytes(),
-            ("200", "application/json", &[]),
-        ) {
-            native::Outcome::Local {
-                status: 200, body, ..
-            } => serde_json::from_slice(&body).unwrap(),
-            other => panic!("{other:?}"),
-        }
     }
 
     /// Both sides counted `event` the same number of times; returns it.

@@ -11,7 +11,6 @@ mod support;
 
 use mcp_tool_search_core::mcp::headers::Mirrored;
 use mcp_tool_search_core::stream::{Event, PassReason, RequestHead, RequestHeadersAction, Stream};
-use serde_json::Value;
 use support::scenarios as support_scenarios;
 use support::*;
 
