@@ -1,20 +1,17 @@
 //! The numbers of proxy-wasm ABI 0.2.1 as Envoy's host (proxy-wasm-cpp-host) uses them.
 
 /// `WasmResult` of proxy-wasm-cpp-host (`include/proxy-wasm/word.h`... `context_interface.h`).
+/// Only the results the shim returns: SerializationFailure (3), ParseFailure (4),
+/// BadExpression (5), ResultMismatch (9) and InternalFailure (10) would be dead code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u32)]
 pub enum Status {
     Ok = 0,
     NotFound = 1,
     BadArgument = 2,
-    SerializationFailure = 3,
-    ParseFailure = 4,
-    BadExpression = 5,
     InvalidMemoryAccess = 6,
     Empty = 7,
     CasMismatch = 8,
-    ResultMismatch = 9,
-    InternalFailure = 10,
     BrokenConnection = 11,
     Unimplemented = 12,
 }
@@ -196,4 +193,14 @@ pub mod errno {
     pub const NOSYS: i32 = 52;
     pub const NOTSUP: i32 = 58;
     pub const NOTDIR: i32 = 20;
+}
+
+/// Ids and tokens cross the ABI as i32 words holding the u32's bits.
+pub(crate) fn to_i32(v: u32) -> i32 {
+    i32::from_ne_bytes(v.to_ne_bytes())
+}
+
+/// Sizes cross the ABI as u32 words; a larger size cannot be expressed and saturates.
+pub(crate) fn len_i32(n: usize) -> i32 {
+    to_i32(u32::try_from(n).unwrap_or(u32::MAX))
 }

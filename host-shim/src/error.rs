@@ -1,6 +1,7 @@
 //! What can go wrong when driving a module: the module's own failures (a trap, a critical log
 //! line, a refused configuration) and misuse of the shim.
 
+use crate::abi::LogLevel;
 use std::fmt;
 
 /// A log line the module wrote (`proxy_log`, or stdout/stderr through WASI `fd_write`).
@@ -8,7 +9,7 @@ use std::fmt;
 pub struct LogLine {
     /// Which VM (worker) wrote it.
     pub vm: usize,
-    pub level: crate::LogLevel,
+    pub level: LogLevel,
     pub message: String,
     /// `proxy_log`, or `stdout`/`stderr` for WASI writes (Envoy logs those at info and error).
     pub source: LogSource,

@@ -4,7 +4,7 @@
 
 use crate::error::ShimError;
 use crate::pairs::{self, Headers};
-use crate::stream::{LocalReply, Peer, StreamView};
+use crate::stream_state::{LocalReply, Peer, StreamView};
 use crate::vm::Vm;
 
 /// A request or a response as one side sends it: headers (pseudo-headers included), the body

@@ -1,5 +1,5 @@
 //! What one Envoy process holds for all its workers: shared data, shared queues, stats, the
-//! clock. Every [`Vm`](crate::Vm) made from a [`Host`] is one worker's VM and sees the same store.
+//! clock. Every `Vm` made from a [`Host`] is one worker's VM and sees the same store.
 
 use crate::abi::{MetricType, Status};
 use std::collections::{BTreeMap, HashMap, VecDeque};

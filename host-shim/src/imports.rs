@@ -3,12 +3,12 @@
 //! (`src/exports.cc`, `src/wasm.cc` `registerCallbacks`), and Envoy's own semantics for the
 //! parts cpp-host leaves to it (`source/extensions/common/wasm/context.cc`).
 
-use crate::abi::{buffer, errno, map, stream_type, LogLevel, MetricType, Status};
+use crate::abi::{buffer, errno, len_i32, map, stream_type, LogLevel, MetricType, Status};
 use crate::error::{HostAbort, LogSource};
 use crate::host::MetricValue;
 use crate::pairs::{self, Headers};
-use crate::stream::{BufferView, Dir};
-use crate::vm::{After, Restriction, VmState};
+use crate::stream_state::{BufferView, Dir};
+use crate::vm_state::{After, HttpCall, Restriction, VmState};
 use wasmtime::{Caller, Engine, Linker, Val};
 
 type C<'a> = Caller<'a, VmState>;
@@ -90,11 +90,7 @@ fn copy_out(c: &mut C, bytes: &[u8], ptr_ptr: i32, size_ptr: i32) -> wasmtime::R
         let before = c.data().restriction;
         c.data_mut().restriction = Some(Restriction::Allocate);
         let mut result = [Val::I32(0)];
-        let called = alloc.call(
-            &mut *c,
-            &[Val::I32(crate::vm::len_i32(bytes.len()))],
-            &mut result,
-        );
+        let called = alloc.call(&mut *c, &[Val::I32(len_i32(bytes.len()))], &mut result);
         c.data_mut().restriction = before;
         called?;
         ptr = match result.first() {
@@ -773,7 +769,7 @@ fn define_calls(l: &mut Linker<VmState>) -> wasmtime::Result<()> {
                 let context = s.context();
                 s.http_calls.insert(
                     token,
-                    crate::vm::HttpCall {
+                    HttpCall {
                         token,
                         cluster,
                         headers,
@@ -1047,7 +1043,7 @@ fn wasi_log(c: &mut C, fd: i32, iovs: i32, iovs_len: i32) -> Result<usize, i32> 
     let mut text = Vec::new();
     for i in 0..u(iovs_len) {
         let at = u(iovs).saturating_add(i.saturating_mul(8));
-        let Some(iov) = read(c, crate::vm::len_i32(at), 8) else {
+        let Some(iov) = read(c, len_i32(at), 8) else {
             return Err(errno::FAULT);
         };
         let word = |k: usize| -> i32 {
@@ -1193,7 +1189,7 @@ fn define_wasi(l: &mut Linker<VmState>, m: &str) -> wasmtime::Result<()> {
         let (mut array, mut buf) = (u(array), u(buf));
         for (k, v) in env {
             let entry = format!("{k}={v}\0");
-            let (a, b) = (crate::vm::len_i32(array), crate::vm::len_i32(buf));
+            let (a, b) = (len_i32(array), len_i32(buf));
             if !put_u32(&mut c, a, len_u32(buf)) || !write(&mut c, b, entry.as_bytes()) {
                 return Ok(errno::FAULT);
             }

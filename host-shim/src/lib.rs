@@ -13,22 +13,39 @@
 //!   logged at critical or wrote to stderr: its panic message) or, in strict mode, when it logs
 //!   at critical.
 
+// Layered so that module imports never form a cycle: a module uses only modules in the groups
+// above its own. `vm_state` and `stream_state` hold the data the host functions (`imports`)
+// share with the VM, so the host functions need nothing from the code that drives them.
 mod abi;
-mod error;
-mod exchange;
-mod host;
-mod imports;
-mod module;
 mod pairs;
-mod stream;
+
+mod error;
+mod host;
+mod options;
+mod stream_state;
+
+mod vm_state;
+
+mod imports;
+
+mod module;
+
 mod vm;
+
+mod stream;
+
+mod exchange;
+mod root;
+
 pub mod wire;
 
-pub use abi::{LogLevel, Status};
+pub use abi::LogLevel;
 pub use error::{LogLine, LogSource, ShimError};
 pub use exchange::{Exchange, HttpMessage, Outcome};
 pub use host::{Host, MetricValue};
 pub use module::{Import, WasmModule};
+pub use options::VmOptions;
 pub use pairs::Headers;
-pub use stream::{Dir, LocalReply, Peer, StreamView};
-pub use vm::{HttpCall, Vm, VmOptions};
+pub use stream_state::{LocalReply, Peer, StreamView};
+pub use vm::Vm;
+pub use vm_state::HttpCall;

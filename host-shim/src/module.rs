@@ -3,7 +3,7 @@
 
 use crate::error::ShimError;
 use crate::imports;
-use crate::vm::VmState;
+use crate::vm_state::VmState;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use std::time::SystemTime;

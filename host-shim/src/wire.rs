@@ -17,7 +17,7 @@ const HOP_BY_HOP: &[&str] = &[
 /// Parses a start line and headers. A status line (`HTTP/1.1 200 OK`) gives `:status`; a
 /// request line (`POST /mcp HTTP/1.1`) gives `:method`, `:path` and `:scheme`, and `Host`
 /// becomes `:authority`, as Envoy presents them to filters.
-pub fn parse_head(text: &str) -> Result<Headers, String> {
+fn parse_head(text: &str) -> Result<Headers, String> {
     let mut lines = text.lines().map(|l| l.trim_end_matches('\r'));
     let start = lines
         .find(|l| !l.trim().is_empty())
