@@ -280,7 +280,14 @@ pub fn exchange(
 }
 
 pub fn wire_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/wire-samples")
+    // This file is compiled into the core's tests and into wasm-tests: find the repository's
+    // testdata from whichever crate it is.
+    let start = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    start
+        .ancestors()
+        .map(|dir| dir.join("testdata/wire-samples"))
+        .find(|dir| dir.is_dir())
+        .unwrap()
 }
 
 pub fn wire(name: &str) -> Vec<u8> {
