@@ -34,33 +34,29 @@ fn module_of(src: &Path, file: &Path) -> Vec<String> {
     parts
 }
 
+/// The path written after each `prefix` in `code` (`crate::a::b::C` → `[a, b, C]`).
+fn paths_after(code: &str, prefix: &str) -> Vec<Vec<String>> {
+    code.match_indices(prefix)
+        .map(|(i, _)| {
+            code[i + prefix.len()..]
+                .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                .next()
+                .unwrap_or("")
+                .split("::")
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+        .collect()
+}
+
 /// The modules (as paths) a file's non-test code refers to through `crate::` and `super::`.
-fn references(text: &str, module: &[String], is_mod_file: bool) -> Vec<Vec<String>> {
+fn references(text: &str, module: &[String]) -> Vec<Vec<String>> {
     let code = text.split("#[cfg(test)]").next().unwrap_or("");
-    let mut out = Vec::new();
-    for (i, _) in code.match_indices("crate::") {
-        let path: Vec<String> = code[i + 7..]
-            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
-            .next()
-            .unwrap_or("")
-            .split("::")
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect();
-        out.push(path);
-    }
+    let mut out = paths_after(code, "crate::");
     // `super` of `a/b/mod.rs` (module a::b) is a; of `a/c.rs` (module a::c) it is a too.
-    let _ = is_mod_file;
-    let parent: Vec<String> = module[..module.len().saturating_sub(1)].to_vec();
-    for (i, _) in code.match_indices("super::") {
-        let rest: Vec<String> = code[i + 7..]
-            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
-            .next()
-            .unwrap_or("")
-            .split("::")
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect();
+    let parent = &module[..module.len().saturating_sub(1)];
+    for rest in paths_after(code, "super::") {
         out.push(parent.iter().cloned().chain(rest).collect());
     }
     out
@@ -118,7 +114,7 @@ fn graphs(src: &Path) -> Vec<(String, BTreeMap<String, BTreeSet<String>>)> {
         };
         let is_mod = file.file_name().is_some_and(|n| n == "mod.rs");
         let text = std::fs::read_to_string(file).unwrap();
-        for path in references(&text, &module, is_mod) {
+        for path in references(&text, &module) {
             // The longest prefix of the path that is a module of the crate.
             let Some(target) = (1..=path.len())
                 .rev()

@@ -139,6 +139,10 @@ fn body(rng: &mut Rng) -> Vec<u8> {
             .flat_map(|c| (c as u32).to_le_bytes())
             .collect(),
         4 => format!(" \n{text}\r\n").into_bytes(),
+        5 => text
+            .chars()
+            .flat_map(|c| (c as u32).to_be_bytes())
+            .collect(),
         _ => text.into_bytes(),
     }
 }
@@ -173,7 +177,7 @@ fn executed(body: &[u8]) -> Vec<String> {
     let text = match body {
         [0xef, 0xbb, 0xbf, rest @ ..] => String::from_utf8(rest.to_vec()).ok(),
         [0, 0, 0, _, ..] | [_, 0, 0, 0, ..] => {
-            let le = body[1] == 0;
+            let le = body[0] != 0;
             let units: Vec<u32> = body
                 .chunks(4)
                 .map(|c| {
