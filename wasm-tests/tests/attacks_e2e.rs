@@ -16,8 +16,8 @@
 )]
 
 use mcp_tool_search_wasm_tests::harness::{
-    self, raw_exchange, Envoy, EnvoyOptions, FilterOptions, JwtAuthnOptions, JwtRequirement,
-    RawReply, TestDir,
+    self, raw_exchange, CatalogOptions, CatalogServer, Envoy, EnvoyOptions, FilterOptions,
+    JwtAuthnOptions, JwtRequirement, RawReply, TestDir,
 };
 use mcp_tool_search_wasm_tests::jwt::Hs256Key;
 use mcp_tool_search_wasm_tests::python::{FastMcpOptions, FastMcpServer};
@@ -189,10 +189,13 @@ fn attacks() -> Vec<Attack> {
 
 fn request(addr: SocketAddr, attack: &Attack, token: Option<&str>) -> Vec<u8> {
     let mut head = format!(
-        "POST {} HTTP/1.1\r\nHost: {addr}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n",
+        "POST {} HTTP/1.1\r\nHost: {addr}\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n",
         attack.path,
         attack.body.len()
     );
+    if !attack.headers.iter().any(|(k, _)| *k == "content-type") {
+        head.push_str("content-type: application/json\r\n");
+    }
     if let Some(t) = token {
         head.push_str(&format!("authorization: Bearer {t}\r\n"));
     }
@@ -224,6 +227,10 @@ fn ran(server: &FastMcpServer, tool: &str) -> usize {
 }
 
 fn envoy(server: &FastMcpServer, hold: bool, dir: &TestDir) -> Envoy {
+    envoy_for(server.addr, hold, dir)
+}
+
+fn envoy_for(upstream: SocketAddr, hold: bool, dir: &TestDir) -> Envoy {
     let key = Hs256Key::new(SECRET);
     let mut jwt = JwtAuthnOptions::new(key.jwks(), JwtRequirement::Required);
     jwt.payload_in_metadata = Some("jwt_payload".to_owned());
@@ -240,7 +247,7 @@ fn envoy(server: &FastMcpServer, hold: bool, dir: &TestDir) -> Envoy {
         wasm: harness::filter_wasm().unwrap_or_else(|e| panic!("{e}")),
         config_json: config.to_string(),
     };
-    let mut opts = EnvoyOptions::new(server.addr, Some(filter));
+    let mut opts = EnvoyOptions::new(upstream, Some(filter));
     opts.allow_on_headers_stop_iteration = hold;
     opts.catch_all_route = true;
     opts.http_filters_before.push(jwt.yaml());
@@ -357,4 +364,113 @@ fn attacks_are_refused_with_request_headers_held() {
 #[test]
 fn attacks_are_refused_with_request_headers_forwarded() {
     attacks_are_refused(false);
+}
+
+/// rmcp's servers mount the endpoint (`nest_service("/mcp", …)`), so `/mcp/x` reaches it too:
+/// a path under an MCP path is MCP traffic. Shown with the rmcp catalog server, directly and
+/// through the filter in both hold modes.
+#[test]
+fn a_path_under_the_mcp_path_is_read_like_the_mcp_path() {
+    let dir = TestDir::new("attacks_subpath").unwrap();
+    let opts = CatalogOptions {
+        stateless: true,
+        json: true,
+        ..CatalogOptions::default()
+    };
+    let server =
+        CatalogServer::start(env!("CARGO_BIN_EXE_catalog-server").as_ref(), &opts, &dir).unwrap();
+    let runs = |server: &CatalogServer| {
+        server
+            .recorded()
+            .iter()
+            .filter(|l| *l == "tools/call stripe_refund_charge")
+            .count()
+    };
+    let attack = Attack {
+        what: "a path under the MCP path (/mcp/x)",
+        path: "/mcp/x",
+        headers: vec![("mcp-protocol-version", "2025-11-25".to_string())],
+        body: call("stripe_refund_charge", None).into_bytes(),
+        refused: Refused::UnknownTool,
+        runs_directly: true,
+    };
+    let reply = send(server.addr, &attack, None);
+    assert_eq!(
+        runs(&server),
+        1,
+        "the server did not run it directly: {} {}",
+        reply.head,
+        String::from_utf8_lossy(&reply.body)
+    );
+    let token = Hs256Key::new(SECRET).token("mallory", &["support"]);
+    for hold in [true, false] {
+        let envoy = envoy_for(server.addr, hold, &dir);
+        let reply = send(envoy.listener, &attack, Some(&token));
+        let body = json_of(&reply);
+        assert_eq!(body["error"]["code"], -32602, "hold {hold}: {body}");
+        assert_eq!(runs(&server), 1, "hold {hold}: ran upstream");
+    }
+}
+
+/// Express's body-parser honours `charset=utf-7` (and the TypeScript SDK's own reader any
+/// charset): a body the filter reads as UTF-8 could be another call there. Refused before it
+/// is read, with the other framings a server could undo.
+#[test]
+fn bodies_framed_for_another_reading_are_refused() {
+    let dir = TestDir::new("attacks_framing").unwrap();
+    let server = FastMcpServer::start(FastMcpOptions::default(), &dir).unwrap();
+    let envoy = envoy(&server, false, &dir);
+    let token = Hs256Key::new(SECRET).token("mallory", &["support"]);
+    let body = call(ALLOWED, None).into_bytes();
+    for (what, headers) in [
+        (
+            "charset=utf-7",
+            vec![("content-type", "application/json; charset=utf-7")],
+        ),
+        ("content-encoding", vec![("content-encoding", "gzip")]),
+        (
+            "content-type twice",
+            vec![
+                ("content-type", "application/json"),
+                ("content-type", "text/plain"),
+            ],
+        ),
+    ] {
+        let attack = Attack {
+            what,
+            path: "/mcp",
+            headers: headers
+                .iter()
+                .map(|(k, v)| (*k, (*v).to_string()))
+                .collect(),
+            body: body.clone(),
+            refused: Refused::Unreadable,
+            runs_directly: false,
+        };
+        let reply = send(envoy.listener, &attack, Some(&token));
+        let json = json_of(&reply);
+        assert_eq!(reply.status, 400, "{what}: {json}");
+        assert_eq!(json["error"]["code"], -32600, "{what}: {json}");
+    }
+    assert_eq!(ran(&server, ALLOWED), 0);
+    // charset=utf-8 is what clients send: it goes through.
+    let plain = Attack {
+        what: "charset=utf-8",
+        path: "/mcp",
+        headers: vec![(
+            "content-type",
+            "application/json; charset=utf-8".to_string(),
+        )],
+        body,
+        refused: Refused::Unreadable,
+        runs_directly: true,
+    };
+    let reply = send(envoy.listener, &plain, Some(&token));
+    assert_eq!(
+        reply.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    assert_eq!(ran(&server, ALLOWED), 1);
 }

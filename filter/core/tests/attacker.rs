@@ -28,8 +28,11 @@ const FORBIDDEN: &str = "stripe_create_refund";
 /// Paths and whether some common server routes them to its `/mcp` endpoint (Starlette and
 /// Express decode percent-escapes; Express ignores case and a trailing slash; servlet
 /// containers drop `;params`; nginx-style fronts merge slashes and resolve dot segments).
-const PATHS: [(&str, bool); 14] = [
+const PATHS: [(&str, bool); 17] = [
     ("/mcp", true),
+    ("/mcp/x", true),
+    ("/mcp/%2e%2e", true),
+    ("/x%3f/../mcp", true),
     ("/mcp/", true),
     ("/mcp?session=1", true),
     ("/%6dcp", true),
@@ -240,11 +243,35 @@ fn no_generated_request_runs_a_forbidden_tool_upstream() {
         let (path, routed) = *rng.pick(&PATHS);
         let method = *rng.pick(&["POST", "POST", "POST", "PUT", "GET"]);
         let caller = mcp_tool_search_core::config::policy::Caller::from_header("roles", "support");
+        let content_type: Vec<String> = match rng.next() % 6 {
+            0 => Vec::new(),
+            1 => vec!["application/json; charset=utf-7".into()],
+            2 => vec!["application/json".into(), "application/json".into()],
+            3 => vec!["application/json; charset=\"UTF-8\"".into()],
+            _ => vec!["application/json".into()],
+        };
+        let content_encoding: Vec<String> = match rng.next() % 8 {
+            0 => vec!["gzip".into()],
+            1 => vec!["identity".into()],
+            _ => Vec::new(),
+        };
+        let invalid_utf8: Vec<String> = match rng.next() % 20 {
+            0 => vec!["x-a".into()],
+            1 => vec![":path".into()],
+            _ => Vec::new(),
+        };
+        let framed_otherwise = content_type.len() > 1
+            || content_type.iter().any(|c| c.contains("utf-7"))
+            || content_encoding.iter().any(|e| e == "gzip")
+            || !invalid_utf8.is_empty();
         let head = RequestHead {
             method: method.into(),
             path: path.into(),
             mcp: mirrored(&mut rng),
             caller,
+            content_type,
+            content_encoding,
+            invalid_utf8,
             ..post("/")
         };
         let request = body(&mut rng);
@@ -262,6 +289,12 @@ fn no_generated_request_runs_a_forbidden_tool_upstream() {
         if !routed {
             continue;
         }
+        // Express reads `charset=utf-7`, servers undo encodings, a lossy header says nothing:
+        // none of these may reach an MCP endpoint under a policy, whatever the body.
+        assert!(
+            !framed_otherwise || request.is_empty(),
+            "case {case}: read otherwise upstream, yet forwarded\n{head:?}"
+        );
         for name in executed(&sent) {
             assert!(
                 permitted(&name),

@@ -93,8 +93,11 @@ impl Host for ProxyHost {
     }
 }
 
+/// A header's value, read as bytes (the SDK's string accessor panics on a value that is not
+/// UTF-8, which Envoy passes on) and decoded lossily.
 pub(super) fn header(map: MapType, name: &str) -> Option<String> {
-    hostcalls::get_map_value(map, name).ok().flatten()
+    let bytes = hostcalls::get_map_value_bytes(map, name).ok().flatten()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// The answer to a dispatched call: its `:status` (if any) and body. A failed call (reset, no

@@ -84,7 +84,9 @@ impl Http {
                 );
                 let (stat, by) = Event::Error.stat();
                 self.shared.host.increment(stat, by);
-                Action::Continue
+                // A reply that could not be sent may be a refusal: holding the stream (until
+                // Envoy times it out) is safe, forwarding it would not be.
+                Action::Pause
             }
         }
     }
@@ -198,10 +200,27 @@ impl Context for Http {
 impl HttpContext for Http {
     fn on_http_request_headers(&mut self, _num_headers: usize, end_of_stream: bool) -> Action {
         // Every value of a repeated header: Envoy's single-value lookup would show only one.
-        let pairs = hostcalls::get_map(MapType::HttpRequestHeaders).unwrap_or_default();
-        let head = RequestHead::from_headers(&self.shared.plugin.config, &pairs, || {
+        // Values as bytes: Envoy passes on values that are not UTF-8, and the SDK's string
+        // accessors panic on them (which would trap the VM).
+        let raw = hostcalls::get_map_bytes(MapType::HttpRequestHeaders).unwrap_or_default();
+        let mut invalid = Vec::new();
+        let pairs: Vec<(String, String)> = raw
+            .into_iter()
+            .map(|(name, value)| {
+                let value = match String::from_utf8(value) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        invalid.push(name.clone());
+                        String::from_utf8_lossy(e.as_bytes()).into_owned()
+                    }
+                };
+                (name, value)
+            })
+            .collect();
+        let mut head = RequestHead::from_headers(&self.shared.plugin.config, &pairs, || {
             hostcalls::get_property(vec!["metadata"]).ok().flatten()
         });
+        head.invalid_utf8 = invalid;
         let action = self.with_env(|stream, config, env| {
             stream.on_request_headers(config, env, head, end_of_stream)
         });

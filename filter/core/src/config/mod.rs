@@ -10,7 +10,7 @@
 
 pub(crate) mod glob;
 pub(crate) mod metadata;
-pub(crate) mod paths;
+pub mod paths;
 pub mod policy;
 mod read;
 
@@ -318,11 +318,20 @@ impl Config {
         }
     }
 
-    /// Whether `path`, already normalized (`paths::normalize`), is one of the MCP endpoints.
-    pub fn is_mcp_path(&self, normalized: &str) -> bool {
-        self.mcp_paths
-            .iter()
-            .any(|p| crate::config::paths::normalize(p) == normalized)
+    /// Whether a request to `path` (the `:path` as sent) reaches an MCP endpoint on some
+    /// server: any form a server could route on (`paths::candidates`) is an MCP path or lies
+    /// under one (routers that mount the endpoint also serve `/mcp/anything`).
+    pub fn is_mcp_path(&self, path: &str) -> bool {
+        let forms = paths::candidates(path);
+        self.mcp_paths.iter().any(|p| {
+            let p = paths::normalize(p);
+            forms.iter().any(|form| {
+                form == &p
+                    || form
+                        .strip_prefix(p.as_str())
+                        .is_some_and(|rest| rest.starts_with('/') || p == "/")
+            })
+        })
     }
 }
 
@@ -696,8 +705,12 @@ mod tests {
         )
         .unwrap();
         assert!(c.is_mcp_path("/v2/mcp"));
-        assert!(c.is_mcp_path(&crate::config::paths::normalize("/v2/mcp/")));
-        assert!(!c.is_mcp_path(&crate::config::paths::normalize("/v2/mcpx")));
+        assert!(c.is_mcp_path("/v2/mcp/"));
+        assert!(c.is_mcp_path("/v2/mcp/x"), "a prefix router serves it");
+        assert!(c.is_mcp_path("/v2/mcp/%2e%2e"));
+        assert!(c.is_mcp_path("/x%3f/../v2/mcp"));
+        assert!(!c.is_mcp_path("/v2/mcpx"));
+        assert!(!c.is_mcp_path("/v2"));
         assert_eq!(c.search.tool_name, "find_tools");
         assert!(c.hold_request_headers);
         assert_eq!(c.search.weights.input_schema, 0.5);

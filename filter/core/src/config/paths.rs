@@ -12,31 +12,56 @@ const DECODE_ROUNDS: usize = 4;
 /// (servlet containers do), empty and `.` segments dropped, `..` applied, ASCII lowercase, no
 /// trailing slash. Always starts with `/`.
 pub fn normalize(path: &str) -> String {
-    let raw = path.split(['?', '#']).next().unwrap_or("");
-    let mut bytes = raw.as_bytes().to_vec();
+    let decoded = decode(path);
+    segments(cut(&decoded), true)
+}
+
+/// Every form of `path` some server could route on: [`normalize`]'s; the same without cutting at
+/// a `?` or `#` that only decoding revealed (a URL parser resolves `/x%3f/../mcp` to `/mcp`);
+/// and the same with `..` kept as a segment (a prefix router matches `/mcp/%2e%2e` under
+/// `/mcp`). A request is MCP traffic when any of them is an MCP path or lies under one.
+pub fn candidates(path: &str) -> [String; 3] {
+    let decoded = decode(path);
+    [
+        segments(cut(&decoded), true),
+        segments(&decoded, true),
+        segments(cut(&decoded), false),
+    ]
+}
+
+/// The path cut at the first `?` or `#`.
+fn cut(path: &str) -> &str {
+    path.split(['?', '#']).next().unwrap_or("")
+}
+
+/// The raw query and fragment cut, then percent-decoded until stable, `\` read as `/`.
+fn decode(path: &str) -> String {
+    let mut bytes = cut(path).as_bytes().to_vec();
     for _ in 0..DECODE_ROUNDS {
         match percent_decode(&bytes) {
             Some(decoded) => bytes = decoded,
             None => break,
         }
     }
-    // A query or fragment marker that appears only after decoding is part of the path to the
-    // server, but cutting there too keeps the comparison over-inclusive.
-    let text = String::from_utf8_lossy(&bytes).replace('\\', "/");
-    let text = text.split(['?', '#']).next().unwrap_or("");
-    let mut segments: Vec<String> = Vec::new();
+    String::from_utf8_lossy(&bytes).replace('\\', "/")
+}
+
+/// `/`-joined segments: `;parameters` dropped, surrounding blanks trimmed, empty and `.`
+/// segments dropped, `..` applied (or kept, when `resolve` is false), ASCII lowercase.
+fn segments(text: &str, resolve: bool) -> String {
+    let mut out: Vec<String> = Vec::new();
     for segment in text.split('/') {
         let segment = segment.split(';').next().unwrap_or("");
         let segment = segment.trim_matches(|c: char| c.is_whitespace() || c.is_control());
         match segment {
             "" | "." => {}
-            ".." => {
-                segments.pop();
+            ".." if resolve => {
+                out.pop();
             }
-            s => segments.push(s.to_ascii_lowercase()),
+            s => out.push(s.to_ascii_lowercase()),
         }
     }
-    format!("/{}", segments.join("/"))
+    format!("/{}", out.join("/"))
 }
 
 /// One round of percent-decoding; `None` when nothing was encoded.
@@ -102,6 +127,14 @@ mod tests {
         ] {
             assert_eq!(normalize(path), "/mcp", "{path}");
         }
+    }
+
+    #[test]
+    fn candidates_cover_prefix_routers_and_url_parsers() {
+        assert_eq!(candidates("/x%3f/../mcp")[1], "/mcp");
+        assert_eq!(candidates("/mcp/%2e%2e")[2], "/mcp/..");
+        assert_eq!(candidates("/mcp/%2e%2e")[0], "/");
+        assert_eq!(candidates("/mcp?a=/../b")[1], "/mcp");
     }
 
     #[test]

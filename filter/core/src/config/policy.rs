@@ -187,10 +187,16 @@ impl Policy {
             })
             .map(|(i, rule)| (i, rule.tools.as_slice(), rule.effect))
             .collect();
-        Scope {
-            rules,
-            default: self.default,
-        }
+        // A caller nobody identified (no token, a repeated identity header) cannot be told
+        // apart from one a deny rule names: with any deny rule, the default does not apply.
+        let unidentified = caller.claims.is_none();
+        let has_deny = self.rules.iter().any(|r| r.effect == Effect::Deny);
+        let default = if unidentified && has_deny {
+            Effect::Deny
+        } else {
+            self.default
+        };
+        Scope { rules, default }
     }
 }
 
@@ -377,6 +383,29 @@ mod tests {
 
     fn policy(v: Value) -> Policy {
         Policy::parse(&v).unwrap()
+    }
+
+    #[test]
+    fn an_unidentified_caller_gets_nothing_when_a_deny_rule_exists() {
+        let policy = |rules: serde_json::Value| {
+            Policy::parse(&json!({
+                "identity": {"source": "header", "header": "x-roles"},
+                "rules": rules,
+                "default": "allow"
+            }))
+            .unwrap()
+        };
+        let deny_interns = policy(json!([
+            {"claim": "roles", "values": ["intern"], "tools": ["*_delete_*"], "effect": "deny"}
+        ]));
+        let nobody = Caller::anonymous();
+        assert!(!deny_interns.allows(&nobody, "ns", "github_get_issue"));
+        assert!(!deny_interns.allows(&nobody, "ns", "repo_delete_file"));
+        let staff = Caller::from_header("roles", "staff");
+        assert!(deny_interns.allows(&staff, "ns", "repo_delete_file"));
+        // Without deny rules the default still decides for everyone.
+        let open = policy(json!([]));
+        assert!(open.allows(&nobody, "ns", "github_get_issue"));
     }
 
     #[test]

@@ -137,6 +137,11 @@ pub struct RequestHead {
     /// trusted instead of it.
     pub mcp: Mirrored,
     pub accept: Option<String>,
+    /// Every `content-type` and `content-encoding` value sent.
+    pub content_type: Vec<String>,
+    pub content_encoding: Vec<String>,
+    /// Names of the headers whose value was not UTF-8 (read lossily into this head).
+    pub invalid_utf8: Vec<String>,
     pub session_id: Option<String>,
     pub caller: Caller,
 }
@@ -163,11 +168,21 @@ impl RequestHead {
             Some(policy) => Caller::identify(&policy.identity, headers, metadata),
             None => Caller::anonymous(),
         };
+        let all = |name: &str| {
+            headers
+                .iter()
+                .filter(|(k, _)| k.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.clone())
+                .collect()
+        };
         RequestHead {
             method: first(":method").unwrap_or_default(),
             path: first(":path").unwrap_or_default(),
             mcp,
             accept: first("accept"),
+            content_type: all("content-type"),
+            content_encoding: all("content-encoding"),
+            invalid_utf8: Vec::new(),
             session_id: first("mcp-session-id"),
             caller,
         }

@@ -14,6 +14,12 @@ impl Stream {
         head: RequestHead,
         end_of_stream: bool,
     ) -> RequestHeadersAction {
+        if config.authorization.is_some() && head.invalid_utf8.iter().any(|h| h == ":path") {
+            // A path the filter can only read approximately may route anywhere upstream.
+            return RequestHeadersAction::Reply(
+                self.refuse_unreadable(env, "the path is not UTF-8"),
+            );
+        }
         let path = crate::config::paths::normalize(&head.path);
         if let Some(search_path) = config.search.http_path.as_deref() {
             let search_path = crate::config::paths::normalize(search_path);
@@ -41,7 +47,7 @@ impl Stream {
                 return RequestHeadersAction::Reply(health(config, env));
             }
         }
-        if !config.is_mcp_path(&path) || end_of_stream {
+        if !config.is_mcp_path(&head.path) || end_of_stream {
             return RequestHeadersAction::Continue;
         }
         // Only POST bodies hold client messages (Streamable HTTP, spec 2025-11-25
@@ -50,6 +56,11 @@ impl Stream {
         // `Mcp-Method` and `Mcp-Name` are the client's word, the body is what the server runs.
         if head.method != "POST" && config.authorization.is_none() {
             return RequestHeadersAction::Continue;
+        }
+        if config.authorization.is_some() {
+            if let Some(why) = unreadable_framing(&head) {
+                return RequestHeadersAction::Reply(self.refuse_unreadable(env, &why));
+            }
         }
         let hold = config.hold_request_headers;
         // Forwarded headers cannot wait for the body: a response that may be rewritten must
@@ -355,4 +366,37 @@ pub(super) fn search_texts(config: &Config, incoming: &Incoming) -> Vec<String> 
             _ => None,
         })
         .collect()
+}
+
+/// Why, under a policy, the headers say the body may be read otherwise than as plain UTF-8
+/// JSON: a server that honours `charset=utf-7` (Express's `body-parser`) or a
+/// `content-encoding` would run a different body from the one the filter authorized, and a
+/// header value that is not UTF-8 cannot be compared at all.
+fn unreadable_framing(head: &RequestHead) -> Option<String> {
+    if let Some(name) = head.invalid_utf8.first() {
+        return Some(format!("header {name} is not UTF-8"));
+    }
+    match head.content_type.as_slice() {
+        [] => {}
+        // Envoy joins a repeated content-type into one value with commas.
+        [one] if one.contains(',') => return Some("content-type sent more than once".to_string()),
+        [one] => {
+            for param in one.split(';').skip(1) {
+                let (key, value) = param.split_once('=').unwrap_or((param, ""));
+                let value = value.trim().trim_matches('"');
+                if !key.trim().eq_ignore_ascii_case("charset")
+                    || !value.eq_ignore_ascii_case("utf-8")
+                {
+                    return Some(format!(
+                        "content-type {one:?}: only application/json with charset utf-8 is read"
+                    ));
+                }
+            }
+        }
+        _ => return Some("content-type sent more than once".to_string()),
+    }
+    head.content_encoding
+        .iter()
+        .find(|e| !e.trim().eq_ignore_ascii_case("identity"))
+        .map(|e| format!("content-encoding {e:?}: an encoded body cannot be authorized"))
 }
