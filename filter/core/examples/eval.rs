@@ -188,7 +188,12 @@ fn with_ranking(ranking: Ranking, weight: f32) -> Config {
     config
 }
 
-fn run(folder: &Path, embeddings_url: Option<&str>, sweep: bool) -> Result<(), String> {
+fn run(
+    folder: &Path,
+    embeddings_url: Option<&str>,
+    sweep: bool,
+    min_ndcg: Option<f64>,
+) -> Result<(), String> {
     let tools_path = folder.join("tools.jsonl");
     let mut tools = Vec::new();
     for (i, line) in read_lines(&tools_path)?.iter().enumerate() {
@@ -207,7 +212,17 @@ fn run(folder: &Path, embeddings_url: Option<&str>, sweep: bool) -> Result<(), S
     }
     let config = Config::default();
     let index = CatalogIndex::build("eval", Catalog::from_tools(tools), &config);
-    println!("{}", evaluate(&index, &config, &queries, None).line("bm25"));
+    let bm25 = evaluate(&index, &config, &queries, None);
+    println!("{}", bm25.line("bm25"));
+    // A quality floor for CI: a ranking change that loses NDCG@10 fails the run.
+    if let Some(floor) = min_ndcg {
+        let ndcg = bm25.ndcg10 / bm25.queries.max(1) as f64;
+        if ndcg < floor {
+            return Err(format!(
+                "BM25 NDCG@10 {ndcg:.4} is below the floor {floor} (MIN_NDCG)"
+            ));
+        }
+    }
     let Some(url) = embeddings_url else {
         return Ok(());
     };
@@ -253,7 +268,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(folder) = args.first() else {
         eprintln!(
-            "usage: eval <folder with tools.jsonl and queries.jsonl> [--embeddings URL] [--sweep]"
+            "usage: eval <folder with tools.jsonl and queries.jsonl> [--embeddings URL] [--sweep] [--min-ndcg X]"
         );
         return ExitCode::from(2);
     };
@@ -262,7 +277,17 @@ fn main() -> ExitCode {
         .position(|a| a == "--embeddings")
         .and_then(|i| args.get(i + 1));
     let sweep = args.iter().any(|a| a == "--sweep");
-    match run(Path::new(folder), url.map(String::as_str), sweep) {
+    let min_ndcg = match args.iter().position(|a| a == "--min-ndcg") {
+        None => None,
+        Some(i) => match args.get(i + 1).and_then(|v| v.parse::<f64>().ok()) {
+            Some(x) => Some(x),
+            None => {
+                eprintln!("eval: --min-ndcg needs a number, such as 0.56");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    match run(Path::new(folder), url.map(String::as_str), sweep, min_ndcg) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("eval: {e}");
