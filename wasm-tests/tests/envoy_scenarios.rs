@@ -144,14 +144,19 @@ impl EnvoyDriver {
         &self.stack.0
     }
 
-    fn stat(&self, name: &str) -> u64 {
-        let full = format!("mcp_tool_search.{name}");
-        self.envoy()
-            .stats("mcp_tool_search")
-            .unwrap()
+    /// The sum of the filter's counters named in `names`: one read of Envoy's admin stats.
+    fn counters(&self, names: &[&str]) -> u64 {
+        let stats = self.envoy().stats("mcp_tool_search").unwrap();
+        names
             .iter()
-            .filter(|(k, _)| k.ends_with(&full))
-            .map(|(_, v)| *v)
+            .map(|name| {
+                let full = format!("mcp_tool_search.{name}");
+                stats
+                    .iter()
+                    .filter(|(k, _)| k.ends_with(&full))
+                    .map(|(_, v)| *v)
+                    .sum::<u64>()
+            })
             .sum()
     }
 }
@@ -250,11 +255,11 @@ impl support_scenarios::Driver for EnvoyDriver {
     }
 
     fn count(&self, event: Event) -> u64 {
-        self.stat(event.stat().0)
+        self.counters(&[event.stat().0])
     }
 
     fn events_total(&self) -> u64 {
-        STATS.iter().map(|s| self.stat(s)).sum()
+        self.counters(STATS)
     }
 }
 

@@ -7,6 +7,7 @@
 //! workers; `config/` parses the plugin configuration and the authorization policy. The host
 //! (Envoy through proxy-wasm, or memory in tests) is reached only through `stream::Env`.
 
+mod base64;
 pub mod config;
 pub mod index;
 pub mod mcp;

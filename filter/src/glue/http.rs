@@ -68,6 +68,13 @@ impl Http {
         f(&mut self.stream, &shared.plugin.config, &mut env)
     }
 
+    /// A hostcall the stream needed failed: logged and counted in `errors`.
+    fn hostcall_failed(&self, what: &str) {
+        self.shared.host.log(Level::Warn, what);
+        let (stat, by) = Event::Error.stat();
+        self.shared.host.increment(stat, by);
+    }
+
     /// Sends a local reply; the stream ends here (a local reply is followed by Pause).
     fn send(&mut self, reply: LocalReply) -> Action {
         let headers: Vec<(&str, &str)> = reply
@@ -78,12 +85,7 @@ impl Http {
         match hostcalls::send_http_response(reply.status, headers, Some(&reply.body)) {
             Ok(()) => Action::Pause,
             Err(status) => {
-                self.shared.host.log(
-                    Level::Warn,
-                    &format!("could not send the local reply: {status:?}"),
-                );
-                let (stat, by) = Event::Error.stat();
-                self.shared.host.increment(stat, by);
+                self.hostcall_failed(&format!("could not send the local reply: {status:?}"));
                 // A reply that could not be sent may be a refusal: holding the stream (until
                 // Envoy times it out) is safe, forwarding it would not be.
                 Action::Pause
@@ -125,11 +127,7 @@ impl Http {
         match hostcalls::get_buffer(buffer, 0, size) {
             Ok(body) => Some(body.unwrap_or_default()),
             Err(status) => {
-                self.shared
-                    .host
-                    .log(Level::Warn, &format!("could not read the body: {status:?}"));
-                let (stat, by) = Event::Error.stat();
-                self.shared.host.increment(stat, by);
+                self.hostcall_failed(&format!("could not read the body: {status:?}"));
                 None
             }
         }
@@ -137,12 +135,7 @@ impl Http {
 
     fn replace_body(&self, buffer: BufferType, size: usize, new: &[u8]) {
         if let Err(status) = hostcalls::set_buffer(buffer, 0, size, new) {
-            self.shared.host.log(
-                Level::Warn,
-                &format!("could not replace the body: {status:?}"),
-            );
-            let (stat, by) = Event::Error.stat();
-            self.shared.host.increment(stat, by);
+            self.hostcall_failed(&format!("could not replace the body: {status:?}"));
         }
     }
 

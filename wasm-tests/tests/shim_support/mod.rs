@@ -97,7 +97,7 @@ impl ShimEnv {
     /// How many times the filter counted `event` (the native `TestEnv::count`). Stats sum
     /// `ToolsHidden`: read `stat("tools_hidden")` for it.
     pub fn count(&self, event: Event) -> u64 {
-        self.stat(&stat_name(event))
+        self.stat(event.stat().0)
     }
 
     /// Every stat of the filter, by short name.
@@ -111,21 +111,6 @@ impl ShimEnv {
                 (k, v)
             })
             .collect()
-    }
-}
-
-pub fn stat_name(event: Event) -> String {
-    match event {
-        Event::ListRewritten => "lists_rewritten".into(),
-        Event::ToolsHidden(_) => "tools_hidden".into(),
-        Event::SearchAnswered(r) => format!("searches_answered.{}", r.name()),
-        Event::SearchFallback(k) => format!("search_fallbacks.{}", k.name()),
-        Event::SearchRejected => "searches_rejected".into(),
-        Event::CallRefused => "calls_refused".into(),
-        Event::CallForwarded => "calls_forwarded".into(),
-        Event::Error => "errors".into(),
-        Event::PassedThrough(r) => format!("passthrough.{}", r.name()),
-        Event::RequestRefused(r) => format!("requests_refused.{}", r.name()),
     }
 }
 

@@ -318,15 +318,13 @@ impl Config {
         }
     }
 
-    /// Whether a request to `path` (the `:path` as sent) reaches an MCP endpoint on some
-    /// server: any form a server could route on (`paths::candidates`) is an MCP path or lies
-    /// under one (routers that mount the endpoint also serve `/mcp/anything`).
-    pub fn is_mcp_path(&self, path: &str) -> bool {
-        let forms = paths::candidates(path);
+    /// Whether a request whose path has these forms (`paths::candidates` of the `:path` as
+    /// sent) reaches an MCP endpoint on some server: any form is an MCP path or lies under one
+    /// (routers that mount the endpoint also serve `/mcp/anything`).
+    pub fn is_mcp_path(&self, forms: &[String]) -> bool {
         self.mcp_paths.iter().any(|p| {
-            let p = paths::normalize(p);
             forms.iter().any(|form| {
-                form == &p
+                form == p
                     || form
                         .strip_prefix(p.as_str())
                         .is_some_and(|rest| rest.starts_with('/') || p == "/")
@@ -353,7 +351,8 @@ fn parse_paths(field: &str, value: &Value) -> Result<Vec<String>, ConfigError> {
             ));
         }
     }
-    Ok(paths)
+    // Stored in the form requests are compared in, so that no request normalizes them again.
+    Ok(paths.iter().map(|p| paths::normalize(p)).collect())
 }
 
 fn parse_tools(
@@ -704,13 +703,16 @@ mod tests {
                 "max_body_bytes":1048576,"hold_request_headers":true}"#,
         )
         .unwrap();
-        assert!(c.is_mcp_path("/v2/mcp"));
-        assert!(c.is_mcp_path("/v2/mcp/"));
-        assert!(c.is_mcp_path("/v2/mcp/x"), "a prefix router serves it");
-        assert!(c.is_mcp_path("/v2/mcp/%2e%2e"));
-        assert!(c.is_mcp_path("/x%3f/../v2/mcp"));
-        assert!(!c.is_mcp_path("/v2/mcpx"));
-        assert!(!c.is_mcp_path("/v2"));
+        assert!(c.is_mcp_path(&paths::candidates("/v2/mcp")));
+        assert!(c.is_mcp_path(&paths::candidates("/v2/mcp/")));
+        assert!(
+            c.is_mcp_path(&paths::candidates("/v2/mcp/x")),
+            "a prefix router serves it"
+        );
+        assert!(c.is_mcp_path(&paths::candidates("/v2/mcp/%2e%2e")));
+        assert!(c.is_mcp_path(&paths::candidates("/x%3f/../v2/mcp")));
+        assert!(!c.is_mcp_path(&paths::candidates("/v2/mcpx")));
+        assert!(!c.is_mcp_path(&paths::candidates("/v2")));
         assert_eq!(c.search.tool_name, "find_tools");
         assert!(c.hold_request_headers);
         assert_eq!(c.search.weights.input_schema, 0.5);

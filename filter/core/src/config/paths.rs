@@ -19,7 +19,8 @@ pub fn normalize(path: &str) -> String {
 /// Every form of `path` some server could route on: [`normalize`]'s; the same without cutting at
 /// a `?` or `#` that only decoding revealed (a URL parser resolves `/x%3f/../mcp` to `/mcp`);
 /// and the same with `..` kept as a segment (a prefix router matches `/mcp/%2e%2e` under
-/// `/mcp`). A request is MCP traffic when any of them is an MCP path or lies under one.
+/// `/mcp`). A request is MCP traffic when any of them is an MCP path or lies under one. The
+/// first is [`normalize`]'s.
 pub fn candidates(path: &str) -> [String; 3] {
     let decoded = decode(path);
     [

@@ -2,6 +2,7 @@
 //! `jwt_authn` filter's payload, as dynamic metadata or a forwarded header) or from a header an
 //! earlier filter sets; rules map claim values to namespace and tool-name globs.
 
+use crate::base64::{self, Alphabet};
 use crate::config::glob::Glob;
 use crate::config::read::{non_empty_string, string_list, ConfigError, Object};
 use serde_json::Value;
@@ -107,7 +108,7 @@ impl Caller {
     /// A base64url (RFC 4648 §5, padding optional) JSON payload, as `forward_payload_header`
     /// sends it. Anything unreadable is no identity at all.
     pub fn from_base64url_json(encoded: &str) -> Self {
-        decode_base64url(encoded.trim())
+        base64::decode(encoded.trim(), Alphabet::UrlOrStandard)
             .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
             .filter(Value::is_object)
             .map(Caller::from_payload)
@@ -138,29 +139,6 @@ impl Caller {
             other => scalar(other).into_iter().collect(),
         }
     }
-}
-
-fn decode_base64url(text: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    let mut acc: u32 = 0;
-    let mut bits = 0;
-    for c in text.trim_end_matches('=').bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'-' | b'+' => 62,
-            b'_' | b'/' => 63,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push(((acc >> bits) & 0xff) as u8);
-        }
-    }
-    Some(out)
 }
 
 impl Policy {

@@ -4,6 +4,7 @@
 //! with `400 Bad Request` and `HeaderMismatch` (-32020). The filter never decides on these
 //! headers; it only refuses requests whose headers could mislead a component that does.
 
+use crate::base64::{self, Alphabet};
 use crate::mcp::jsonrpc::{Incoming, Message};
 
 /// Streamable HTTP 2026-07-28, "Server Validation": `HeaderMismatch`.
@@ -167,36 +168,9 @@ pub fn decode(value: &str) -> Option<String> {
         .strip_prefix("=?base64?")
         .and_then(|rest| rest.strip_suffix("?="))
     {
-        Some(payload) => String::from_utf8(base64(payload)?).ok(),
+        Some(payload) => String::from_utf8(base64::decode(payload, Alphabet::Standard)?).ok(),
         None => Some(value.to_string()),
     }
-}
-
-/// RFC 4648 §4 Base64 with optional padding.
-fn base64(text: &str) -> Option<Vec<u8>> {
-    let text = text.trim_end_matches('=');
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    let mut acc: u32 = 0;
-    let mut bits = 0;
-    for c in text.bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    // Leftover bits must be zero padding of the last byte, never a whole sixth character.
-    (bits < 6 && acc == 0).then_some(out)
 }
 
 #[cfg(test)]

@@ -20,9 +20,9 @@ impl Stream {
                 self.refuse_unreadable(env, "the path is not UTF-8"),
             );
         }
-        let path = crate::config::paths::normalize(&head.path);
+        let forms = crate::config::paths::candidates(&head.path);
+        let path = &forms[0];
         if let Some(search_path) = config.search.http_path.as_deref() {
-            let search_path = crate::config::paths::normalize(search_path);
             if path == search_path {
                 self.head = head;
                 if self.head.method != "POST" {
@@ -40,14 +40,14 @@ impl Stream {
                     drop_content_length: false,
                 };
             }
-            if path.strip_prefix(search_path.as_str()) == Some("/health") {
+            if path.strip_prefix(search_path) == Some("/health") {
                 if head.method != "GET" {
                     return RequestHeadersAction::Reply(method_not_allowed("GET"));
                 }
                 return RequestHeadersAction::Reply(health(config, env));
             }
         }
-        if !config.is_mcp_path(&head.path) || end_of_stream {
+        if !config.is_mcp_path(&forms) || end_of_stream {
             return RequestHeadersAction::Continue;
         }
         // Only POST bodies hold client messages (Streamable HTTP, spec 2025-11-25
