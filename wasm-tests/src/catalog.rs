@@ -643,6 +643,58 @@ pub fn base_size() -> usize {
     data().map_or(0, |d| base_order(d).len())
 }
 
+// ---- changing a running catalog-server's tools ------------------------------------------------
+
+impl crate::harness::CatalogServer {
+    /// Replaces the tools this running `catalog-server` serves, from now on (`POST
+    /// /admin/tools`, straight to the server, not through Envoy): `tools` are definitions as
+    /// in a `--tools` file (e.g. `ToolDef::json` parsed, or `serde_json::json!({...})`), without
+    /// the built-in `slow_progress`, which stays. With `notify`, every live stateful session is
+    /// sent `notifications/tools/list_changed` (on its `GET /mcp` stream); stateless servers
+    /// notify nobody.
+    ///
+    /// Returns (tools now listed, `slow_progress` included; sessions notified). On an error
+    /// the server keeps its previous tools.
+    pub fn set_tools(
+        &self,
+        tools: &[serde_json::Value],
+        notify: bool,
+    ) -> crate::harness::Result<(u64, u64)> {
+        let mut jsonl = String::new();
+        for tool in tools {
+            jsonl.push_str(&tool.to_string());
+            jsonl.push('\n');
+        }
+        self.set_tools_jsonl(&jsonl, notify)
+    }
+
+    /// [`Self::set_tools`] from JSONL text, exactly as a `--tools` file holds it (e.g.
+    /// [`jsonl`]`(n)`).
+    pub fn set_tools_jsonl(&self, jsonl: &str, notify: bool) -> crate::harness::Result<(u64, u64)> {
+        let request = format!(
+            "POST /admin/tools?notify={} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/jsonl\r\nContent-Length: {}\r\n\r\n{jsonl}",
+            u8::from(notify),
+            self.addr,
+            jsonl.len(),
+        );
+        let reply = crate::harness::raw_exchange(self.addr, request.as_bytes())?;
+        let body = String::from_utf8_lossy(&reply.body);
+        let value: Option<serde_json::Value> = serde_json::from_str(&body).ok();
+        let field = |name: &str| value.as_ref()?.get(name)?.as_u64();
+        match (reply.status, field("tools"), field("notified")) {
+            (200, Some(tools), Some(notified)) => Ok((tools, notified)),
+            (status, _, _) => {
+                let why = value
+                    .as_ref()
+                    .and_then(|v| v.get("error"))
+                    .and_then(serde_json::Value::as_str)
+                    .map_or_else(|| body.clone().into_owned(), str::to_owned);
+                Err(format!("catalog-server /admin/tools: {status}: {why}").into())
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 mod tests {

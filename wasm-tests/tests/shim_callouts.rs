@@ -54,7 +54,11 @@ fn ok_headers() -> Vec<(String, String)> {
 /// Lists the tools, then lets the tick embed them through one answered callout.
 fn learned_and_embedded() -> ShimEnv {
     let mut env = ShimEnv::new(CONFIG);
-    assert_eq!(env.vm.tick_period_ms(), 500, "the embedding timer");
+    assert_eq!(
+        u64::from(env.vm.tick_period_ms()),
+        mcp_tool_search_core::plugin::CATALOG_TICK_MS,
+        "the background timer"
+    );
     let out = exchange(
         &mut env,
         native_post(),

@@ -8,7 +8,9 @@
 //! (Envoy through proxy-wasm, or memory in tests) is reached only through `stream::Env`.
 
 mod base64;
+pub mod call;
 pub mod config;
+pub mod fetch;
 pub mod index;
 pub mod mcp;
 pub mod plugin;

@@ -303,7 +303,7 @@ fn http_search_endpoint_filters_and_validates() {
     let v: Value = serde_json::from_slice(out.body()).unwrap();
     assert_eq!(
         v,
-        json!({"search":{"status":"ok","mode":"lexical"},"catalogs":{"upstream":{"tools":6,"embedded":0}}})
+        json!({"search":{"status":"ok","mode":"lexical"},"catalogs":{"upstream":{"tools":6,"embedded":0,"source":"learned","age_ms":0,"stale":false}}})
     );
 }
 

@@ -91,6 +91,15 @@ impl Host for ProxyHost {
         )
         .map_err(|status| format!("{status:?}"))
     }
+
+    fn random_u64(&self) -> u64 {
+        let mut bytes = [0u8; 8];
+        // WASI `random_get`; should the host refuse, the clock still spreads retries a little.
+        if getrandom::fill(&mut bytes).is_err() {
+            return self.now_ms();
+        }
+        u64::from_le_bytes(bytes)
+    }
 }
 
 /// A header's value, read as bytes (the SDK's string accessor panics on a value that is not
@@ -100,17 +109,28 @@ pub(super) fn header(map: MapType, name: &str) -> Option<String> {
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// The answer to a dispatched call: its `:status` (if any) and body. A failed call (reset, no
-/// healthy host) arrives with no headers at all, and then the host has no response map: asking
-/// it for a header answers BadArgument, on which the SDK panics, so it is not asked.
-pub(super) fn call_response(num_headers: usize, body_size: usize) -> (Option<String>, Vec<u8>) {
+/// The answer to a dispatched call: its `:status` (if any), headers and body. A failed call
+/// (reset, no healthy host) arrives with no headers at all, and then the host has no response
+/// map: asking it for a header answers BadArgument, on which the SDK panics, so it is not asked.
+pub(super) fn call_response(
+    num_headers: usize,
+    body_size: usize,
+) -> (Option<String>, Vec<(String, String)>, Vec<u8>) {
     if num_headers == 0 {
-        return (None, Vec::new());
+        return (None, Vec::new(), Vec::new());
     }
-    let status = header(MapType::HttpCallResponseHeaders, ":status");
+    let headers: Vec<(String, String)> = hostcalls::get_map_bytes(MapType::HttpCallResponseHeaders)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| (k, String::from_utf8_lossy(&v).into_owned()))
+        .collect();
+    let status = headers
+        .iter()
+        .find(|(k, _)| k == ":status")
+        .map(|(_, v)| v.clone());
     let body = hostcalls::get_buffer(BufferType::HttpCallResponseBody, 0, body_size)
         .ok()
         .flatten()
         .unwrap_or_default();
-    (status, body)
+    (status, headers, body)
 }

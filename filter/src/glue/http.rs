@@ -1,7 +1,12 @@
 //! One HTTP stream: each callback hands the core what it asks for and carries out its answer.
+//!
+//! The stream's state lives behind an `Rc` so that the root context can resume a request that
+//! waits on another worker's catalog fetch (the root tick is the only timer a VM has).
 
 use super::host::{call_response, header, Shared};
-use mcp_tool_search_core::plugin::{Host, Level, PluginEnv};
+use mcp_tool_search_core::plugin::{
+    FetchProgress, FetchStart, Host, Level, PluginEnv, FETCH_MARKER_HEADER,
+};
 use mcp_tool_search_core::stream::{
     Event, HeaderChange, LocalReply, RequestBodyAction, RequestHead, RequestHeadersAction,
     ResponseHeadersAction, Stream,
@@ -9,19 +14,42 @@ use mcp_tool_search_core::stream::{
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext};
 use proxy_wasm::types::{Action, BufferType, MapType};
+use std::cell::RefCell;
 use std::rc::Rc;
 
 /// The route metadata the filter reads its namespace from:
 /// `metadata.filter_metadata.mcp_tool_search.namespace` on the route.
 const METADATA_KEY: &str = "mcp_tool_search";
 
-pub(super) struct Http {
+pub(super) struct Http(Rc<RefCell<Inner>>);
+
+pub(super) struct Inner {
     shared: Rc<Shared>,
+    context_id: u32,
     stream: Stream,
     namespace: Option<String>,
+    cluster: Option<Option<String>>,
+    authority: Option<String>,
     /// The embeddings call of this stream's queries: token, number of texts, and the size of
     /// the request body being held.
     query_call: Option<(u32, usize, usize)>,
+    /// The current call of this stream's catalog fetch, and the request body size held.
+    fetch_call: Option<(u32, usize)>,
+    /// Another worker fetches the catalog this request needs: (namespace, body size held).
+    wait: Option<(String, usize)>,
+}
+
+/// A request waiting on another worker's fetch of `namespace`, resumed by the root tick.
+struct Waiter {
+    context_id: u32,
+    namespace: String,
+    body_size: usize,
+    inner: std::rc::Weak<RefCell<Inner>>,
+}
+
+thread_local! {
+    /// This VM's waiting requests (a VM is one thread).
+    static WAITING: RefCell<Vec<Waiter>> = const { RefCell::new(Vec::new()) };
 }
 
 fn property_string(path: Vec<&str>) -> Option<String> {
@@ -30,15 +58,71 @@ fn property_string(path: Vec<&str>) -> Option<String> {
 }
 
 impl Http {
-    pub(super) fn new(shared: Rc<Shared>) -> Self {
-        Http {
+    pub(super) fn new(shared: Rc<Shared>, context_id: u32) -> Self {
+        Http(Rc::new(RefCell::new(Inner {
             shared,
+            context_id,
             stream: Stream::new(),
             namespace: None,
+            cluster: None,
+            authority: None,
             query_call: None,
-        }
+            fetch_call: None,
+            wait: None,
+        })))
     }
 
+    fn with<T>(&self, f: impl FnOnce(&mut Inner) -> T) -> Option<T> {
+        // A callback re-entered while another runs would find the state borrowed: it is left
+        // alone (let through) rather than trap the VM.
+        self.0.try_borrow_mut().ok().map(|mut inner| f(&mut inner))
+    }
+}
+
+/// Resumes the requests whose awaited fetch (another worker's) has ended. From the root tick.
+pub(super) fn resume_waiters() {
+    let Ok(waiting) = WAITING.try_with(|w| w.try_borrow_mut().map(|mut w| std::mem::take(&mut *w)))
+    else {
+        return;
+    };
+    let Ok(waiting) = waiting else {
+        return;
+    };
+    let mut still = Vec::new();
+    for waiter in waiting {
+        let Some(rc) = waiter.inner.upgrade() else {
+            continue;
+        };
+        let Ok(mut inner) = rc.try_borrow_mut() else {
+            still.push(waiter);
+            continue;
+        };
+        let shared = Rc::clone(&inner.shared);
+        if !shared.plugin.fetch_settled(&shared.host, &waiter.namespace) {
+            drop(inner);
+            still.push(waiter);
+            continue;
+        }
+        if hostcalls::set_effective_context(waiter.context_id).is_err() {
+            continue;
+        }
+        let action = inner.with_env(|stream, config, env| {
+            stream.on_catalog_settled(config, env, &waiter.namespace)
+        });
+        if inner.carry_out(action, waiter.body_size) == Action::Continue {
+            let _ = hostcalls::resume_http_request();
+        }
+        drop(inner);
+        register_wait(&rc);
+    }
+    let _ = WAITING.try_with(|w| {
+        if let Ok(mut w) = w.try_borrow_mut() {
+            w.extend(still);
+        }
+    });
+}
+
+impl Inner {
     /// The catalog namespace: the route's metadata, else the upstream cluster.
     fn namespace(&mut self) -> String {
         if let Some(ns) = &self.namespace {
@@ -51,10 +135,20 @@ impl Http {
             METADATA_KEY,
             "namespace",
         ])
-        .or_else(|| property_string(vec!["xds", "cluster_name"]))
+        .or_else(|| self.cluster())
         .unwrap_or_else(|| "default".to_string());
         self.namespace = Some(ns.clone());
         ns
+    }
+
+    /// The route's upstream cluster.
+    fn cluster(&mut self) -> Option<String> {
+        if let Some(cluster) = &self.cluster {
+            return cluster.clone();
+        }
+        let cluster = property_string(vec!["xds", "cluster_name"]);
+        self.cluster = Some(cluster.clone());
+        cluster
     }
 
     /// Runs `f` with the stream, the configuration and the stream's view of the plugin.
@@ -63,8 +157,12 @@ impl Http {
         f: impl FnOnce(&mut Stream, &mcp_tool_search_core::config::Config, &mut PluginEnv) -> T,
     ) -> T {
         let namespace = self.namespace();
+        let cluster = self.cluster();
         let shared = Rc::clone(&self.shared);
-        let mut env = shared.plugin.env(&shared.host, namespace);
+        let mut env = shared
+            .plugin
+            .env(&shared.host, namespace)
+            .with_route(cluster, self.authority.clone());
         f(&mut self.stream, &shared.plugin.config, &mut env)
     }
 
@@ -120,7 +218,35 @@ impl Http {
                     }
                 }
             }
+            RequestBodyAction::Fetch { namespace, spec } => {
+                match self
+                    .shared
+                    .plugin
+                    .start_fetch(&self.shared.host, &namespace, spec)
+                {
+                    FetchStart::Started(token) => {
+                        self.fetch_call = Some((token, body_size));
+                        Action::Pause
+                    }
+                    FetchStart::Busy => {
+                        self.wait_for(namespace, body_size);
+                        Action::Pause
+                    }
+                    FetchStart::Failed(error) => {
+                        let action = self.with_env(|stream, config, env| {
+                            stream.on_catalog(config, env, Err(error.to_string()))
+                        });
+                        self.carry_out(action, body_size)
+                    }
+                }
+            }
         }
+    }
+
+    /// Asks to be resumed once another worker's fetch of `namespace` ends (registered by
+    /// [`register_wait`] after the callback, which holds the `Rc`).
+    fn wait_for(&mut self, namespace: String, body_size: usize) {
+        self.wait = Some((namespace, body_size));
     }
 
     fn read_body(&self, buffer: BufferType, size: usize) -> Option<Vec<u8>> {
@@ -148,6 +274,28 @@ impl Http {
     }
 }
 
+/// Registers the stream as waiting if its last action asked to.
+fn register_wait(inner: &Rc<RefCell<Inner>>) {
+    let Ok(mut state) = inner.try_borrow_mut() else {
+        return;
+    };
+    let Some((namespace, body_size)) = state.wait.take() else {
+        return;
+    };
+    let waiter = Waiter {
+        context_id: state.context_id,
+        namespace,
+        body_size,
+        inner: Rc::downgrade(inner),
+    };
+    drop(state);
+    let _ = WAITING.try_with(|w| {
+        if let Ok(mut w) = w.try_borrow_mut() {
+            w.push(waiter);
+        }
+    });
+}
+
 fn change_request_headers(changes: &[HeaderChange]) {
     for change in changes {
         let _ = match change {
@@ -161,21 +309,42 @@ fn change_request_headers(changes: &[HeaderChange]) {
     }
 }
 
-impl Context for Http {
-    fn on_http_call_response(
-        &mut self,
-        token: u32,
-        headers: usize,
-        body_size: usize,
-        _trailers: usize,
-    ) {
+impl Inner {
+    fn on_call_response(&mut self, token: u32, headers: usize, body_size: usize) {
+        if let Some((expected, request_size)) = self.fetch_call {
+            if token == expected {
+                self.fetch_call = None;
+                let (status, response_headers, body) = call_response(headers, body_size);
+                let progress = self.shared.plugin.on_fetch_response(
+                    &self.shared.host,
+                    token,
+                    status.as_deref(),
+                    &response_headers,
+                    &body,
+                );
+                match progress {
+                    Some(FetchProgress::Next(next)) => self.fetch_call = Some((next, request_size)),
+                    Some(FetchProgress::Finished { result, .. }) => {
+                        let action = self.with_env(|stream, config, env| {
+                            stream.on_catalog(config, env, result)
+                        });
+                        if self.carry_out(action, request_size) == Action::Continue {
+                            let _ = hostcalls::resume_http_request();
+                        }
+                    }
+                    None => {}
+                }
+                return;
+            }
+        }
         let Some((expected, texts, request_size)) = self.query_call.take() else {
             return;
         };
         if token != expected {
+            self.query_call = Some((expected, texts, request_size));
             return;
         }
-        let (status, body) = call_response(headers, body_size);
+        let (status, _, body) = call_response(headers, body_size);
         let vectors = self.shared.plugin.on_query_embeddings(
             &self.shared.host,
             status.as_deref(),
@@ -188,10 +357,8 @@ impl Context for Http {
             let _ = hostcalls::resume_http_request();
         }
     }
-}
 
-impl HttpContext for Http {
-    fn on_http_request_headers(&mut self, _num_headers: usize, end_of_stream: bool) -> Action {
+    fn on_request_headers(&mut self, end_of_stream: bool) -> Action {
         // Every value of a repeated header: Envoy's single-value lookup would show only one.
         // Values as bytes: Envoy passes on values that are not UTF-8, and the SDK's string
         // accessors panic on them (which would trap the VM).
@@ -214,6 +381,11 @@ impl HttpContext for Http {
             hostcalls::get_property(vec!["metadata"]).ok().flatten()
         });
         head.invalid_utf8 = invalid;
+        if head.fetch_marker.is_some() {
+            // Never reaches the upstream, whether it is ours or forged.
+            let _ = hostcalls::remove_map_value(MapType::HttpRequestHeaders, FETCH_MARKER_HEADER);
+        }
+        self.authority = head.authority.clone();
         let action = self.with_env(|stream, config, env| {
             stream.on_request_headers(config, env, head, end_of_stream)
         });
@@ -242,8 +414,8 @@ impl HttpContext for Http {
         }
     }
 
-    fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
-        if self.stream.awaiting_embeddings() {
+    fn on_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
+        if self.stream.awaiting_embeddings() || self.stream.awaiting_catalog() {
             return Action::Pause;
         }
         if !self.stream.wants_request_body() {
@@ -272,7 +444,7 @@ impl HttpContext for Http {
         self.carry_out(action, body_size)
     }
 
-    fn on_http_request_trailers(&mut self, _num_trailers: usize) -> Action {
+    fn on_request_trailers(&mut self) -> Action {
         // HTTP/2 request trailers end the stream: a body still held was never seen whole, and
         // continuing would send it upstream unread.
         let reply = self.with_env(|stream, config, env| {
@@ -285,7 +457,7 @@ impl HttpContext for Http {
         self.reply_or_continue(reply)
     }
 
-    fn on_http_response_headers(&mut self, _num_headers: usize, end_of_stream: bool) -> Action {
+    fn on_response_headers(&mut self, end_of_stream: bool) -> Action {
         if end_of_stream || !self.stream.awaiting_response() {
             return Action::Continue;
         }
@@ -301,7 +473,10 @@ impl HttpContext for Http {
                 encoding.as_deref(),
             )
         });
-        if action != ResponseHeadersAction::Continue {
+        if matches!(
+            action,
+            ResponseHeadersAction::RewriteBody | ResponseHeadersAction::Refuse
+        ) {
             if let Some(length) = h("content-length").and_then(|v| v.trim().parse().ok()) {
                 self.stream
                     .expect_response_length(&self.shared.plugin.config, length);
@@ -320,7 +495,7 @@ impl HttpContext for Http {
         Action::Continue
     }
 
-    fn on_http_response_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
+    fn on_response_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
         if !self.stream.rewriting_response() {
             return Action::Continue;
         }
@@ -338,11 +513,59 @@ impl HttpContext for Http {
         Action::Continue
     }
 
-    fn on_http_response_trailers(&mut self, _num_trailers: usize) -> Action {
+    fn on_response_trailers(&mut self) -> Action {
         // HTTP/2 with trailers: the body never saw end_of_stream.
         if self.stream.rewriting_response() {
             self.with_env(|stream, _, env| stream.on_response_trailers(env));
         }
         Action::Continue
+    }
+}
+
+impl Context for Http {
+    fn on_http_call_response(
+        &mut self,
+        token: u32,
+        headers: usize,
+        body_size: usize,
+        _trailers: usize,
+    ) {
+        self.with(|inner| inner.on_call_response(token, headers, body_size));
+        register_wait(&self.0);
+    }
+}
+
+impl HttpContext for Http {
+    fn on_http_request_headers(&mut self, _num_headers: usize, end_of_stream: bool) -> Action {
+        self.with(|inner| inner.on_request_headers(end_of_stream))
+            .unwrap_or(Action::Continue)
+    }
+
+    fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
+        let action = self
+            .with(|inner| inner.on_request_body(body_size, end_of_stream))
+            .unwrap_or(Action::Continue);
+        register_wait(&self.0);
+        action
+    }
+
+    fn on_http_request_trailers(&mut self, _num_trailers: usize) -> Action {
+        self.with(Inner::on_request_trailers)
+            .unwrap_or(Action::Continue)
+    }
+
+    fn on_http_response_headers(&mut self, _num_headers: usize, end_of_stream: bool) -> Action {
+        self.with(|inner| inner.on_response_headers(end_of_stream))
+            .unwrap_or(Action::Continue)
+    }
+
+    fn on_http_response_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
+        self.with(|inner| inner.on_response_body(body_size, end_of_stream))
+            .unwrap_or(Action::Continue)
+    }
+
+    fn on_http_response_trailers(&mut self, _num_trailers: usize) -> Action {
+        self.with(Inner::on_response_trailers)
+            .unwrap_or(Action::Continue)
     }
 }

@@ -34,10 +34,14 @@ impl Context for Root {
         _trailers: usize,
     ) {
         if let Some(shared) = &self.shared {
-            let (status, body) = call_response(headers, body_size);
-            shared
-                .plugin
-                .on_tool_embeddings(&shared.host, token, status.as_deref(), &body);
+            let (status, response_headers, body) = call_response(headers, body_size);
+            shared.plugin.on_root_response(
+                &shared.host,
+                token,
+                status.as_deref(),
+                &response_headers,
+                &body,
+            );
         }
     }
 }
@@ -75,8 +79,17 @@ impl RootContext for Root {
         );
         if let Some(period) = plugin.tick_period_ms() {
             if let Err(status) = hostcalls::set_tick_period(Duration::from_millis(period)) {
-                log::error!("could not start the embedding timer: {status:?}");
+                log::error!("could not start the background timer: {status:?}");
                 return false;
+            }
+        }
+        if plugin.config.catalog.cluster.is_some() {
+            let mut secret = [0u8; 16];
+            // The loopback fetch's marker must be unguessable: without randomness there is
+            // no marker, and fetches through the loopback cluster are answered by the filter.
+            match getrandom::fill(&mut secret) {
+                Ok(()) => mcp_tool_search_core::plugin::install_fetch_secret(&host, secret),
+                Err(e) => log::error!("no randomness for the catalog fetch marker: {e}"),
             }
         }
         self.shared = Some(Rc::new(Shared { plugin, host }));
@@ -86,12 +99,13 @@ impl RootContext for Root {
     fn on_tick(&mut self) {
         if let Some(shared) = &self.shared {
             shared.plugin.on_tick(&shared.host);
+            super::http::resume_waiters();
         }
     }
 
-    fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
+    fn create_http_context(&self, context_id: u32) -> Option<Box<dyn HttpContext>> {
         let shared = Rc::clone(self.shared.as_ref()?);
-        Some(Box::new(Http::new(shared)))
+        Some(Box::new(Http::new(shared, context_id)))
     }
 
     fn get_type(&self) -> Option<ContextType> {

@@ -20,11 +20,26 @@
 //!   ACK: ~40 ms stalls on keep-alive connections). The benchmarks use it.
 //! - `--record FILE`: one line per JSON-RPC message received on `/mcp`: its method, plus the
 //!   tool name for `tools/call` (`tools/call github_get_issue`); `response` for client replies.
+//! - `POST /admin/tools?notify=1` (or `notify=0`, the default): replaces the served tool set
+//!   while running, so that tests can check that a filter notices catalog changes (refresh on
+//!   `notifications/tools/list_changed`, or on its own schedule when nothing is announced). Not
+//!   MCP, not recorded. The body is JSONL exactly as `--tools` reads it (an empty body serves
+//!   only `slow_progress`). The swap is atomic: every `tools/list` page (`--page-size` cursors
+//!   are offsets into the current set), `tools/call` and `/other` answered after it uses the
+//!   new set. With `notify=1`, `notifications/tools/list_changed` is then sent to every live
+//!   stateful session (those that sent `notifications/initialized` or `tools/list`; it goes
+//!   out on the session's standalone `GET /mcp` stream, or is held for it); sessions whose
+//!   send fails (closed, deleted) are forgotten. Stateless mode has no sessions: nobody is
+//!   notified. The server always advertises `capabilities.tools.listChanged: true`. Answers
+//!   200 `{"tools":N,"notified":M}` (N: tools now listed, `slow_progress` included; M: sessions
+//!   the notification was handed to), or 400 `{"error":"..."}` with the tool set unchanged
+//!   (bad JSONL, a tool named `slow_progress`, a bad query).
 //!
 //! Prints `listening on 127.0.0.1:PORT` on stdout (flushed) once bound.
 
 use std::io::Write as _;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -38,11 +53,11 @@ use rmcp::model::{
     JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
     ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{ErrorData, RoleServer, ServerHandler};
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::{json, Value};
 
 const SLOW_PROGRESS: &str = "slow_progress";
@@ -94,18 +109,25 @@ fn parse_args() -> Result<Args, String> {
 
 fn load_tools(path: &str) -> Result<Vec<Tool>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    parse_tools(&text, path)
+}
+
+/// The tools of a JSONL text (one definition a line, blank lines skipped), followed by the
+/// built-in `slow_progress`. `origin` names the text in errors (`FILE:LINE: ...`).
+fn parse_tools(text: &str, origin: &str) -> Result<Vec<Tool>, String> {
     let mut tools = Vec::new();
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
         let tool: Tool =
-            serde_json::from_str(line).map_err(|e| format!("{path}:{}: {e}", n + 1))?;
+            serde_json::from_str(line).map_err(|e| format!("{origin}:{}: {e}", n + 1))?;
         if tool.name == SLOW_PROGRESS {
-            return Err(format!("{path}:{}: {SLOW_PROGRESS} is built in", n + 1));
+            return Err(format!("{origin}:{}: {SLOW_PROGRESS} is built in", n + 1));
         }
         tools.push(tool);
     }
+    tools.push(slow_progress_tool());
     Ok(tools)
 }
 
@@ -132,15 +154,95 @@ fn slow_progress_tool() -> Tool {
     .with_annotations(annotations)
 }
 
+/// A poisoned lock only means another thread panicked while holding it: the data (a tool set,
+/// a list of peers) is still whole.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What every session (and the admin endpoint) shares.
+struct Shared {
+    /// The tool set served now; replaced whole by `POST /admin/tools`.
+    tools: RwLock<Arc<Vec<Tool>>>,
+    /// One peer per live stateful session, to announce tool set changes to.
+    peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// False when stateless: a per-request service has no session to notify later.
+    track_peers: bool,
+    /// Serializes tool set changes (swap, then notify) so that announcements keep their order.
+    admin: tokio::sync::Mutex<()>,
+}
+
+impl Shared {
+    fn tools(&self) -> Arc<Vec<Tool>> {
+        self.tools
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn set_tools(&self, tools: Vec<Tool>) {
+        *self.tools.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(tools);
+    }
+
+    /// Sends `notifications/tools/list_changed` to every known session; forgets those whose
+    /// send fails. Returns how many took it.
+    async fn notify_tool_list_changed(&self) -> usize {
+        let peers = std::mem::take(&mut *lock(&self.peers));
+        let sends = peers.into_iter().map(|peer| async move {
+            // A standalone GET stream whose reader stalls would block the send: bounded.
+            match tokio::time::timeout(Duration::from_secs(5), peer.notify_tool_list_changed())
+                .await
+            {
+                Ok(Ok(())) => (Some(peer), true),
+                Ok(Err(_closed)) => (None, false),
+                Err(_elapsed) => {
+                    eprintln!(
+                        "catalog-server: tools/list_changed: a session did not take it in 5 s"
+                    );
+                    (Some(peer), false)
+                }
+            }
+        });
+        let mut notified = 0;
+        let mut live = Vec::new();
+        for (peer, ok) in futures::future::join_all(sends).await {
+            notified += usize::from(ok);
+            live.extend(peer);
+        }
+        // Sessions initialized meanwhile were added to the (emptied) list: keep them too.
+        lock(&self.peers).extend(live);
+        notified
+    }
+}
+
+/// One per session (stateful) or per request (stateless).
 #[derive(Clone)]
 struct Catalog {
-    tools: Arc<Vec<Tool>>,
+    shared: Arc<Shared>,
     page_size: usize,
+    /// Whether this session's peer is in `shared.peers` already.
+    registered: Arc<AtomicBool>,
 }
 
 impl Catalog {
+    fn new(shared: Arc<Shared>, page_size: usize) -> Self {
+        Self {
+            shared,
+            page_size,
+            registered: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Remembers this session's peer (once) so that tool set changes can be announced to it.
+    fn register(&self, peer: &Peer<RoleServer>) {
+        if self.shared.track_peers && !self.registered.swap(true, Ordering::AcqRel) {
+            lock(&self.shared.peers).push(peer.clone());
+        }
+    }
+
     fn page(&self, cursor: Option<&str>) -> Result<ListToolsResult, ErrorData> {
-        let all = self.tools.as_slice();
+        let tools = self.shared.tools();
+        let all = tools.as_slice();
         if self.page_size == 0 {
             return Ok(ListToolsResult::with_all_items(all.to_vec()));
         }
@@ -171,24 +273,35 @@ fn arg_u64(args: &Option<JsonObject>, key: &str, default: u64) -> u64 {
 
 impl ServerHandler for Catalog {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(
-                "catalog-server",
-                env!("CARGO_PKG_VERSION"),
-            ))
-            .with_instructions("Fake SaaS tool catalog for proxy tests.")
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            "catalog-server",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .with_instructions("Fake SaaS tool catalog for proxy tests.")
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.register(&context.peer);
     }
 
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        // Also here: a client that skipped `notifications/initialized` still lists tools.
+        self.register(&context.peer);
         self.page(request.as_ref().and_then(|r| r.cursor.as_deref()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.tools.iter().find(|t| t.name == name).cloned()
+        self.shared.tools().iter().find(|t| t.name == name).cloned()
     }
 
     async fn call_tool(
@@ -196,7 +309,7 @@ impl ServerHandler for Catalog {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if !self.tools.iter().any(|t| t.name == request.name) {
+        if !self.shared.tools().iter().any(|t| t.name == request.name) {
             return Err(ErrorData::invalid_params(
                 format!("unknown tool {:?}", request.name),
                 None,
@@ -288,6 +401,68 @@ fn other_body(tools: &[Tool]) -> String {
     json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": tools}}).to_string()
 }
 
+fn json_response(status: axum::http::StatusCode, body: &Value) -> Response {
+    (
+        status,
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// `notify` from the query string: absent, `0`/`false` or `1`/`true`; nothing else.
+fn parse_notify(query: Option<&str>) -> Result<bool, String> {
+    let mut notify = false;
+    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        match pair.split_once('=').unwrap_or((pair, "")) {
+            ("notify", "1" | "true") => notify = true,
+            ("notify", "0" | "false") => notify = false,
+            ("notify", other) => return Err(format!("notify must be 0 or 1, not {other:?}")),
+            (name, _) => return Err(format!("unknown query parameter {name:?}")),
+        }
+    }
+    Ok(notify)
+}
+
+/// `POST /admin/tools?notify=0|1` (see the top of this file).
+async fn admin_tools(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let bad = |msg: String| {
+        eprintln!("catalog-server: /admin/tools: {msg}");
+        json_response(
+            axum::http::StatusCode::BAD_REQUEST,
+            &json!({ "error": msg }),
+        )
+    };
+    let notify = match parse_notify(request.uri().query()) {
+        Ok(n) => n,
+        Err(e) => return bad(e),
+    };
+    let bytes = match axum::body::to_bytes(request.into_body(), 64 << 20).await {
+        Ok(bytes) => bytes,
+        Err(e) => return bad(format!("body: {e}")),
+    };
+    let Ok(text) = std::str::from_utf8(&bytes) else {
+        return bad("body is not UTF-8".to_owned());
+    };
+    let tools = match parse_tools(text, "body") {
+        Ok(t) => t,
+        Err(e) => return bad(e),
+    };
+    let count = tools.len();
+    let _serial = shared.admin.lock().await;
+    shared.set_tools(tools);
+    let notified = if notify {
+        shared.notify_tool_list_changed().await
+    } else {
+        0
+    };
+    eprintln!("catalog-server: /admin/tools: now {count} tools, notified {notified} sessions");
+    json_response(
+        axum::http::StatusCode::OK,
+        &json!({ "tools": count, "notified": notified }),
+    )
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> std::process::ExitCode {
     let args = match parse_args() {
@@ -298,15 +473,14 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    let mut tools = match load_tools(&args.tools) {
+    let tools = match load_tools(&args.tools) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("catalog-server: {e}");
             return std::process::ExitCode::FAILURE;
         }
     };
-    tools.push(slow_progress_tool());
-    let tools = Arc::new(tools);
+    let tool_count = tools.len();
     let stateless = args.stateless || args.json;
     if args.json && !args.stateless {
         eprintln!(
@@ -328,16 +502,21 @@ async fn main() -> std::process::ExitCode {
         },
     });
 
-    let catalog = Catalog {
-        tools: tools.clone(),
-        page_size: args.page_size,
-    };
+    let shared = Arc::new(Shared {
+        tools: RwLock::new(Arc::new(tools)),
+        peers: Mutex::new(Vec::new()),
+        track_peers: !stateless,
+        admin: tokio::sync::Mutex::new(()),
+    });
+    let page_size = args.page_size;
     let config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
         .with_legacy_session_mode(!stateless)
         .with_json_response(args.json)
         .with_sse_keep_alive(Some(Duration::from_secs(15)));
-    let factory = move || Ok(catalog.clone());
+    let for_sessions = shared.clone();
+    // A fresh `Catalog` per session, so that each registers its own peer.
+    let factory = move || Ok(Catalog::new(for_sessions.clone(), page_size));
     let mcp_router: Router = if stateless {
         let service =
             StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), config);
@@ -347,20 +526,24 @@ async fn main() -> std::process::ExitCode {
             StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config);
         Router::new().nest_service("/mcp", service)
     };
-    let other = Arc::new(other_body(&tools));
+    let for_other = shared.clone();
+    let admin: Router = Router::new()
+        .route("/admin/tools", axum::routing::post(admin_tools))
+        .with_state(shared);
     let router = mcp_router
         .route(
             "/other",
             axum::routing::any(move || {
-                let other = other.clone();
+                let other = other_body(&for_other.tools());
                 async move {
                     (
                         [(axum::http::header::CONTENT_TYPE, "application/json")],
-                        other.as_ref().clone(),
+                        other,
                     )
                 }
             }),
         )
+        .merge(admin)
         .layer(middleware::from_fn_with_state(recorder, record));
 
     let listener = match tokio::net::TcpListener::bind(&args.listen).await {
@@ -383,9 +566,7 @@ async fn main() -> std::process::ExitCode {
     }
     eprintln!(
         "catalog-server: {} tools, stateless={stateless}, json={}, page_size={}",
-        tools.len(),
-        args.json,
-        args.page_size
+        tool_count, args.json, args.page_size
     );
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;

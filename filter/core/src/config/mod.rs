@@ -8,6 +8,7 @@
 //! item shape, `expected string or map` for an enum) only after rewriting serde's error text,
 //! and silently accepted a struct written as an array (`"weights": [1, 2, 3]`).
 
+pub mod catalog;
 pub(crate) mod glob;
 pub(crate) mod metadata;
 pub mod paths;
@@ -15,7 +16,9 @@ pub mod policy;
 mod read;
 
 pub use read::ConfigError;
-use read::{integer, non_empty_string, string_list, tool_name, weight, Object};
+use read::{
+    duration_ms, header_map, integer, non_empty_string, string_list, tool_name, weight, Object,
+};
 
 use crate::config::glob::Glob;
 use serde_json::Value;
@@ -187,6 +190,7 @@ pub struct Config {
     /// `_` is in `github`). `None`: a tool's group is its namespace.
     pub group_separator: Option<String>,
     pub authorization: Option<crate::config::policy::Policy>,
+    pub catalog: catalog::CatalogConfig,
 }
 
 pub const DEFAULT_SEARCH_THRESHOLD: usize = 40;
@@ -205,6 +209,7 @@ impl Default for Config {
             search_threshold: DEFAULT_SEARCH_THRESHOLD,
             group_separator: None,
             authorization: None,
+            catalog: catalog::CatalogConfig::default(),
         }
     }
 }
@@ -221,8 +226,12 @@ impl Config {
         })?;
         let mut obj = Object::new("", &root)?;
         let mut config = Config::default();
+        let mut first_mcp_path = DEFAULT_MCP_PATH.to_string();
         if let Some(v) = obj.take("mcp_paths") {
             config.mcp_paths = parse_paths("mcp_paths", v)?;
+            if let Some(first) = v.as_array().and_then(|a| a.first()).and_then(Value::as_str) {
+                first_mcp_path = first.to_string();
+            }
         }
         if let Some(v) = obj.take("default_disclosure_mode") {
             config.default_disclosure_mode = DisclosureMode::parse("default_disclosure_mode", v)?;
@@ -272,6 +281,13 @@ impl Config {
                 .as_bool()
                 .ok_or_else(|| ConfigError::invalid("hold_request_headers", v, "true or false"))?;
         }
+        config.catalog = match obj.take("catalog") {
+            Some(v) => catalog::parse(v, &first_mcp_path)?,
+            None => catalog::CatalogConfig {
+                path: first_mcp_path,
+                ..catalog::CatalogConfig::default()
+            },
+        };
         obj.finish()?;
         Ok(config)
     }
@@ -612,30 +628,10 @@ fn parse_embeddings(value: &Value) -> Result<EmbeddingsConfig, ConfigError> {
         Some(v) => integer("search.embeddings.max_batch_size", v, 1, 2048)?,
         None => 64,
     };
-    let mut headers = Vec::new();
-    if let Some(v) = obj.take("headers") {
-        let map = v.as_object().ok_or_else(|| {
-            ConfigError::invalid(
-                "search.embeddings.headers",
-                v,
-                "an object of header name to value",
-            )
-        })?;
-        for (name, value) in map {
-            let field = format!("search.embeddings.headers.{name}");
-            let value = value
-                .as_str()
-                .ok_or_else(|| ConfigError::invalid(&field, value, "a string"))?;
-            if name.is_empty() || name.starts_with(':') {
-                return Err(ConfigError::invalid(
-                    &field,
-                    &Value::String(name.clone()),
-                    "a regular header name",
-                ));
-            }
-            headers.push((name.to_ascii_lowercase(), value.to_string()));
-        }
-    }
+    let headers = match obj.take("headers") {
+        Some(v) => header_map("search.embeddings.headers", v)?,
+        None => Vec::new(),
+    };
     obj.finish()?;
     Ok(EmbeddingsConfig {
         cluster,
@@ -650,31 +646,6 @@ fn parse_embeddings(value: &Value) -> Result<EmbeddingsConfig, ConfigError> {
 }
 
 /// A duration as Envoy writes them (`"5s"`, `"250ms"`, `"1.5s"`) or a number of milliseconds.
-fn duration_ms(field: &str, value: &Value) -> Result<u64, ConfigError> {
-    let ms = match value {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => {
-            let s = s.trim();
-            if let Some(ms) = s.strip_suffix("ms") {
-                ms.trim().parse::<f64>().ok()
-            } else if let Some(secs) = s.strip_suffix('s') {
-                secs.trim().parse::<f64>().ok().map(|x| x * 1000.0)
-            } else {
-                None
-            }
-        }
-        _ => None,
-    };
-    match ms {
-        Some(ms) if ms.is_finite() && (1.0..=600_000.0).contains(&ms) => Ok(ms as u64),
-        _ => Err(ConfigError::invalid(
-            field,
-            value,
-            "a duration from 1ms to 600s, such as \"5s\" or \"250ms\"",
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

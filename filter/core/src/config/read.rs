@@ -97,6 +97,67 @@ pub(crate) fn tool_name(field: &str, value: &Value) -> Result<String, ConfigErro
     }
 }
 
+pub(crate) fn duration_ms(field: &str, value: &Value) -> Result<u64, ConfigError> {
+    let ms = match value {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => {
+            let s = s.trim();
+            if let Some(ms) = s.strip_suffix("ms") {
+                ms.trim().parse::<f64>().ok()
+            } else if let Some(secs) = s.strip_suffix('s') {
+                secs.trim().parse::<f64>().ok().map(|x| x * 1000.0)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    };
+    match ms {
+        Some(ms) if ms.is_finite() && (1.0..=600_000.0).contains(&ms) => Ok(ms as u64),
+        _ => Err(ConfigError::invalid(
+            field,
+            value,
+            "a duration from 1ms to 600s, such as \"5s\" or \"250ms\"",
+        )),
+    }
+}
+
+/// An object of header name to value: names lowercased, never a pseudo-header.
+pub(crate) fn header_map(field: &str, value: &Value) -> Result<Vec<(String, String)>, ConfigError> {
+    let map = value
+        .as_object()
+        .ok_or_else(|| ConfigError::invalid(field, value, "an object of header name to value"))?;
+    let mut headers = Vec::new();
+    for (name, value) in map {
+        let entry = format!("{field}.{name}");
+        let value = value
+            .as_str()
+            .ok_or_else(|| ConfigError::invalid(&entry, value, "a string"))?;
+        if !is_header_name(name) {
+            return Err(ConfigError::invalid(
+                &entry,
+                &Value::String(name.clone()),
+                "a regular header name",
+            ));
+        }
+        headers.push((name.to_ascii_lowercase(), value.to_string()));
+    }
+    Ok(headers)
+}
+
+/// An HTTP field name (RFC 9110 §5.1 token), never a pseudo-header.
+pub(crate) fn is_header_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.bytes().all(|b| {
+            b.is_ascii_alphanumeric()
+                || matches!(
+                    b,
+                    b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' | b'^'
+                        | b'_' | b'`' | b'|' | b'~'
+                )
+        })
+}
+
 pub(crate) fn integer(field: &str, value: &Value, min: u64, max: u64) -> Result<u64, ConfigError> {
     match value.as_u64() {
         Some(n) if (min..=max).contains(&n) => Ok(n),

@@ -7,5 +7,6 @@ pub(crate) mod injected;
 pub(crate) mod json;
 pub(crate) mod jsonrpc;
 pub(crate) mod list;
+pub mod notify;
 pub(crate) mod result;
 pub mod sse;

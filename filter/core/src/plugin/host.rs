@@ -3,6 +3,7 @@
 //! them through proxy-wasm (the glue crate); `MemoryHost` provides them in process memory for
 //! native tests and tools.
 
+pub use crate::call::HttpCall;
 use crate::store::{MemorySharedData, SharedData, StoreError};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -16,16 +17,6 @@ pub enum Level {
     Debug,
 }
 
-/// An HTTP call through a host cluster (proxy-wasm `dispatch_http_call`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HttpCall {
-    pub cluster: String,
-    /// Including the pseudo-headers the host needs: `:method`, `:path`, `:authority`.
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-    pub timeout_ms: u64,
-}
-
 /// The host's primitives. Shared data is the one memory every worker (VM) of a host shares.
 pub trait Host: SharedData {
     /// Milliseconds since the Unix epoch.
@@ -36,6 +27,8 @@ pub trait Host: SharedData {
     /// Starts a call; its answer comes back with the returned token. `Err`: the host's reason
     /// it could not be started (an unknown cluster, say).
     fn http_call(&self, call: HttpCall) -> Result<u32, String>;
+    /// A random number (jitter, so that many replicas do not retry in step).
+    fn random_u64(&self) -> u64;
 }
 
 /// A host in process memory: shared data with the host's CAS rules, a settable clock, the log
@@ -51,6 +44,8 @@ pub struct MemoryHost {
     next_token: Cell<u32>,
     /// Make `http_call` fail with this reason (an unknown cluster, say).
     pub refuse_calls: RefCell<Option<String>>,
+    /// The state of a deterministic generator (SplitMix64): tests repeat exactly.
+    pub random: Cell<u64>,
 }
 
 impl MemoryHost {
@@ -104,5 +99,14 @@ impl Host for MemoryHost {
         self.next_token.set(token);
         self.calls.borrow_mut().push((token, call));
         Ok(token)
+    }
+
+    fn random_u64(&self) -> u64 {
+        let next = self.random.get().wrapping_add(0x9e37_79b9_7f4a_7c15);
+        self.random.set(next);
+        let mut z = next;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
     }
 }

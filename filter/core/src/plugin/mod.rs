@@ -3,18 +3,24 @@
 //! tools) drives the same object, so the store, vector and scheduler paths are the same code
 //! everywhere.
 
+mod catalogs;
 mod health;
 pub mod host;
 mod scheduler;
 
+pub use catalogs::{
+    fetch_secret, install_fetch_secret, is_own_fetch, FetchProgress, FetchStart,
+    FETCH_MARKER_HEADER,
+};
 pub use host::{Host, HttpCall, Level, MemoryHost};
 pub use scheduler::MAX_BACKOFF_MS;
 
 use crate::config::{Config, EmbeddingsConfig};
+use crate::fetch::{FetchSpec, Origin};
 use crate::index::catalog::CatalogIndex;
 use crate::rank::embeddings;
 use crate::rank::search::{Fallback, FallbackKind};
-use crate::store::{self, CatalogCache, Learned, StoreError};
+use crate::store::{self, CatalogCache, CatalogMeta, Learned, StoreError};
 use crate::stream::{Env, Event};
 use crate::vector::ToolVectors;
 use scheduler::{InFlight, Worker};
@@ -23,13 +29,18 @@ use std::rc::Rc;
 
 /// How often a VM looks for tools to embed (the root context's tick period).
 pub const EMBED_TICK_MS: u64 = 500;
+/// The tick period when catalogs are fetched: how soon a due catalog starts refreshing, and how
+/// soon a stream waiting on another worker's fetch goes on once it ended.
+pub const CATALOG_TICK_MS: u64 = 200;
 
 pub struct Plugin {
     pub config: Config,
     cache: RefCell<CatalogCache>,
     worker: RefCell<Worker>,
     health: health::Health,
-    /// Names this VM in embedding leases.
+    /// Catalog fetches in flight from this VM.
+    fetches: RefCell<Vec<catalogs::Running>>,
+    /// Names this VM in embedding and fetch leases.
     vm_id: String,
 }
 
@@ -41,17 +52,48 @@ impl Plugin {
             cache: RefCell::new(CatalogCache::new()),
             worker: RefCell::new(Worker::default()),
             health: health::Health::default(),
+            fetches: RefCell::new(Vec::new()),
             vm_id,
         }
     }
 
-    /// The tick period the plugin needs, if any (background embedding).
+    /// The tick period the plugin needs, if any (background refresh and embedding).
     pub fn tick_period_ms(&self) -> Option<u64> {
+        if self.config.catalog.fetch {
+            return Some(CATALOG_TICK_MS);
+        }
         self.config
             .search
             .embeddings
             .as_ref()
             .map(|_| EMBED_TICK_MS)
+    }
+
+    /// The answer to a call the root context made (a background fetch or embedding).
+    pub fn on_root_response(
+        &self,
+        host: &dyn Host,
+        token: u32,
+        status: Option<&str>,
+        headers: &[(String, String)],
+        body: &[u8],
+    ) {
+        if self
+            .on_fetch_response(host, token, status, headers, body)
+            .is_none()
+        {
+            self.on_tool_embeddings(host, token, status, body);
+        }
+    }
+
+    /// The tools of `namespace` need vectors: embed what they lack on a later tick.
+    fn mark_for_embedding(&self, namespace: &str) {
+        if self.config.search.embeddings.is_none() {
+            return;
+        }
+        if let Ok(mut worker) = self.worker.try_borrow_mut() {
+            worker.mark(namespace);
+        }
     }
 
     /// A stream's view of the plugin: its catalogs, learning, vectors and stats.
@@ -60,11 +102,18 @@ impl Plugin {
             plugin: self,
             host,
             namespace,
+            origin: None,
         }
     }
 
-    /// One step of background embedding: at most one batch in flight per VM.
+    /// One tick of background work: refreshes that are due, then embedding.
     pub fn on_tick(&self, host: &dyn Host) {
+        self.refresh_due(host);
+        self.embed_step(host);
+    }
+
+    /// One step of background embedding: at most one batch in flight per VM.
+    fn embed_step(&self, host: &dyn Host) {
         let Some(config) = &self.config.search.embeddings else {
             return;
         };
@@ -250,16 +299,49 @@ pub struct PluginEnv<'a> {
     plugin: &'a Plugin,
     host: &'a dyn Host,
     namespace: String,
+    origin: Option<Origin>,
 }
 
 impl PluginEnv<'_> {
-    fn mark_for_embedding(&self, namespace: &str) {
-        if self.plugin.config.search.embeddings.is_none() {
-            return;
-        }
-        if let Ok(mut worker) = self.plugin.worker.try_borrow_mut() {
-            worker.mark(namespace);
-        }
+    /// Where this stream's catalog is fetched from: the route's cluster (`None`: unknown), the
+    /// request's `:authority`, both unless configured, and the configured path.
+    pub fn with_route(mut self, cluster: Option<String>, authority: Option<String>) -> Self {
+        let catalog = &self.plugin.config.catalog;
+        self.origin = catalog.cluster.clone().or(cluster).map(|cluster| Origin {
+            authority: catalog
+                .authority
+                .clone()
+                .or(authority)
+                .unwrap_or_else(|| cluster.clone()),
+            cluster,
+            path: catalog.path.clone(),
+        });
+        self
+    }
+}
+
+
+impl PluginEnv<'_> {
+    /// A last page of a client's list was learned: the catalog is as old as now, and is
+    /// refreshed from where that list came from. Written only when something changed, so that
+    /// repeated lists cost one small read.
+    fn listed(&self, changed: bool) {
+        let now = self.host.now_ms();
+        let origin = self.origin.clone();
+        let _ = store::update_meta(self.host, &self.namespace, |meta| {
+            let moved = origin.as_ref().is_some_and(|o| meta.origin() != Some(o.clone()));
+            let aged = now.saturating_sub(meta.updated_ms) >= catalogs::LISTED_RESOLUTION_MS;
+            if !(changed || meta.stale || moved || aged) {
+                return false;
+            }
+            meta.updated_ms = now;
+            meta.source = store::Source::Learned;
+            meta.stale = false;
+            if let Some(o) = &origin {
+                meta.set_origin(o);
+            }
+            true
+        });
     }
 }
 
@@ -293,7 +375,7 @@ impl Env for PluginEnv<'_> {
                 .ok()?
         };
         if !missing.is_empty() {
-            self.mark_for_embedding(&index.namespace);
+            self.plugin.mark_for_embedding(&index.namespace);
         }
         Some(vectors)
     }
@@ -303,14 +385,56 @@ impl Env for PluginEnv<'_> {
     }
 
     fn learn(&mut self, learned: Learned) -> Result<bool, StoreError> {
+        let last = learned.page.last;
         let changed = self
             .plugin
             .cache
             .try_borrow_mut()
             .map_err(|_| StoreError::Host("catalog cache busy".into()))?
             .learn(self.host, &self.namespace, learned)?;
-        self.mark_for_embedding(&self.namespace);
+        self.plugin.mark_for_embedding(&self.namespace);
+        if last {
+            self.listed(changed);
+        }
         Ok(changed)
+    }
+
+    fn origin(&mut self) -> Option<Origin> {
+        self.origin.clone()
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.host.now_ms()
+    }
+
+    fn catalog_meta(&mut self, namespace: &str) -> CatalogMeta {
+        store::read_meta(self.host, namespace).unwrap_or_default()
+    }
+
+    fn fetch_spec(
+        &mut self,
+        origin: Origin,
+        context: crate::fetch::Context,
+        forwarded: Vec<(String, String)>,
+    ) -> FetchSpec {
+        self.plugin
+            .fetch_spec(self.host, origin, context, forwarded)
+    }
+
+    fn mark_stale(&mut self, namespace: &str) {
+        let _ = store::update_meta(self.host, namespace, |meta| {
+            let was = meta.stale;
+            meta.stale = true;
+            !was
+        });
+        self.host.log(
+            Level::Info,
+            &format!("catalog {namespace:?}: the server announced a tool list change"),
+        );
+    }
+
+    fn is_own_fetch(&mut self, marker: &str) -> bool {
+        catalogs::is_own_fetch(self.host, marker)
     }
 
     fn record(&mut self, event: Event) {

@@ -19,12 +19,19 @@ impl Stream {
                 return RequestBodyAction::Reply(bad_request(&problem));
             }
         };
-        if self.needs_query_vectors(config) {
-            let texts = vec![request.query.text.clone()];
-            self.phase = Phase::Embedding(Pending::Http(request));
-            return RequestBodyAction::Embed { texts };
+        let namespace = request.namespace.clone().unwrap_or_else(|| env.namespace());
+        if self.must_fetch(config, env, &namespace) {
+            // Another namespace than the route's is fetched from where it was last seen.
+            let origin = if namespace == env.namespace() {
+                env.origin()
+            } else {
+                env.catalog_meta(&namespace).origin()
+            };
+            if let Some(origin) = origin {
+                return self.fetch(env, &namespace, origin, Pending::Http(request));
+            }
         }
-        RequestBodyAction::Reply(self.answer_http_search(config, env, &request, Err(no_vectors())))
+        self.answer_pending(config, env, Pending::Http(request))
     }
 
     pub(super) fn answer_http_search(
@@ -42,6 +49,14 @@ impl Stream {
                 return LocalReply::json(503, error_json(&format!("catalog unavailable: {e}")));
             }
         };
+        if let (Some(why), true) = (&self.fetch_error, index.catalog.is_empty()) {
+            return LocalReply::json(
+                502,
+                error_json(&format!(
+                    "the tool catalog of namespace {namespace:?} could not be fetched: {why}"
+                )),
+            );
+        }
         if request.namespace.is_some() && index.catalog.is_empty() {
             return LocalReply::json(
                 404,
@@ -107,6 +122,20 @@ pub(super) fn health(config: &Config, env: &mut dyn Env) -> LocalReply {
     struct Catalog {
         tools: usize,
         embedded: usize,
+        /// `learned` from a client's list, or `fetched` by the filter.
+        source: crate::store::Source,
+        /// Since the whole list was last seen; absent when it never was.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        age_ms: Option<u64>,
+        /// A refresh is due (`max_age`, `ttlMs` or a list-changed notification).
+        stale: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        last_error: Option<String>,
+        #[serde(skip_serializing_if = "is_zero")]
+        failures: u32,
+    }
+    fn is_zero(n: &u32) -> bool {
+        *n == 0
     }
     #[derive(serde::Serialize)]
     struct Health<'a> {
@@ -122,7 +151,21 @@ pub(super) fn health(config: &Config, env: &mut dyn Env) -> LocalReply {
             }
             Err(_) => (0, 0),
         };
-        catalogs.insert(ns, Catalog { tools, embedded });
+        let meta = env.catalog_meta(&ns);
+        let now = env.now_ms();
+        let age_ms = (meta.updated_ms > 0).then(|| now.saturating_sub(meta.updated_ms));
+        catalogs.insert(
+            ns,
+            Catalog {
+                tools,
+                embedded,
+                source: meta.source,
+                age_ms,
+                stale: meta.due(now, config.catalog.max_age_ms),
+                last_error: meta.last_error,
+                failures: meta.failures,
+            },
+        );
     }
     let health = Health {
         search: Search {

@@ -89,10 +89,7 @@ impl Stream {
         namespace: &str,
     ) -> Result<Rc<CatalogIndex>, String> {
         match env.catalog_of(namespace) {
-            Ok(index) if index.catalog.is_empty() => Err(
-                "No tools are known for this server yet: call tools/list once, then search again."
-                    .to_string(),
-            ),
+            Ok(index) if index.catalog.is_empty() => Err(self.no_catalog_message()),
             Ok(index) => Ok(index),
             Err(e) => {
                 env.record(Event::Error);

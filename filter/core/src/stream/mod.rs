@@ -6,6 +6,7 @@
 
 use crate::config::policy::{Caller, Scope};
 use crate::config::{Config, Mode, Ranking};
+use crate::fetch::{FetchSpec, Origin};
 use crate::index::catalog::{Catalog, CatalogIndex, Tool};
 use crate::mcp::headers::{self, Mirrored};
 use crate::mcp::injected::{self, Injected};
@@ -13,9 +14,10 @@ use crate::mcp::json::{self, RawObject};
 use crate::mcp::jsonrpc::{self, Incoming, Kind, Message};
 use crate::mcp::list::{self, ListContext, ListTarget, RewriteError, SseGiveUp, SseRewriter};
 use crate::rank::search::{self, Fallback, FallbackKind, Query, Ranked, Vectors};
-use crate::store::{Learned, StoreError};
+use crate::store::{CatalogMeta, Learned, StoreError};
 use crate::vector::ToolVectors;
 
+mod catalog;
 mod http_api;
 mod local;
 mod reply;
@@ -79,6 +81,8 @@ pub enum Event {
     PassedThrough(PassReason),
     /// A request refused before it reached the upstream.
     RequestRefused(Refusal),
+    /// A catalog fetch ended: `true` when it succeeded.
+    CatalogFetched(bool),
     Error,
 }
 
@@ -122,6 +126,40 @@ pub trait Env {
     fn record(&mut self, event: Event);
     fn log_warn(&mut self, message: &str);
 
+    /// Milliseconds since the Unix epoch.
+    fn now_ms(&self) -> u64 {
+        0
+    }
+    /// Where this stream's catalog is fetched from; `None`: it cannot be (no route cluster).
+    fn origin(&mut self) -> Option<Origin> {
+        None
+    }
+    /// What is known about a catalog besides its tools (age, source, last error).
+    fn catalog_meta(&mut self, _namespace: &str) -> CatalogMeta {
+        CatalogMeta::default()
+    }
+    /// A fetch of `origin` for this caller: the headers it carries besides the caller's.
+    fn fetch_spec(
+        &mut self,
+        origin: Origin,
+        context: crate::fetch::Context,
+        forwarded: Vec<(String, String)>,
+    ) -> FetchSpec {
+        FetchSpec {
+            origin,
+            context,
+            headers: forwarded,
+            timeout_ms: crate::config::catalog::DEFAULT_FETCH_TIMEOUT_MS,
+            max_bytes: crate::config::DEFAULT_MAX_BODY_BYTES,
+        }
+    }
+    /// The upstream announced that its tools changed.
+    fn mark_stale(&mut self, _namespace: &str) {}
+    /// Whether a request's fetch marker is this Envoy's own fetch.
+    fn is_own_fetch(&mut self, _marker: &str) -> bool {
+        false
+    }
+
     fn catalog(&mut self) -> Result<Rc<CatalogIndex>, StoreError> {
         let namespace = self.namespace();
         self.catalog_of(&namespace)
@@ -144,6 +182,11 @@ pub struct RequestHead {
     pub invalid_utf8: Vec<String>,
     pub session_id: Option<String>,
     pub caller: Caller,
+    pub authority: Option<String>,
+    /// The caller's values of `catalog.forward_headers`, for a fetch made for this caller.
+    pub forwarded: Vec<(String, String)>,
+    /// The fetch marker header, if the request carries one.
+    pub fetch_marker: Option<String>,
 }
 
 impl RequestHead {
@@ -185,6 +228,19 @@ impl RequestHead {
             invalid_utf8: Vec::new(),
             session_id: first("mcp-session-id"),
             caller,
+            authority: first(":authority"),
+            forwarded: config
+                .catalog
+                .forward_headers
+                .iter()
+                .flat_map(|name| {
+                    headers
+                        .iter()
+                        .filter(move |(k, _)| k == name)
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                })
+                .collect(),
+            fetch_marker: first(crate::fetch::MARKER_HEADER),
         }
     }
 }
@@ -246,6 +302,11 @@ pub enum RequestBodyAction {
     Embed {
         texts: Vec<String>,
     },
+    /// Fetch this namespace's catalog (`Plugin::start_fetch`), then call `on_catalog`.
+    Fetch {
+        namespace: String,
+        spec: FetchSpec,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -257,6 +318,9 @@ pub enum ResponseHeadersAction {
     /// `content-encoding`, set `content-type: application/json`; the body (through
     /// `on_response_chunk`) becomes a JSON-RPC error.
     Refuse,
+    /// An SSE stream to watch for `notifications/tools/list_changed`: its body goes through
+    /// `on_response_chunk` and comes back unchanged.
+    Watch,
 }
 
 /// Requests larger than this are never a `tools/list` or a search: they go through unread
@@ -275,6 +339,8 @@ enum Phase {
     SearchEndpointBody,
     /// Waiting for query vectors; the request body is kept to answer when they arrive.
     Embedding(Pending),
+    /// Waiting for the catalog (this worker's fetch, or another's); likewise.
+    Fetching(Pending),
     AwaitResponse,
     /// JSON is held in the VM, not in Envoy's buffer: Envoy resets a stream whose paused body
     /// passes its buffer limit (1 MiB by default), long before our own cap.
@@ -283,6 +349,8 @@ enum Phase {
     /// Under authorization, a list that cannot be filtered is replaced by an error, never
     /// passed on: `true` once the error has been sent (the rest is dropped).
     Refuse(PassReason, bool),
+    /// An SSE stream read for `notifications/tools/list_changed` only.
+    Watch(crate::mcp::notify::ListChangedScanner),
     Done,
 }
 
@@ -305,6 +373,12 @@ pub struct Stream {
     phase: Phase,
     head: RequestHead,
     targets: Vec<ListTarget>,
+    /// The request is on an MCP path: an SSE response is watched for list changes.
+    watch: bool,
+    /// Why the catalog fetched for this request could not be had (then the search says so).
+    fetch_error: Option<String>,
+    /// A fetch was made for this request (at most one).
+    fetched: bool,
 }
 
 impl Default for Stream {
@@ -319,6 +393,9 @@ impl Stream {
             phase: Phase::Ignored,
             head: RequestHead::default(),
             targets: Vec::new(),
+            watch: false,
+            fetch_error: None,
+            fetched: false,
         }
     }
 

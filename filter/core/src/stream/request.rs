@@ -14,6 +14,13 @@ impl Stream {
         head: RequestHead,
         end_of_stream: bool,
     ) -> RequestHeadersAction {
+        // The filter's own catalog fetch through a loopback cluster: it must see the list as
+        // the upstream sends it, neither answered nor rewritten here.
+        if let Some(marker) = &head.fetch_marker {
+            if env.is_own_fetch(marker) {
+                return RequestHeadersAction::Continue;
+            }
+        }
         if config.authorization.is_some() && head.invalid_utf8.iter().any(|h| h == ":path") {
             // A path the filter can only read approximately may route anywhere upstream.
             return RequestHeadersAction::Reply(
@@ -47,7 +54,12 @@ impl Stream {
                 return RequestHeadersAction::Reply(health(config, env));
             }
         }
-        if !config.is_mcp_path(&forms) || end_of_stream {
+        if !config.is_mcp_path(&forms) {
+            return RequestHeadersAction::Continue;
+        }
+        self.watch = true;
+        if end_of_stream {
+            self.head = head;
             return RequestHeadersAction::Continue;
         }
         // Only POST bodies hold client messages (Streamable HTTP, spec 2025-11-25
@@ -239,6 +251,11 @@ impl Stream {
                     }
                 }
             }
+            if needs_catalog(config, &incoming) && self.must_fetch(config, env, &namespace) {
+                if let Some(origin) = env.origin() {
+                    return self.fetch(env, &namespace, origin, Pending::Mcp(body.to_vec()));
+                }
+            }
             if self.needs_query_vectors(config) {
                 let texts = search_texts(config, &incoming);
                 if !texts.is_empty() {
@@ -347,6 +364,17 @@ impl Stream {
             .collect();
         self.reply(format!("[{}]", replies.join(",")))
     }
+}
+
+/// Whether answering the request reads the catalog (a search, the groups, a description).
+fn needs_catalog(config: &Config, incoming: &Incoming) -> bool {
+    incoming.messages().iter().any(|m| match m.kind() {
+        Kind::ToolsCall { name, .. } => matches!(
+            Injected::of(config, &name),
+            Some(Injected::Search | Injected::ListGroups | Injected::Describe)
+        ),
+        _ => false,
+    })
 }
 
 /// The queries of the search calls in a request, in order (for one embeddings call).

@@ -14,6 +14,9 @@ impl Stream {
         content_encoding: Option<&str>,
     ) -> ResponseHeadersAction {
         if !matches!(self.phase, Phase::AwaitResponse) {
+            if status == Some("200") && self.watch_response(content_type) {
+                return ResponseHeadersAction::Watch;
+            }
             return ResponseHeadersAction::Continue;
         }
         self.phase = Phase::Done;
@@ -151,6 +154,16 @@ impl Stream {
                     }
                 }
             }
+            Phase::Watch(scanner) => {
+                if scanner.push(chunk) {
+                    let namespace = env.namespace();
+                    env.mark_stale(&namespace);
+                }
+                if !end_of_stream {
+                    self.phase = phase;
+                }
+                chunk.to_vec()
+            }
             Phase::Sse(rewriter) => {
                 let before = rewriter.gave_up().is_some();
                 let out = rewriter.push(chunk, end_of_stream, &mut |data| {
@@ -211,16 +224,17 @@ impl Stream {
         held
     }
 
-    /// Whether a response to rewrite is expected.
+    /// Whether a response to rewrite or watch is expected.
     pub fn awaiting_response(&self) -> bool {
         matches!(self.phase, Phase::AwaitResponse)
+            || (self.watch && matches!(self.phase, Phase::Done | Phase::Ignored))
     }
 
     /// Whether the response body is still being rewritten.
     pub fn rewriting_response(&self) -> bool {
         matches!(
             self.phase,
-            Phase::Json(_) | Phase::Sse(_) | Phase::Refuse(..)
+            Phase::Json(_) | Phase::Sse(_) | Phase::Refuse(..) | Phase::Watch(_)
         )
     }
 

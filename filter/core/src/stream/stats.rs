@@ -31,6 +31,8 @@ pub const STATS: &[&str] = &[
     "passthrough.mixed_batch",
     "requests_refused.unreadable",
     "requests_refused.header_mismatch",
+    "catalog_fetches.ok",
+    "catalog_fetches.failed",
 ];
 
 impl Event {
@@ -64,6 +66,8 @@ impl Event {
             },
             Event::RequestRefused(Refusal::Unreadable) => "requests_refused.unreadable",
             Event::RequestRefused(Refusal::HeaderMismatch) => "requests_refused.header_mismatch",
+            Event::CatalogFetched(true) => "catalog_fetches.ok",
+            Event::CatalogFetched(false) => "catalog_fetches.failed",
         };
         (name, 1)
     }
@@ -82,6 +86,8 @@ mod tests {
             Event::CallRefused,
             Event::CallForwarded,
             Event::Error,
+            Event::CatalogFetched(true),
+            Event::CatalogFetched(false),
         ];
         for r in [Ranking::Bm25, Ranking::Vector, Ranking::Hybrid] {
             events.push(Event::SearchAnswered(r));

@@ -11,7 +11,11 @@
 
 use mcp_tool_search_core::config::Config;
 use mcp_tool_search_core::index::catalog::CatalogIndex;
-use mcp_tool_search_core::plugin::{MemoryHost, Plugin, PluginEnv};
+use mcp_tool_search_core::fetch::{Context, FetchSpec, Origin};
+use mcp_tool_search_core::plugin::{
+    FetchProgress, FetchStart, HttpCall, MemoryHost, Plugin, PluginEnv,
+};
+use mcp_tool_search_core::store::CatalogMeta;
 use mcp_tool_search_core::store::{Learned, StoreError};
 use mcp_tool_search_core::stream::{
     Env, Event, RequestBodyAction, RequestHead, RequestHeadersAction, ResponseHeadersAction, Stream,
@@ -39,13 +43,24 @@ pub struct TestEnv {
     pub query_vectors: Option<Rc<Embedder>>,
     /// The embeddings service as background tool embedding reaches it (`None`: down).
     pub tool_embedder: Option<Rc<Embedder>>,
+    /// The route's cluster (`None`: unknown, so nothing is fetched) and the request authority.
+    pub route: Option<(String, String)>,
+    /// The upstream as the filter's own fetches reach it.
+    pub upstream: Option<Rc<Upstream>>,
 }
+
+/// An upstream answering the filter's own calls: (`:status` or `None` when unreachable,
+/// response headers, body).
+pub type Upstream = dyn Fn(&HttpCall) -> (Option<String>, Vec<(String, String)>, Vec<u8>);
 
 static NEXT_VM: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 impl TestEnv {
     pub fn new(config: &str) -> Self {
-        TestEnv::sharing(config, Rc::new(MemoryHost::default()))
+        let host = MemoryHost::default();
+        // A realistic wall clock: 0 means "never" in catalog ages.
+        host.clock_ms.set(1_767_225_600_000);
+        TestEnv::sharing(config, Rc::new(host))
     }
 
     /// A worker on the same host as others (their shared data is one).
@@ -61,7 +76,58 @@ impl TestEnv {
             namespace: "upstream".into(),
             query_vectors: None,
             tool_embedder: None,
+            route: None,
+            upstream: None,
         }
+    }
+
+    /// Answers the calls the plugin made with `upstream` until none is left; returns what each
+    /// fetch came to.
+    pub fn serve_fetches(&mut self) -> Vec<FetchProgress> {
+        let mut finished = Vec::new();
+        for _ in 0..10_000 {
+            let calls = self.host.take_calls();
+            if calls.is_empty() {
+                break;
+            }
+            for (token, call) in calls {
+                let (status, headers, body) = match &self.upstream {
+                    Some(upstream) => upstream(&call),
+                    None => (None, Vec::new(), Vec::new()),
+                };
+                if let Some(progress) = self.plugin.on_fetch_response(
+                    self.host.as_ref(),
+                    token,
+                    status.as_deref(),
+                    &headers,
+                    &body,
+                ) {
+                    if matches!(progress, FetchProgress::Finished { .. }) {
+                        finished.push(progress);
+                    }
+                }
+            }
+        }
+        finished
+    }
+
+    /// Runs a stream's catalog fetch to its end and hands the stream the result.
+    pub fn fetch_for(
+        &mut self,
+        stream: &mut Stream,
+        namespace: &str,
+        spec: FetchSpec,
+    ) -> RequestBodyAction {
+        let config = self.config.clone();
+        let result = match self.plugin.start_fetch(self.host.as_ref(), namespace, spec) {
+            FetchStart::Started(_) => match self.serve_fetches().pop() {
+                Some(FetchProgress::Finished { result, .. }) => result,
+                other => panic!("the fetch did not finish: {other:?}"),
+            },
+            FetchStart::Busy => return stream.on_catalog_settled(&config, self, namespace),
+            FetchStart::Failed(e) => Err(e.to_string()),
+        };
+        stream.on_catalog(&config, self, result)
     }
 
     pub fn count(&self, want: Event) -> usize {
@@ -69,7 +135,13 @@ impl TestEnv {
     }
 
     fn plugin_env(&self) -> PluginEnv<'_> {
-        self.plugin.env(self.host.as_ref(), self.namespace.clone())
+        let (cluster, authority) = match &self.route {
+            Some((c, a)) => (Some(c.clone()), Some(a.clone())),
+            None => (None, None),
+        };
+        self.plugin
+            .env(self.host.as_ref(), self.namespace.clone())
+            .with_route(cluster, authority)
     }
 
     /// Runs the background embedding (the root context's tick) until every learned tool has a
@@ -149,6 +221,29 @@ impl Env for TestEnv {
     fn log_warn(&mut self, message: &str) {
         self.plugin_env().log_warn(message);
         self.warnings.push(message.to_string());
+    }
+    fn now_ms(&self) -> u64 {
+        self.plugin_env().now_ms()
+    }
+    fn origin(&mut self) -> Option<Origin> {
+        self.plugin_env().origin()
+    }
+    fn catalog_meta(&mut self, namespace: &str) -> CatalogMeta {
+        self.plugin_env().catalog_meta(namespace)
+    }
+    fn fetch_spec(
+        &mut self,
+        origin: Origin,
+        context: Context,
+        forwarded: Vec<(String, String)>,
+    ) -> FetchSpec {
+        self.plugin_env().fetch_spec(origin, context, forwarded)
+    }
+    fn mark_stale(&mut self, namespace: &str) {
+        self.plugin_env().mark_stale(namespace);
+    }
+    fn is_own_fetch(&mut self, marker: &str) -> bool {
+        self.plugin_env().is_own_fetch(marker)
     }
 }
 
@@ -235,6 +330,9 @@ pub fn exchange(
         }
         RequestHeadersAction::ReadBody { .. } if stream.wants_request_body() => {
             let mut action = stream.on_request_body(&config, env, request);
+            if let RequestBodyAction::Fetch { namespace, spec } = action {
+                action = env.fetch_for(&mut stream, &namespace, spec);
+            }
             if let RequestBodyAction::Embed { texts } = &action {
                 let texts = texts.clone();
                 let vectors = env.embed_queries(&texts);
@@ -251,6 +349,7 @@ pub fn exchange(
                 RequestBodyAction::Replace { body, .. } => sent = body,
                 RequestBodyAction::Continue { .. } => {}
                 RequestBodyAction::Embed { .. } => panic!("embedding twice"),
+                RequestBodyAction::Fetch { .. } => panic!("fetching twice"),
             }
         }
         _ => {}
@@ -258,7 +357,16 @@ pub fn exchange(
     SENT_UPSTREAM.with(|s| *s.borrow_mut() = Some(sent));
     let (status, content_type, chunks) = response;
     let action = stream.on_response_headers(&config, env, Some(status), Some(content_type), None);
-    if action == ResponseHeadersAction::Continue {
+    if matches!(
+        action,
+        ResponseHeadersAction::Continue | ResponseHeadersAction::Watch
+    ) {
+        if action == ResponseHeadersAction::Watch {
+            let n = chunks.len();
+            for (i, c) in chunks.iter().enumerate() {
+                assert_eq!(stream.on_response_chunk(&config, env, c, i + 1 == n), *c);
+            }
+        }
         return Outcome::Upstream {
             body: chunks.concat(),
             rewritten: false,

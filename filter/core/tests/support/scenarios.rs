@@ -182,8 +182,10 @@ pub fn search_replies_and_argument_errors<D: Driver>() {
     assert_eq!(other_ns["result"]["isError"], true);
 }
 
+/// With fetching off (on, the filter fetches the catalog itself: `catalog_fetch.rs` and the
+/// Envoy end-to-end tests).
 pub fn search_before_any_list_tells_the_agent_what_to_do<D: Driver>() {
-    let mut env = D::with_config("{}");
+    let mut env = D::with_config(r#"{"catalog":{"fetch":false}}"#);
     let reply = search(&mut env, r#"{"query":"anything"}"#);
     assert_eq!(reply["result"]["isError"], true);
     assert!(reply["result"]["content"][0]["text"]

@@ -11,6 +11,9 @@ use crate::vector::ToolVectors;
 use std::fmt;
 use std::rc::Rc;
 
+mod meta;
+pub use meta::{read_meta, update_meta, CatalogMeta, Source};
+
 /// The host's shared-data store, as the proxy-wasm ABI offers it.
 pub trait SharedData {
     /// The value and its CAS token; `(None, None)` when the key was never set.
@@ -67,7 +70,7 @@ pub fn namespaces(shared: &dyn SharedData) -> Result<Vec<String>, StoreError> {
     }
 }
 
-fn register_namespace(shared: &dyn SharedData, namespace: &str) -> Result<(), StoreError> {
+pub(crate) fn register_namespace(shared: &dyn SharedData, namespace: &str) -> Result<(), StoreError> {
     for _ in 0..MAX_CAS_RETRIES {
         let (data, cas) = shared.get(NAMESPACES_KEY)?;
         let mut all: Vec<String> = match data {
@@ -101,6 +104,10 @@ fn vectors_version_key(namespace: &str) -> String {
 
 fn lease_key(namespace: &str) -> String {
     format!("{PREFIX}{namespace}/embed-lease")
+}
+
+fn fetch_lease_key(namespace: &str) -> String {
+    format!("{PREFIX}{namespace}/fetch-lease")
 }
 
 /// A namespace's tool vectors as resolved against one catalog version.
@@ -322,8 +329,67 @@ pub fn take_lease(
     now_ms: u64,
     ttl_ms: u64,
 ) -> Result<bool, StoreError> {
-    let key = lease_key(namespace);
+    take(shared, &lease_key(namespace), owner, now_ms, ttl_ms)
+}
+
+/// Takes the right to fetch `namespace`'s catalog (one fetch at a time across workers).
+pub fn take_fetch_lease(
+    shared: &dyn SharedData,
+    namespace: &str,
+    owner: &str,
+    now_ms: u64,
+    ttl_ms: u64,
+) -> Result<bool, StoreError> {
+    take(shared, &fetch_lease_key(namespace), owner, now_ms, ttl_ms)
+}
+
+/// Gives the fetch lease back (if `owner` still holds it), so a waiting worker need not wait
+/// for it to expire.
+pub fn release_fetch_lease(
+    shared: &dyn SharedData,
+    namespace: &str,
+    owner: &str,
+) -> Result<(), StoreError> {
+    let key = fetch_lease_key(namespace);
     let (data, cas) = shared.get(&key)?;
+    let held = data.is_some_and(|bytes| {
+        String::from_utf8_lossy(&bytes)
+            .split_once(' ')
+            .is_some_and(|(holder, _)| holder == owner)
+    });
+    if !held {
+        return Ok(());
+    }
+    match shared.set(&key, format!("{owner} 0").as_bytes(), cas) {
+        Ok(()) | Err(StoreError::CasMismatch) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether someone other than `owner` holds the fetch lease of `namespace` now.
+pub fn fetch_leased_by_other(
+    shared: &dyn SharedData,
+    namespace: &str,
+    owner: &str,
+    now_ms: u64,
+) -> Result<bool, StoreError> {
+    let (data, _) = shared.get(&fetch_lease_key(namespace))?;
+    Ok(data.is_some_and(|bytes| {
+        let text = String::from_utf8_lossy(&bytes);
+        text.split_once(' ').is_some_and(|(holder, until)| {
+            holder != owner && until.parse::<u64>().unwrap_or(0) > now_ms
+        })
+    }))
+}
+
+fn take(
+    shared: &dyn SharedData,
+    key: &str,
+    owner: &str,
+    now_ms: u64,
+    ttl_ms: u64,
+) -> Result<bool, StoreError> {
+    let (data, cas) = shared.get(key)?;
     if let Some(bytes) = data {
         let text = String::from_utf8_lossy(&bytes);
         if let Some((holder, until)) = text.split_once(' ') {
@@ -334,7 +400,7 @@ pub fn take_lease(
         }
     }
     let value = format!("{owner} {}", now_ms.saturating_add(ttl_ms));
-    match shared.set(&key, value.as_bytes(), cas) {
+    match shared.set(key, value.as_bytes(), cas) {
         Ok(()) => Ok(true),
         Err(StoreError::CasMismatch) => Ok(false),
         Err(e) => Err(e),

@@ -1,0 +1,462 @@
+//! Fetching a namespace's catalog from the upstream itself: the MCP exchange a client would
+//! make to list tools, as a sequence of host HTTP calls (proxy-wasm `dispatch_http_call`).
+//!
+//! The exchange follows the caller's context when the server needs one: a 2025-era session
+//! (`mcp-session-id` and `mcp-protocol-version`, spec 2025-11-25 "Transports", Session
+//! Management) is reused; a 2026-07-28 caller's list is stateless (`params._meta` and the
+//! `Mcp-Method` header). Otherwise the filter opens its own session (`initialize`,
+//! `notifications/initialized`, the pages, then `DELETE`), which also serves stateless 2025-era
+//! servers; a server that refuses `initialize` is asked the 2026-07-28 way.
+
+mod reply;
+
+use crate::index::catalog::Tool;
+use crate::mcp::json;
+use crate::call::HttpCall;
+use reply::{read_reply, ListPage};
+use std::fmt;
+
+pub use reply::ReplyError;
+
+/// The protocol version the filter's own session asks for (the newest 2025-era one).
+pub const OWN_PROTOCOL_VERSION: &str = "2025-11-25";
+/// The version whose requests are stateless and carry `_meta` (spec 2026-07-28).
+pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
+/// A listing longer than this many pages is a cursor loop or a server at fault.
+pub const MAX_PAGES: usize = 1000;
+/// The header marking the filter's own fetch through a loopback cluster (its value is a
+/// per-Envoy secret). Removed from every request before it goes upstream.
+pub const MARKER_HEADER: &str = "x-mcp-tool-search-fetch";
+/// Identifies a fetch to the server (and to this filter behind a loopback cluster).
+pub const CLIENT_NAME: &str = "mcp-tool-search";
+
+/// Where a fetch goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    pub cluster: String,
+    pub authority: String,
+    pub path: String,
+}
+
+/// Whose context the listing runs in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Context {
+    /// The caller's 2025-era session.
+    Session {
+        id: String,
+        protocol_version: String,
+    },
+    /// A 2026-07-28 exchange (no session).
+    Modern,
+    /// A session of the filter's own.
+    Own,
+}
+
+/// What to fetch, and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchSpec {
+    pub origin: Origin,
+    pub context: Context,
+    /// Forwarded caller headers, configured headers and any loopback marker (names lowercase).
+    pub headers: Vec<(String, String)>,
+    pub timeout_ms: u64,
+    /// The most response bytes a whole fetch may read.
+    pub max_bytes: usize,
+}
+
+/// Why a fetch failed, in words an operator (and, in a search result, an agent) can act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FetchError {
+    /// The host would not start the call (an unknown cluster, say).
+    NotStarted { cluster: String, reason: String },
+    /// No response: reset, refused or no healthy upstream.
+    Unreachable { step: &'static str },
+    Timeout { step: &'static str, after_ms: u64 },
+    Status { step: &'static str, status: String },
+    Reply { step: &'static str, error: ReplyError },
+    TooLarge { limit: usize },
+    TooManyPages,
+}
+
+impl FetchError {
+    /// The short name health reports and stats could group by.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            FetchError::NotStarted { .. } => "not_started",
+            FetchError::Unreachable { .. } => "unreachable",
+            FetchError::Timeout { .. } => "timeout",
+            FetchError::Status { .. } => "status",
+            FetchError::Reply { .. } => "unparseable",
+            FetchError::TooLarge { .. } => "too_large",
+            FetchError::TooManyPages => "too_many_pages",
+        }
+    }
+}
+
+impl fmt::Display for FetchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FetchError::NotStarted { cluster, reason } => {
+                write!(f, "the call to cluster {cluster:?} could not start ({reason})")
+            }
+            FetchError::Unreachable { step } => {
+                write!(f, "{step}: no response from the server (reset or unreachable)")
+            }
+            FetchError::Timeout { step, after_ms } => {
+                write!(f, "{step}: no response within {after_ms} ms")
+            }
+            FetchError::Status { step, status } => write!(f, "{step}: the server answered HTTP {status}"),
+            FetchError::Reply { step, error } => write!(f, "{step}: {error}"),
+            FetchError::TooLarge { limit } => {
+                write!(f, "the tool list is larger than max_body_bytes ({limit} bytes)")
+            }
+            FetchError::TooManyPages => write!(
+                f,
+                "tools/list: more than {MAX_PAGES} pages (a cursor loop?)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for FetchError {}
+
+/// A whole listing.
+#[derive(Debug, Default)]
+pub struct Fetched {
+    pub tools: Vec<Tool>,
+    pub pages: usize,
+    /// The server said the list is shaped by the caller (`cacheScope: "private"`, spec
+    /// 2026-07-28 "Caching").
+    pub private: bool,
+    /// The server's `ttlMs`, if it gave one.
+    pub ttl_ms: Option<u64>,
+}
+
+/// What to do next.
+#[derive(Debug)]
+pub enum Step {
+    Call(HttpCall),
+    /// The listing, and a last call to make without waiting for its answer (closing the
+    /// filter's own session).
+    Done(Result<Fetched, FetchError>, Option<HttpCall>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Initialize,
+    Initialized,
+    List,
+}
+
+impl Stage {
+    fn name(self) -> &'static str {
+        match self {
+            Stage::Initialize => "initialize",
+            Stage::Initialized => "notifications/initialized",
+            Stage::List => "tools/list",
+        }
+    }
+}
+
+/// One fetch in progress.
+#[derive(Debug)]
+pub struct Fetch {
+    spec: FetchSpec,
+    stage: Stage,
+    modern: bool,
+    session: Option<String>,
+    protocol_version: String,
+    /// Whether the session is the filter's own (closed at the end).
+    own: bool,
+    /// Whether the caller's session failed and the filter's own is being tried.
+    retried: bool,
+    next_id: u64,
+    cursor: Option<String>,
+    seen_cursors: Vec<String>,
+    fetched: Fetched,
+    bytes: usize,
+    sent_at_ms: u64,
+}
+
+impl Fetch {
+    /// Starts a fetch: the fetch and its first call.
+    pub fn start(spec: FetchSpec, now_ms: u64) -> (Fetch, HttpCall) {
+        let mut fetch = Fetch {
+            spec,
+            stage: Stage::List,
+            modern: false,
+            session: None,
+            protocol_version: OWN_PROTOCOL_VERSION.to_string(),
+            own: false,
+            retried: false,
+            next_id: 0,
+            cursor: None,
+            seen_cursors: Vec::new(),
+            fetched: Fetched::default(),
+            bytes: 0,
+            sent_at_ms: now_ms,
+        };
+        match fetch.spec.context.clone() {
+            Context::Session {
+                id,
+                protocol_version,
+            } => {
+                fetch.session = Some(id);
+                fetch.protocol_version = protocol_version;
+            }
+            Context::Modern => {
+                fetch.modern = true;
+                fetch.protocol_version = MODERN_PROTOCOL_VERSION.to_string();
+            }
+            Context::Own => {
+                fetch.own = true;
+                fetch.stage = Stage::Initialize;
+            }
+        }
+        let call = fetch.call();
+        (fetch, call)
+    }
+
+    pub fn origin(&self) -> &Origin {
+        &self.spec.origin
+    }
+
+    /// The answer to the last call (`status`: `:status`, `None` when the call failed without a
+    /// response).
+    pub fn on_response(
+        &mut self,
+        status: Option<&str>,
+        headers: &[(String, String)],
+        body: &[u8],
+        now_ms: u64,
+    ) -> Step {
+        match self.advance(status, headers, body, now_ms) {
+            Ok(Some(call)) => {
+                self.sent_at_ms = now_ms;
+                Step::Call(call)
+            }
+            Ok(None) => {
+                let fetched = std::mem::take(&mut self.fetched);
+                Step::Done(Ok(fetched), self.close())
+            }
+            Err(e) => Step::Done(Err(e), self.close()),
+        }
+    }
+
+    fn advance(
+        &mut self,
+        status: Option<&str>,
+        headers: &[(String, String)],
+        body: &[u8],
+        now_ms: u64,
+    ) -> Result<Option<HttpCall>, FetchError> {
+        let step = self.stage.name();
+        let Some(status) = status else {
+            let after_ms = now_ms.saturating_sub(self.sent_at_ms);
+            // A dispatched call that times out and one that is reset both come back without
+            // headers; only the time taken tells them apart.
+            return Err(if after_ms >= self.spec.timeout_ms {
+                FetchError::Timeout { step, after_ms }
+            } else {
+                FetchError::Unreachable { step }
+            });
+        };
+        self.bytes = self.bytes.saturating_add(body.len());
+        if self.bytes > self.spec.max_bytes {
+            return Err(FetchError::TooLarge {
+                limit: self.spec.max_bytes,
+            });
+        }
+        let ok = status.len() == 3 && status.starts_with('2');
+        match self.stage {
+            Stage::Initialize => {
+                if !ok {
+                    // A 2026-07-28 server has no `initialize`: ask it the stateless way.
+                    if status.starts_with('4') {
+                        return Ok(Some(self.go_modern()));
+                    }
+                    return Err(FetchError::Status {
+                        step,
+                        status: status.to_string(),
+                    });
+                }
+                let result = match read_reply(body, self.next_id) {
+                    Ok(result) => result,
+                    Err(ReplyError::Rpc { .. }) => return Ok(Some(self.go_modern())),
+                    Err(error) => return Err(FetchError::Reply { step, error }),
+                };
+                if let Some(v) = reply::protocol_version(&result) {
+                    self.protocol_version = v;
+                }
+                self.session = headers
+                    .iter()
+                    .find(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id"))
+                    .map(|(_, v)| v.clone());
+                self.stage = Stage::Initialized;
+                Ok(Some(self.call()))
+            }
+            Stage::Initialized => {
+                if !ok {
+                    return Err(FetchError::Status {
+                        step,
+                        status: status.to_string(),
+                    });
+                }
+                self.stage = Stage::List;
+                Ok(Some(self.call()))
+            }
+            Stage::List => {
+                if !ok {
+                    // The caller's session may have ended (404) or be refused for a list from
+                    // here (400): a session of the filter's own is tried once.
+                    if self.session.is_some() && !self.own && !self.retried {
+                        return Ok(Some(self.restart_own()));
+                    }
+                    return Err(FetchError::Status {
+                        step,
+                        status: status.to_string(),
+                    });
+                }
+                let page = read_reply(body, self.next_id)
+                    .and_then(|result| ListPage::read(&result))
+                    .map_err(|error| FetchError::Reply { step, error })?;
+                self.fetched.pages += 1;
+                self.fetched.private |= page.private;
+                if page.ttl_ms.is_some() {
+                    self.fetched.ttl_ms = page.ttl_ms;
+                }
+                self.fetched.tools.extend(page.tools);
+                match page.next_cursor {
+                    None => Ok(None),
+                    Some(cursor) => {
+                        if self.fetched.pages >= MAX_PAGES || self.seen_cursors.contains(&cursor) {
+                            return Err(FetchError::TooManyPages);
+                        }
+                        self.seen_cursors.push(cursor.clone());
+                        self.cursor = Some(cursor);
+                        Ok(Some(self.call()))
+                    }
+                }
+            }
+        }
+    }
+
+    fn go_modern(&mut self) -> HttpCall {
+        self.own = false;
+        self.modern = true;
+        self.session = None;
+        self.protocol_version = MODERN_PROTOCOL_VERSION.to_string();
+        self.stage = Stage::List;
+        self.call()
+    }
+
+    fn restart_own(&mut self) -> HttpCall {
+        self.retried = true;
+        self.own = true;
+        self.session = None;
+        self.protocol_version = OWN_PROTOCOL_VERSION.to_string();
+        self.stage = Stage::Initialize;
+        self.fetched = Fetched::default();
+        self.cursor = None;
+        self.seen_cursors.clear();
+        self.call()
+    }
+
+    /// The `DELETE` that ends the filter's own session (spec 2025-11-25 "Transports": a client
+    /// that no longer needs a session SHOULD end it).
+    fn close(&mut self) -> Option<HttpCall> {
+        if !self.own {
+            return None;
+        }
+        let id = self.session.take()?;
+        let mut headers = self.base_headers("DELETE");
+        headers.push(("mcp-session-id".to_string(), id));
+        headers.push((
+            "mcp-protocol-version".to_string(),
+            self.protocol_version.clone(),
+        ));
+        Some(HttpCall {
+            cluster: self.spec.origin.cluster.clone(),
+            headers,
+            body: Vec::new(),
+            timeout_ms: self.spec.timeout_ms,
+        })
+    }
+
+    fn base_headers(&self, method: &str) -> Vec<(String, String)> {
+        let mut headers = vec![
+            (":method".to_string(), method.to_string()),
+            (":path".to_string(), self.spec.origin.path.clone()),
+            (":authority".to_string(), self.spec.origin.authority.clone()),
+        ];
+        headers.extend(self.spec.headers.iter().cloned());
+        headers
+    }
+
+    /// The call of the current stage.
+    fn call(&mut self) -> HttpCall {
+        let (method_name, body) = match self.stage {
+            Stage::Initialize => {
+                self.next_id += 1;
+                let body = format!(
+                    r#"{{"jsonrpc":"2.0","id":{},"method":"initialize","params":{{"protocolVersion":{},"capabilities":{{}},"clientInfo":{{"name":"{CLIENT_NAME}","version":"{}"}}}}}}"#,
+                    self.next_id,
+                    json::string(OWN_PROTOCOL_VERSION),
+                    env!("CARGO_PKG_VERSION"),
+                );
+                ("initialize", body)
+            }
+            Stage::Initialized => (
+                "notifications/initialized",
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_string(),
+            ),
+            Stage::List => {
+                self.next_id += 1;
+                let mut params = Vec::new();
+                if let Some(cursor) = &self.cursor {
+                    params.push(format!("\"cursor\":{}", json::string(cursor)));
+                }
+                if self.modern {
+                    params.push(format!(
+                        r#""_meta":{{"io.modelcontextprotocol/protocolVersion":{},"io.modelcontextprotocol/clientInfo":{{"name":"{CLIENT_NAME}","version":"{}"}},"io.modelcontextprotocol/clientCapabilities":{{}}}}"#,
+                        json::string(MODERN_PROTOCOL_VERSION),
+                        env!("CARGO_PKG_VERSION"),
+                    ));
+                }
+                let body = format!(
+                    r#"{{"jsonrpc":"2.0","id":{},"method":"tools/list","params":{{{}}}}}"#,
+                    self.next_id,
+                    params.join(",")
+                );
+                ("tools/list", body)
+            }
+        };
+        let mut headers = self.base_headers("POST");
+        headers.push(("content-type".to_string(), "application/json".to_string()));
+        headers.push((
+            "accept".to_string(),
+            "application/json, text/event-stream".to_string(),
+        ));
+        if self.stage != Stage::Initialize {
+            headers.push((
+                "mcp-protocol-version".to_string(),
+                self.protocol_version.clone(),
+            ));
+        }
+        if let Some(id) = &self.session {
+            headers.push(("mcp-session-id".to_string(), id.clone()));
+        }
+        if self.modern {
+            headers.push(("mcp-method".to_string(), method_name.to_string()));
+        }
+        HttpCall {
+            cluster: self.spec.origin.cluster.clone(),
+            headers,
+            body: body.into_bytes(),
+            timeout_ms: self.spec.timeout_ms,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

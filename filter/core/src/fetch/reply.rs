@@ -1,0 +1,160 @@
+//! Reading the answer to one call of a fetch: a JSON body, or an SSE stream (spec 2025-11-25
+//! "Transports": a server may answer a POST either way) whose events may also carry
+//! notifications and requests before the response.
+
+use crate::index::catalog::Tool;
+use crate::mcp::sse;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplyError {
+    NotUtf8,
+    NotJson(String),
+    /// No JSON-RPC response with the request's id.
+    NoResponse,
+    /// The server answered with a JSON-RPC error.
+    Rpc { code: i64, message: String },
+    /// A result without the shape the method defines.
+    BadResult(String),
+}
+
+impl fmt::Display for ReplyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReplyError::NotUtf8 => write!(f, "the answer is not UTF-8"),
+            ReplyError::NotJson(e) => write!(f, "the answer is not JSON ({e})"),
+            ReplyError::NoResponse => write!(f, "the answer holds no response to the request"),
+            ReplyError::Rpc { code, message } => {
+                write!(f, "the server answered JSON-RPC error {code}: {message}")
+            }
+            ReplyError::BadResult(why) => write!(f, "the result is malformed ({why})"),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Response<'a> {
+    #[serde(default, borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    result: Option<&'a RawValue>,
+    #[serde(default)]
+    error: Option<RpcError>,
+}
+
+#[derive(Deserialize)]
+struct RpcError {
+    #[serde(default)]
+    code: i64,
+    #[serde(default)]
+    message: String,
+}
+
+/// The `result` of the response to request `id` in `body`.
+pub(super) fn read_reply(body: &[u8], id: u64) -> Result<Box<RawValue>, ReplyError> {
+    let text = std::str::from_utf8(body).map_err(|_| ReplyError::NotUtf8)?;
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        return response_in(trimmed.as_bytes(), id)?.ok_or(ReplyError::NoResponse);
+    }
+    let mut parser = sse::Parser::new();
+    let mut events = parser.push(body);
+    events.extend(parser.finish().0);
+    let mut any = false;
+    for event in &events {
+        if let Some(data) = event.data().filter(|d| !d.is_empty()) {
+            any = true;
+            if let Some(result) = response_in(data, id)? {
+                return Ok(result);
+            }
+        }
+    }
+    if !any {
+        return Err(ReplyError::NotJson(
+            "neither a JSON body nor an event stream with data".to_string(),
+        ));
+    }
+    Err(ReplyError::NoResponse)
+}
+
+/// The result for `id` if `message` (one message or a batch) holds its response.
+fn response_in(message: &[u8], id: u64) -> Result<Option<Box<RawValue>>, ReplyError> {
+    let text = std::str::from_utf8(message).map_err(|_| ReplyError::NotUtf8)?;
+    let messages: Vec<Response> = if text.trim_start().starts_with('[') {
+        serde_json::from_str(text).map_err(|e| ReplyError::NotJson(e.to_string()))?
+    } else {
+        vec![serde_json::from_str(text).map_err(|e| ReplyError::NotJson(e.to_string()))?]
+    };
+    let wanted = id.to_string();
+    for m in messages {
+        let matches = m
+            .id
+            .is_some_and(|v| v.get() == wanted || v.get() == format!("\"{wanted}\""));
+        if !matches {
+            continue;
+        }
+        if let Some(e) = m.error {
+            return Err(ReplyError::Rpc {
+                code: e.code,
+                message: e.message,
+            });
+        }
+        return match m.result {
+            Some(r) => Ok(Some(r.to_owned())),
+            None => Err(ReplyError::BadResult("neither result nor error".to_string())),
+        };
+    }
+    Ok(None)
+}
+
+/// The protocol version an `initialize` result agreed on.
+pub(super) fn protocol_version(result: &RawValue) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Init {
+        #[serde(rename = "protocolVersion")]
+        protocol_version: Option<String>,
+    }
+    serde_json::from_str::<Init>(result.get())
+        .ok()?
+        .protocol_version
+}
+
+/// One page of a `tools/list` result.
+pub(super) struct ListPage {
+    pub tools: Vec<Tool>,
+    pub next_cursor: Option<String>,
+    pub private: bool,
+    pub ttl_ms: Option<u64>,
+}
+
+impl ListPage {
+    pub(super) fn read(result: &RawValue) -> Result<ListPage, ReplyError> {
+        #[derive(Deserialize)]
+        struct Page<'a> {
+            #[serde(borrow)]
+            tools: Vec<&'a RawValue>,
+            #[serde(default, rename = "nextCursor")]
+            next_cursor: Option<String>,
+            #[serde(default, rename = "cacheScope")]
+            cache_scope: Option<String>,
+            #[serde(default, rename = "ttlMs")]
+            ttl_ms: Option<u64>,
+        }
+        let page: Page = serde_json::from_str(result.get())
+            .map_err(|e| ReplyError::BadResult(format!("tools/list result: {e}")))?;
+        // Entries that are not tools are skipped here as learning from a list skips them.
+        let tools = page
+            .tools
+            .iter()
+            .filter_map(|raw| Tool::from_raw(raw).ok())
+            .collect();
+        Ok(ListPage {
+            tools,
+            next_cursor: page.next_cursor,
+            private: page.cache_scope.as_deref() == Some("private"),
+            ttl_ms: page.ttl_ms,
+        })
+    }
+}

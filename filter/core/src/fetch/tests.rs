@@ -1,0 +1,289 @@
+use super::*;
+
+fn spec(context: Context) -> FetchSpec {
+    FetchSpec {
+        origin: Origin {
+            cluster: "upstream".into(),
+            authority: "svc.local".into(),
+            path: "/mcp".into(),
+        },
+        context,
+        headers: vec![("authorization".into(), "Bearer t".into())],
+        timeout_ms: 1000,
+        max_bytes: 1 << 20,
+    }
+}
+
+fn header<'a>(call: &'a HttpCall, name: &str) -> Option<&'a str> {
+    call.headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+fn body(call: &HttpCall) -> serde_json::Value {
+    serde_json::from_slice(&call.body).unwrap()
+}
+
+fn tool(name: &str) -> String {
+    format!(r#"{{"name":"{name}","description":"does {name}","inputSchema":{{"type":"object"}}}}"#)
+}
+
+fn list_result(id: u64, names: &[&str], extra: &str) -> String {
+    let tools: Vec<String> = names.iter().map(|n| tool(n)).collect();
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{}]{extra}}}}}"#,
+        tools.join(",")
+    )
+}
+
+fn call(step: Step) -> HttpCall {
+    match step {
+        Step::Call(c) => c,
+        Step::Done(r, _) => panic!("expected a call, got {r:?}"),
+    }
+}
+
+fn done(step: Step) -> (Result<Fetched, FetchError>, Option<HttpCall>) {
+    match step {
+        Step::Done(r, c) => (r, c),
+        Step::Call(c) => panic!("expected the end, got a call {c:?}"),
+    }
+}
+
+fn names(f: &Fetched) -> Vec<&str> {
+    f.tools.iter().map(|t| t.name.as_str()).collect()
+}
+
+#[test]
+fn own_session_initializes_lists_every_page_and_closes() {
+    let (mut fetch, first) = Fetch::start(spec(Context::Own), 0);
+    assert_eq!(header(&first, ":method"), Some("POST"));
+    assert_eq!(header(&first, ":path"), Some("/mcp"));
+    assert_eq!(header(&first, ":authority"), Some("svc.local"));
+    assert_eq!(header(&first, "authorization"), Some("Bearer t"));
+    assert_eq!(header(&first, "mcp-session-id"), None);
+    assert_eq!(body(&first)["method"], "initialize");
+    assert_eq!(body(&first)["params"]["protocolVersion"], OWN_PROTOCOL_VERSION);
+
+    let init = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{}}}"#;
+    let session = vec![("mcp-session-id".to_string(), "s-1".to_string())];
+    let notified = call(fetch.on_response(Some("200"), &session, init.as_bytes(), 5));
+    assert_eq!(body(&notified)["method"], "notifications/initialized");
+    assert_eq!(header(&notified, "mcp-session-id"), Some("s-1"));
+    assert_eq!(header(&notified, "mcp-protocol-version"), Some("2025-06-18"));
+
+    let page1 = call(fetch.on_response(Some("202"), &[], b"", 6));
+    assert_eq!(body(&page1)["method"], "tools/list");
+    assert_eq!(body(&page1)["params"], serde_json::json!({}));
+    assert_eq!(header(&page1, "mcp-session-id"), Some("s-1"));
+    let id = body(&page1)["id"].as_u64().unwrap();
+
+    // SSE with CRLF, a notification before the response, as the Python SDK sends it.
+    let sse = format!(
+        "event: message\r\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{{}}}}\r\n\r\nevent: message\r\ndata: {}\r\n\r\n",
+        list_result(id, &["b_tool", "a_tool"], r#","nextCursor":"p2""#)
+    );
+    let page2 = call(fetch.on_response(Some("200"), &[], sse.as_bytes(), 7));
+    assert_eq!(body(&page2)["params"]["cursor"], "p2");
+    let id = body(&page2)["id"].as_u64().unwrap();
+    let (result, close) = done(fetch.on_response(
+        Some("200"),
+        &[],
+        list_result(id, &["c_tool"], "").as_bytes(),
+        8,
+    ));
+    let fetched = result.unwrap();
+    assert_eq!(names(&fetched), ["b_tool", "a_tool", "c_tool"]);
+    assert_eq!(fetched.pages, 2);
+    let close = close.expect("the filter's own session is closed");
+    assert_eq!(header(&close, ":method"), Some("DELETE"));
+    assert_eq!(header(&close, "mcp-session-id"), Some("s-1"));
+}
+
+#[test]
+fn a_stateless_server_gets_no_delete() {
+    let (mut fetch, _) = Fetch::start(spec(Context::Own), 0);
+    let init = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}"#;
+    let _ = call(fetch.on_response(Some("200"), &[], init.as_bytes(), 1));
+    let list = call(fetch.on_response(Some("202"), &[], b"", 1));
+    assert_eq!(header(&list, "mcp-session-id"), None);
+    let id = body(&list)["id"].as_u64().unwrap();
+    let (result, close) = done(fetch.on_response(
+        Some("200"),
+        &[],
+        list_result(id, &["x"], "").as_bytes(),
+        2,
+    ));
+    assert_eq!(names(&result.unwrap()), ["x"]);
+    assert!(close.is_none());
+}
+
+#[test]
+fn the_callers_session_is_used_and_replaced_by_an_own_one_when_refused() {
+    let (mut fetch, first) = Fetch::start(
+        spec(Context::Session {
+            id: "caller".into(),
+            protocol_version: "2025-06-18".into(),
+        }),
+        0,
+    );
+    assert_eq!(body(&first)["method"], "tools/list");
+    assert_eq!(header(&first, "mcp-session-id"), Some("caller"));
+    assert_eq!(header(&first, "mcp-protocol-version"), Some("2025-06-18"));
+    let init = call(fetch.on_response(Some("404"), &[], b"session not found", 1));
+    assert_eq!(body(&init)["method"], "initialize");
+    assert_eq!(header(&init, "mcp-session-id"), None);
+    // A caller's session is never closed by the filter.
+    let (mut fetch, _) = Fetch::start(
+        spec(Context::Session {
+            id: "caller".into(),
+            protocol_version: "2025-06-18".into(),
+        }),
+        0,
+    );
+    let (result, close) = done(fetch.on_response(
+        Some("200"),
+        &[],
+        list_result(1, &["t"], "").as_bytes(),
+        1,
+    ));
+    assert!(result.is_ok());
+    assert!(close.is_none());
+}
+
+#[test]
+fn modern_lists_are_stateless_with_meta_and_report_cache_scope() {
+    let (mut fetch, first) = Fetch::start(spec(Context::Modern), 0);
+    let b = body(&first);
+    assert_eq!(b["method"], "tools/list");
+    assert_eq!(
+        b["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        MODERN_PROTOCOL_VERSION
+    );
+    assert_eq!(header(&first, "mcp-method"), Some("tools/list"));
+    assert_eq!(header(&first, "mcp-protocol-version"), Some(MODERN_PROTOCOL_VERSION));
+    let (result, _) = done(fetch.on_response(
+        Some("200"),
+        &[],
+        list_result(1, &["t"], r#","cacheScope":"private","ttlMs":30000,"resultType":"complete""#)
+            .as_bytes(),
+        1,
+    ));
+    let fetched = result.unwrap();
+    assert!(fetched.private);
+    assert_eq!(fetched.ttl_ms, Some(30000));
+}
+
+#[test]
+fn a_server_without_initialize_is_asked_the_2026_way() {
+    for refusal in [
+        (Some("400"), r#"{"error":"unsupported"}"#.to_string()),
+        (
+            Some("200"),
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}"#
+                .to_string(),
+        ),
+    ] {
+        let (mut fetch, _) = Fetch::start(spec(Context::Own), 0);
+        let next = call(fetch.on_response(refusal.0, &[], refusal.1.as_bytes(), 1));
+        assert_eq!(body(&next)["method"], "tools/list");
+        assert_eq!(header(&next, "mcp-method"), Some("tools/list"));
+    }
+}
+
+#[test]
+fn failures_name_the_step_and_the_reason() {
+    let listing = || {
+        Fetch::start(
+            spec(Context::Session {
+                id: "s".into(),
+                protocol_version: "2025-06-18".into(),
+            }),
+            100,
+        )
+        .0
+    };
+    let error = |mut fetch: Fetch, status: Option<&str>, body: &[u8], now: u64| {
+        done(fetch.on_response(status, &[], body, now)).0.unwrap_err()
+    };
+    assert_eq!(
+        error(listing(), None, b"", 1100),
+        FetchError::Timeout {
+            step: "tools/list",
+            after_ms: 1000
+        }
+    );
+    assert_eq!(
+        error(listing(), None, b"", 150),
+        FetchError::Unreachable { step: "tools/list" }
+    );
+    let (mut own, _) = Fetch::start(spec(Context::Own), 0);
+    assert_eq!(
+        done(own.on_response(Some("500"), &[], b"oops", 1)).0.unwrap_err(),
+        FetchError::Status {
+            step: "initialize",
+            status: "500".into()
+        }
+    );
+    let garbage = error(listing(), Some("200"), b"<html>oops</html>", 101);
+    assert_eq!(garbage.kind(), "unparseable");
+    assert!(garbage.to_string().starts_with("tools/list: "), "{garbage}");
+    let rpc = error(
+        listing(),
+        Some("200"),
+        br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"boom"}}"#,
+        101,
+    );
+    assert_eq!(
+        rpc.to_string(),
+        "tools/list: the server answered JSON-RPC error -32603: boom"
+    );
+    let shapeless = error(
+        listing(),
+        Some("200"),
+        br#"{"jsonrpc":"2.0","id":1,"result":{"tools":{}}}"#,
+        101,
+    );
+    assert_eq!(shapeless.kind(), "unparseable");
+    let other_id = error(
+        listing(),
+        Some("200"),
+        list_result(7, &["t"], "").as_bytes(),
+        101,
+    );
+    assert_eq!(
+        other_id,
+        FetchError::Reply {
+            step: "tools/list",
+            error: ReplyError::NoResponse
+        }
+    );
+    let mut small = spec(Context::Modern);
+    small.max_bytes = 10;
+    let (fetch, _) = Fetch::start(small, 0);
+    assert_eq!(
+        error(fetch, Some("200"), list_result(1, &["t"], "").as_bytes(), 1),
+        FetchError::TooLarge { limit: 10 }
+    );
+}
+
+#[test]
+fn a_cursor_loop_ends_the_fetch() {
+    let (mut fetch, _) = Fetch::start(spec(Context::Modern), 0);
+    let page = |id| list_result(id, &["t"], r#","nextCursor":"same""#);
+    let _ = call(fetch.on_response(Some("200"), &[], page(1).as_bytes(), 1));
+    let (result, _) = done(fetch.on_response(Some("200"), &[], page(2).as_bytes(), 1));
+    assert_eq!(result.unwrap_err(), FetchError::TooManyPages);
+}
+
+#[test]
+fn entries_that_are_not_tools_are_skipped_as_learning_skips_them() {
+    let (mut fetch, _) = Fetch::start(spec(Context::Modern), 0);
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"result":{{"tools":[{},{{"name":7}},{{"description":"no name"}},"text"]}}}}"#,
+        tool("ok")
+    );
+    let (result, _) = done(fetch.on_response(Some("200"), &[], body.as_bytes(), 1));
+    assert_eq!(names(&result.unwrap()), ["ok"]);
+}

@@ -1,0 +1,367 @@
+//! Catalogs the filter fetches itself: on a miss (for a stream that waits for the answer) and
+//! in the background when one is due for a refresh (from the root context's tick). One fetch
+//! per namespace at a time across workers, by a shared-data lease.
+
+use super::{Host, Level, Plugin};
+use crate::config::catalog::MIN_REFRESH_INTERVAL_MS;
+use crate::fetch::{Context, Fetch, FetchError, FetchSpec, Fetched, Origin, Step};
+use crate::index::catalog::Page;
+use crate::store::{self, Learned, Source};
+use crate::stream::Event;
+
+/// Shared data key of the secret that marks the filter's own fetches through a loopback
+/// cluster (so that the filter in front of the router does not answer them itself).
+const SECRET_KEY: &str = "mcp-tool-search/v1/fetch-secret";
+pub use crate::fetch::MARKER_HEADER as FETCH_MARKER_HEADER;
+/// How precisely a client's lists date a catalog: one meta write per this interval at most.
+pub(super) const LISTED_RESOLUTION_MS: u64 = 10_000;
+/// The longest wait between background retries of a failing fetch.
+const MAX_RETRY_MS: u64 = 60_000;
+
+/// A fetch in flight: the token of its current call.
+#[derive(Debug)]
+pub(super) struct Running {
+    token: u32,
+    namespace: String,
+    fetch: Fetch,
+}
+
+/// How starting a fetch went.
+#[derive(Debug)]
+pub enum FetchStart {
+    /// Its first call is out; its answer comes with this token.
+    Started(u32),
+    /// Another worker is fetching this namespace: wait for it.
+    Busy,
+    Failed(FetchError),
+}
+
+/// Where a fetch stands after one of its answers.
+#[derive(Debug, PartialEq, Eq)]
+pub enum FetchProgress {
+    /// Its next call is out, with this token.
+    Next(u32),
+    /// It ended: the number of tools now known, or why it failed.
+    Finished {
+        namespace: String,
+        result: Result<usize, String>,
+    },
+}
+
+impl Plugin {
+    /// The lease a fetch holds: renewed at each of its calls.
+    fn fetch_lease_ms(&self) -> u64 {
+        self.config.catalog.timeout_ms.saturating_add(1000)
+    }
+
+    /// Starts fetching `namespace` as `spec` says, unless another worker already is.
+    pub fn start_fetch(&self, host: &dyn Host, namespace: &str, spec: FetchSpec) -> FetchStart {
+        let now = host.now_ms();
+        match store::take_fetch_lease(host, namespace, &self.vm_id, now, self.fetch_lease_ms()) {
+            Ok(true) => {}
+            Ok(false) => return FetchStart::Busy,
+            Err(e) => {
+                host.log(
+                    Level::Warn,
+                    &format!("catalog fetch: lease for {namespace:?} failed: {e}"),
+                );
+            }
+        }
+        let origin = spec.origin.clone();
+        let (fetch, call) = Fetch::start(spec, now);
+        match host.http_call(call) {
+            Ok(token) => {
+                if let Ok(mut running) = self.fetches.try_borrow_mut() {
+                    running.push(Running {
+                        token,
+                        namespace: namespace.to_string(),
+                        fetch,
+                    });
+                }
+                FetchStart::Started(token)
+            }
+            Err(reason) => {
+                let error = FetchError::NotStarted {
+                    cluster: origin.cluster.clone(),
+                    reason,
+                };
+                self.fetch_failed(host, namespace, &origin, &error);
+                FetchStart::Failed(error)
+            }
+        }
+    }
+
+    /// The answer to a fetch's call; `None` when `token` is not a fetch's.
+    pub fn on_fetch_response(
+        &self,
+        host: &dyn Host,
+        token: u32,
+        status: Option<&str>,
+        headers: &[(String, String)],
+        body: &[u8],
+    ) -> Option<FetchProgress> {
+        let mut running = {
+            let mut all = self.fetches.try_borrow_mut().ok()?;
+            let at = all.iter().position(|r| r.token == token)?;
+            all.swap_remove(at)
+        };
+        let now = host.now_ms();
+        let namespace = running.namespace.clone();
+        match running.fetch.on_response(status, headers, body, now) {
+            Step::Call(call) => {
+                let _ = store::take_fetch_lease(
+                    host,
+                    &namespace,
+                    &self.vm_id,
+                    now,
+                    self.fetch_lease_ms(),
+                );
+                match host.http_call(call) {
+                    Ok(token) => {
+                        running.token = token;
+                        if let Ok(mut all) = self.fetches.try_borrow_mut() {
+                            all.push(running);
+                        }
+                        Some(FetchProgress::Next(token))
+                    }
+                    Err(reason) => {
+                        let origin = running.fetch.origin().clone();
+                        let error = FetchError::NotStarted {
+                            cluster: origin.cluster.clone(),
+                            reason,
+                        };
+                        self.fetch_failed(host, &namespace, &origin, &error);
+                        Some(FetchProgress::Finished {
+                            namespace,
+                            result: Err(error.to_string()),
+                        })
+                    }
+                }
+            }
+            Step::Done(result, close) => {
+                if let Some(close) = close {
+                    // Its answer changes nothing: the token is not kept.
+                    let _ = host.http_call(close);
+                }
+                let origin = running.fetch.origin().clone();
+                let result = match result {
+                    Ok(fetched) => self.fetched(host, &namespace, &origin, fetched),
+                    Err(error) => {
+                        self.fetch_failed(host, &namespace, &origin, &error);
+                        Err(error.to_string())
+                    }
+                };
+                Some(FetchProgress::Finished { namespace, result })
+            }
+        }
+    }
+
+    fn fetched(
+        &self,
+        host: &dyn Host,
+        namespace: &str,
+        origin: &Origin,
+        fetched: Fetched,
+    ) -> Result<usize, String> {
+        let Fetched {
+            tools,
+            private,
+            ttl_ms,
+            ..
+        } = fetched;
+        let count = tools.len();
+        let learned = Learned::new(
+            tools,
+            Page {
+                first: true,
+                last: true,
+            },
+        );
+        let stored = self
+            .cache
+            .try_borrow_mut()
+            .map_err(|_| "catalog cache busy".to_string())
+            .and_then(|mut cache| {
+                cache
+                    .learn(host, namespace, learned)
+                    .map_err(|e| e.to_string())
+            });
+        let _ = store::release_fetch_lease(host, namespace, &self.vm_id);
+        if let Err(e) = &stored {
+            self.fetch_failed(
+                host,
+                namespace,
+                origin,
+                &FetchError::NotStarted {
+                    cluster: origin.cluster.clone(),
+                    reason: format!("the fetched catalog could not be stored: {e}"),
+                },
+            );
+            return Err(e.clone());
+        }
+        let now = host.now_ms();
+        let _ = store::update_meta(host, namespace, |meta| {
+            meta.updated_ms = now;
+            meta.attempt_ms = now;
+            meta.source = Source::Fetched;
+            meta.stale = false;
+            meta.ttl_ms = ttl_ms;
+            meta.private = private;
+            meta.failures = 0;
+            meta.last_error = None;
+            meta.set_origin(origin);
+            true
+        });
+        let (stat, by) = Event::CatalogFetched(true).stat();
+        host.increment(stat, by);
+        self.mark_for_embedding(namespace);
+        Ok(count)
+    }
+
+    fn fetch_failed(
+        &self,
+        host: &dyn Host,
+        namespace: &str,
+        origin: &Origin,
+        error: &FetchError,
+    ) {
+        let _ = store::release_fetch_lease(host, namespace, &self.vm_id);
+        let now = host.now_ms();
+        let _ = store::update_meta(host, namespace, |meta| {
+            meta.attempt_ms = now;
+            meta.failures = meta.failures.saturating_add(1);
+            meta.last_error = Some(error.to_string());
+            // Retried in the background from here, and reported in health.
+            meta.set_origin(origin);
+            true
+        });
+        let _ = store::register_namespace(host, namespace);
+        let (stat, by) = Event::CatalogFetched(false).stat();
+        host.increment(stat, by);
+        host.log(
+            Level::Warn,
+            &format!("catalog fetch for {namespace:?} failed: {error}"),
+        );
+    }
+
+    /// Whether a stream waiting on another worker's fetch of `namespace` can go on: the fetch
+    /// ended (its lease is free), however it ended.
+    pub fn fetch_settled(&self, host: &dyn Host, namespace: &str) -> bool {
+        !store::fetch_leased_by_other(host, namespace, &self.vm_id, host.now_ms()).unwrap_or(false)
+    }
+
+    /// The background refresh of catalogs that are due (from the root tick). The filter's own
+    /// session and the configured headers only: no caller's credentials outlive their request.
+    pub(super) fn refresh_due(&self, host: &dyn Host) {
+        let catalog = &self.config.catalog;
+        if !catalog.fetch {
+            return;
+        }
+        let now = host.now_ms();
+        for namespace in store::namespaces(host).unwrap_or_default() {
+            let Ok(meta) = store::read_meta(host, &namespace) else {
+                continue;
+            };
+            // Catalogs shaped by the caller are refreshed in the caller's requests only.
+            if meta.private || !meta.due(now, catalog.max_age_ms) {
+                continue;
+            }
+            let Some(origin) = meta.origin() else {
+                continue;
+            };
+            if now < next_attempt(&meta, host.random_u64()) {
+                continue;
+            }
+            let already = self
+                .fetches
+                .try_borrow()
+                .map(|all| all.iter().any(|r| r.namespace == namespace))
+                .unwrap_or(true);
+            if already {
+                continue;
+            }
+            let spec = self.fetch_spec(host, origin, Context::Own, Vec::new());
+            if let FetchStart::Started(_) = self.start_fetch(host, &namespace, spec) {
+                host.log(
+                    Level::Info,
+                    &format!("catalog {namespace:?}: refreshing in the background"),
+                );
+            }
+        }
+    }
+
+    /// A fetch of `origin` in `context`, with the caller's forwarded headers, the configured
+    /// ones, and the loopback marker when fetching through a configured cluster.
+    pub fn fetch_spec(
+        &self,
+        host: &dyn Host,
+        origin: Origin,
+        context: Context,
+        forwarded: Vec<(String, String)>,
+    ) -> FetchSpec {
+        let catalog = &self.config.catalog;
+        let mut headers = forwarded;
+        headers.extend(catalog.headers.iter().cloned());
+        if catalog.cluster.is_some() {
+            if let Some(secret) = fetch_secret(host) {
+                headers.push((FETCH_MARKER_HEADER.to_string(), secret));
+            }
+        }
+        FetchSpec {
+            origin,
+            context,
+            headers,
+            timeout_ms: catalog.timeout_ms,
+            max_bytes: self.config.max_body_bytes,
+        }
+    }
+}
+
+/// When a due catalog may be fetched again: at once the first time; after a failure, after a
+/// backoff that doubles per failure up to a minute, jittered by up to a quarter so that the
+/// replicas of a mesh do not retry in step. Never twice within a second.
+fn next_attempt(meta: &store::CatalogMeta, random: u64) -> u64 {
+    let base = if meta.failures == 0 {
+        MIN_REFRESH_INTERVAL_MS
+    } else {
+        let exp = meta.failures.saturating_sub(1).min(16);
+        MIN_REFRESH_INTERVAL_MS
+            .saturating_mul(1u64 << exp)
+            .min(MAX_RETRY_MS)
+    };
+    let jitter = if meta.failures == 0 {
+        0
+    } else {
+        random % (base / 4 + 1)
+    };
+    meta.attempt_ms.saturating_add(base).saturating_add(jitter)
+}
+
+/// The secret of this Envoy's fetch marker (`None` until one was installed).
+pub fn fetch_secret(host: &dyn Host) -> Option<String> {
+    let (value, _) = host.get(SECRET_KEY).ok()?;
+    String::from_utf8(value?).ok().filter(|s| s.len() >= 32)
+}
+
+/// Installs the fetch marker's secret from 16 random bytes, unless a worker already did (every
+/// worker reads the one stored, so the last writer of a race wins for all of them).
+pub fn install_fetch_secret(host: &dyn Host, random: [u8; 16]) {
+    if fetch_secret(host).is_some() {
+        return;
+    }
+    let hex: String = random.iter().map(|b| format!("{b:02x}")).collect();
+    let _ = host.set(SECRET_KEY, hex.as_bytes(), None);
+}
+
+/// Whether a request's marker header is this Envoy's own fetch.
+pub fn is_own_fetch(host: &dyn Host, marker: &str) -> bool {
+    fetch_secret(host).is_some_and(|secret| {
+        // Compared in full whatever the first difference: the secret must not leak by timing.
+        secret.len() == marker.len()
+            && secret
+                .bytes()
+                .zip(marker.bytes())
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                == 0
+    })
+}

@@ -1,0 +1,419 @@
+//! Catalogs the filter fetches itself: on a miss, in the caller's context or its own session;
+//! refreshed when stale (max age, `list_changed`); failures answered clearly and recovered
+//! from; one fetch per namespace across workers. Natively, against a scripted MCP upstream.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod support;
+
+use mcp_tool_search_core::plugin::{fetch_secret, install_fetch_secret, HttpCall, MemoryHost};
+use mcp_tool_search_core::stream::{Event, RequestBodyAction, RequestHead, Stream};
+use serde_json::{json, Value};
+use std::cell::RefCell;
+use std::rc::Rc;
+use support::*;
+
+/// A scripted MCP server: its tools (changeable), whether it is up, and every call it got.
+#[derive(Default)]
+struct Server {
+    tools: RefCell<Vec<&'static str>>,
+    down: RefCell<Option<&'static str>>,
+    seen: RefCell<Vec<HttpCall>>,
+    page_size: usize,
+}
+
+impl Server {
+    fn new(tools: &[&'static str]) -> Rc<Server> {
+        Rc::new(Server {
+            tools: RefCell::new(tools.to_vec()),
+            page_size: 2,
+            ..Server::default()
+        })
+    }
+
+    fn answer(&self, call: &HttpCall) -> (Option<String>, Vec<(String, String)>, Vec<u8>) {
+        self.seen.borrow_mut().push(call.clone());
+        match *self.down.borrow() {
+            Some("reset") => return (None, vec![], vec![]),
+            Some("500") => return (Some("500".into()), vec![], b"boom".to_vec()),
+            Some("garbage") => return (Some("200".into()), vec![], b"<html>".to_vec()),
+            _ => {}
+        }
+        let header = |n: &str| {
+            call.headers
+                .iter()
+                .find(|(k, _)| k == n)
+                .map(|(_, v)| v.clone())
+        };
+        if header(":method").as_deref() == Some("DELETE") {
+            return (Some("200".into()), vec![], vec![]);
+        }
+        let req: Value = serde_json::from_slice(&call.body).unwrap();
+        match req["method"].as_str().unwrap() {
+            "initialize" => (
+                Some("200".into()),
+                vec![("mcp-session-id".into(), "own-session".into())],
+                serde_json::to_vec(&json!({"jsonrpc":"2.0","id":req["id"],"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"s","version":"1"}}})).unwrap(),
+            ),
+            "notifications/initialized" => (Some("202".into()), vec![], vec![]),
+            "tools/list" => {
+                let tools = self.tools.borrow();
+                let start: usize = req["params"]["cursor"]
+                    .as_str()
+                    .map_or(0, |c| c.parse().unwrap());
+                let end = (start + self.page_size).min(tools.len());
+                let page: Vec<Value> = tools[start..end]
+                    .iter()
+                    .map(|n| json!({"name": n, "description": format!("{} things", n.replace('_', " ")), "inputSchema": {"type": "object"}}))
+                    .collect();
+                let mut result = json!({"tools": page});
+                if end < tools.len() {
+                    result["nextCursor"] = json!(end.to_string());
+                }
+                // SSE, as the Python SDK answers.
+                let body = format!(
+                    "event: message\r\ndata: {}\r\n\r\n",
+                    json!({"jsonrpc":"2.0","id":req["id"],"result":result})
+                );
+                (Some("200".into()), vec![], body.into_bytes())
+            }
+            other => panic!("unexpected {other}"),
+        }
+    }
+}
+
+fn env_for(server: &Rc<Server>, config: &str) -> TestEnv {
+    env_on(server, config, Rc::new(fresh_host()))
+}
+
+fn fresh_host() -> MemoryHost {
+    let host = MemoryHost::default();
+    host.clock_ms.set(1_767_225_600_000);
+    host
+}
+
+fn env_on(server: &Rc<Server>, config: &str, host: Rc<MemoryHost>) -> TestEnv {
+    let mut env = TestEnv::sharing(config, host);
+    env.route = Some(("upstream".into(), "svc.local:8080".into()));
+    let s = Rc::clone(server);
+    env.upstream = Some(Rc::new(move |call: &HttpCall| s.answer(call)));
+    env
+}
+
+fn head(config: &str, headers: &[(&str, &str)]) -> RequestHead {
+    let mut all: Vec<(String, String)> = vec![
+        (":method".into(), "POST".into()),
+        (":path".into(), "/mcp".into()),
+        (":authority".into(), "svc.local:8080".into()),
+        ("accept".into(), "application/json, text/event-stream".into()),
+        ("content-type".into(), "application/json".into()),
+    ];
+    all.extend(headers.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    RequestHead::from_headers(&mcp_tool_search_core::config::Config::parse(config).unwrap(), &all, || None)
+}
+
+const SEARCH: &[u8] =
+    br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"refund a charge"}}}"#;
+
+/// The names a search answered with, or its error text.
+fn search(env: &mut TestEnv, head: RequestHead) -> Result<Vec<String>, String> {
+    let out = exchange(env, head, SEARCH, ("200", "application/json", &[]));
+    let (reply, parsed) = local_result(&out);
+    if reply["result"]["isError"] == json!(true) {
+        return Err(reply["result"]["content"][0]["text"].as_str().unwrap().to_string());
+    }
+    Ok(parsed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect())
+}
+
+fn methods(server: &Server) -> Vec<String> {
+    server
+        .seen
+        .borrow()
+        .iter()
+        .map(|c| {
+            if c.body.is_empty() {
+                return c.headers.iter().find(|(k, _)| k == ":method").unwrap().1.clone();
+            }
+            let v: Value = serde_json::from_slice(&c.body).unwrap();
+            v["method"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+fn call_header(call: &HttpCall, name: &str) -> Option<String> {
+    call.headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.clone())
+}
+
+#[test]
+fn a_search_before_any_list_fetches_every_page_in_an_own_session_and_answers() {
+    let server = Server::new(&["stripe_refund_charge", "github_get_issue", "slack_post", "x_y"]);
+    let mut env = env_for(&server, "");
+    let found = search(&mut env, head("", &[("authorization", "Bearer abc"), ("cookie", "c=1")]))
+        .unwrap();
+    assert_eq!(found[0], "stripe_refund_charge");
+    assert_eq!(
+        methods(&server),
+        ["initialize", "notifications/initialized", "tools/list", "tools/list", "DELETE"]
+    );
+    let seen = server.seen.borrow();
+    let list = &seen[2];
+    assert_eq!(list.cluster, "upstream");
+    assert_eq!(call_header(list, ":authority").as_deref(), Some("svc.local:8080"));
+    assert_eq!(call_header(list, ":path").as_deref(), Some("/mcp"));
+    assert_eq!(call_header(list, "mcp-session-id").as_deref(), Some("own-session"));
+    // `authorization` is forwarded by default; nothing else of the caller's is.
+    assert_eq!(call_header(list, "authorization").as_deref(), Some("Bearer abc"));
+    assert_eq!(call_header(list, "cookie"), None);
+    assert_eq!(env.host.counter("catalog_fetches.ok"), 1);
+    drop(seen);
+    // The catalog is now known: the next search fetches nothing.
+    search(&mut env, head("", &[])).unwrap();
+    assert_eq!(server.seen.borrow().len(), 5);
+    let health = exchange(
+        &mut env,
+        RequestHead {
+            method: "GET".into(),
+            path: "/mcp/search/health".into(),
+            ..post("/mcp")
+        },
+        b"",
+        ("200", "", &[]),
+    );
+    let v: Value = serde_json::from_slice(health.body()).unwrap();
+    assert_eq!(v["catalogs"]["upstream"]["source"], "fetched");
+    assert_eq!(v["catalogs"]["upstream"]["tools"], 4);
+    assert_eq!(v["catalogs"]["upstream"]["stale"], false);
+}
+
+#[test]
+fn the_callers_session_and_protocol_are_used_when_it_has_them() {
+    let server = Server::new(&["stripe_refund_charge"]);
+    let mut env = env_for(&server, "");
+    let h = head(
+        "",
+        &[("mcp-session-id", "caller-1"), ("mcp-protocol-version", "2025-06-18")],
+    );
+    search(&mut env, h).unwrap();
+    assert_eq!(methods(&server), ["tools/list"]);
+    let call = server.seen.borrow()[0].clone();
+    assert_eq!(call_header(&call, "mcp-session-id").as_deref(), Some("caller-1"));
+    assert_eq!(call_header(&call, "mcp-protocol-version").as_deref(), Some("2025-06-18"));
+}
+
+#[test]
+fn a_2026_caller_gets_a_stateless_fetch() {
+    let server = Server::new(&["stripe_refund_charge"]);
+    let mut env = env_for(&server, "");
+    let body = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"refund"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+    let h = head(
+        "",
+        &[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "tool_search"),
+        ],
+    );
+    let out = exchange(&mut env, h, body, ("200", "application/json", &[]));
+    let (reply, parsed) = local_result(&out);
+    assert_eq!(parsed[0]["name"], "stripe_refund_charge", "{reply}");
+    assert_eq!(methods(&server), ["tools/list"]);
+    let call = server.seen.borrow()[0].clone();
+    assert_eq!(call_header(&call, "mcp-method").as_deref(), Some("tools/list"));
+    let sent: Value = serde_json::from_slice(&call.body).unwrap();
+    assert_eq!(
+        sent["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+}
+
+#[test]
+fn failures_are_told_to_the_agent_counted_reported_and_recovered_from() {
+    let server = Server::new(&["stripe_refund_charge"]);
+    let mut env = env_for(&server, "");
+    for (down, expect) in [
+        ("reset", "no response from the server"),
+        ("500", "the server answered HTTP 500"),
+        ("garbage", "the answer is not JSON"),
+    ] {
+        *server.down.borrow_mut() = Some(down);
+        let err = search(&mut env, head("", &[])).unwrap_err();
+        assert!(
+            err.starts_with("The tool catalog could not be fetched from the server (")
+                && err.contains(expect),
+            "{down}: {err}"
+        );
+    }
+    assert_eq!(env.host.counter("catalog_fetches.failed"), 3);
+    assert!(env.host.warnings().iter().any(|w| w.contains("catalog fetch")));
+    let health = exchange(
+        &mut env,
+        RequestHead {
+            method: "GET".into(),
+            path: "/mcp/search/health".into(),
+            ..post("/mcp")
+        },
+        b"",
+        ("200", "", &[]),
+    );
+    let v: Value = serde_json::from_slice(health.body()).unwrap();
+    let ns = &v["catalogs"]["upstream"];
+    assert_eq!(ns["tools"], 0);
+    assert_eq!(ns["failures"], 3);
+    assert!(ns["last_error"].as_str().unwrap().contains("not JSON"), "{v}");
+    // The server is back: the next search fetches and answers.
+    *server.down.borrow_mut() = None;
+    assert_eq!(search(&mut env, head("", &[])).unwrap()[0], "stripe_refund_charge");
+    assert_eq!(env.host.counter("catalog_fetches.ok"), 1);
+}
+
+#[test]
+fn without_a_route_or_with_fetch_off_the_agent_is_told_to_list_first() {
+    let server = Server::new(&["stripe_refund_charge"]);
+    let mut off = env_for(&server, r#"{"catalog":{"fetch":false}}"#);
+    let err = search(&mut off, head("", &[])).unwrap_err();
+    assert!(err.contains("call tools/list once"), "{err}");
+    let mut no_route = env_for(&server, "");
+    no_route.route = None;
+    assert!(search(&mut no_route, head("", &[])).unwrap_err().contains("call tools/list once"));
+    assert!(server.seen.borrow().is_empty());
+}
+
+#[test]
+fn one_worker_fetches_while_another_waits_for_it() {
+    let server = Server::new(&["stripe_refund_charge", "github_get_issue"]);
+    let host = Rc::new(fresh_host());
+    let mut a = env_on(&server, "", Rc::clone(&host));
+    let mut b = env_on(&server, "", Rc::clone(&host));
+    let config = a.config.clone();
+    let mut sa = Stream::new();
+    let mut sb = Stream::new();
+    let _ = sa.on_request_headers(&config, &mut a, head("", &[]), false);
+    let _ = sb.on_request_headers(&config, &mut b, head("", &[]), false);
+    let RequestBodyAction::Fetch { namespace, spec } = sa.on_request_body(&config, &mut a, SEARCH)
+    else {
+        panic!()
+    };
+    let started = a.plugin.start_fetch(host.as_ref(), &namespace, spec);
+    assert!(matches!(started, mcp_tool_search_core::plugin::FetchStart::Started(_)));
+    let RequestBodyAction::Fetch { namespace, spec } = sb.on_request_body(&config, &mut b, SEARCH)
+    else {
+        panic!()
+    };
+    assert!(matches!(
+        b.plugin.start_fetch(host.as_ref(), &namespace, spec),
+        mcp_tool_search_core::plugin::FetchStart::Busy
+    ));
+    assert!(!b.plugin.fetch_settled(host.as_ref(), &namespace));
+    a.serve_fetches();
+    assert!(b.plugin.fetch_settled(host.as_ref(), &namespace));
+    let RequestBodyAction::Reply(reply) = sb.on_catalog_settled(&config, &mut b, &namespace) else {
+        panic!()
+    };
+    let v: Value = serde_json::from_slice(&reply.body).unwrap();
+    assert!(v["result"]["content"][0]["text"].as_str().unwrap().contains("stripe_refund_charge"));
+    assert_eq!(methods(&server).iter().filter(|m| *m == "initialize").count(), 1);
+}
+
+#[test]
+fn list_changed_on_a_passing_stream_makes_the_tick_refresh_and_removed_tools_go() {
+    let server = Server::new(&["stripe_refund_charge", "github_get_issue"]);
+    let mut env = env_for(&server, "");
+    search(&mut env, head("", &[])).unwrap();
+    *server.tools.borrow_mut() = vec!["square_refund_payment", "github_get_issue"];
+    // The GET stream carries the notification; the filter watches it and passes it unchanged.
+    let get = RequestHead {
+        method: "GET".into(),
+        ..head("", &[("mcp-session-id", "caller-1")])
+    };
+    let event: &[u8] = b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n";
+    let out = exchange(&mut env, get, b"", ("200", "text/event-stream", &[&event[..20], &event[20..]]));
+    assert_eq!(out.body(), event);
+    // Still the old catalog until the tick (stale while revalidate)...
+    assert_eq!(search(&mut env, head("", &[])).unwrap()[0], "stripe_refund_charge");
+    env.host.clock_ms.set(env.host.clock_ms.get() + 1_500);
+    env.plugin.on_tick(env.host.as_ref());
+    env.serve_fetches();
+    let found = search(&mut env, head("", &[])).unwrap();
+    assert_eq!(found[0], "square_refund_payment");
+    assert!(!found.contains(&"stripe_refund_charge".to_string()));
+}
+
+#[test]
+fn without_a_notification_a_catalog_older_than_max_age_is_refreshed() {
+    let server = Server::new(&["stripe_refund_charge"]);
+    let mut env = env_for(&server, r#"{"catalog":{"max_age":"60s"}}"#);
+    search(&mut env, head("", &[])).unwrap();
+    *server.tools.borrow_mut() = vec!["square_refund_payment"];
+    env.host.clock_ms.set(env.host.clock_ms.get() + 30_000);
+    env.plugin.on_tick(env.host.as_ref());
+    assert!(env.serve_fetches().is_empty(), "not due yet");
+    env.host.clock_ms.set(env.host.clock_ms.get() + 31_000);
+    env.plugin.on_tick(env.host.as_ref());
+    assert_eq!(env.serve_fetches().len(), 1);
+    assert_eq!(search(&mut env, head("", &[])).unwrap(), ["square_refund_payment"]);
+    // The background refresh carries no caller's credentials.
+    let seen = server.seen.borrow();
+    assert!(seen.iter().skip(5).all(|c| call_header(c, "authorization").is_none()));
+}
+
+#[test]
+fn the_http_endpoint_fetches_on_a_fresh_filter_without_forwarding_its_callers_headers() {
+    let server = Server::new(&["stripe_refund_charge"]);
+    let mut env = env_for(&server, "");
+    let h = RequestHead {
+        path: "/mcp/search".into(),
+        ..head("", &[("authorization", "Bearer from-http")])
+    };
+    let out = exchange(&mut env, h, br#"{"query":"refund"}"#, ("200", "", &[]));
+    let v: Value = serde_json::from_slice(out.body()).unwrap();
+    assert_eq!(v["tools"][0]["name"], "stripe_refund_charge", "{v}");
+    assert!(server
+        .seen
+        .borrow()
+        .iter()
+        .all(|c| call_header(c, "authorization").is_none()));
+}
+
+#[test]
+fn only_this_envoys_secret_marks_a_fetch_the_filter_lets_through_untouched() {
+    let server = Server::new(&["stripe_refund_charge"]);
+    let mut env = env_for(&server, r#"{"catalog":{"cluster":"loopback"}}"#);
+    install_fetch_secret(env.host.as_ref(), [7; 16]);
+    let secret = fetch_secret(env.host.as_ref()).unwrap();
+    // Fetches go through the configured cluster, with the marker.
+    search(&mut env, head("", &[])).unwrap();
+    {
+        let seen = server.seen.borrow();
+        assert_eq!(seen[0].cluster, "loopback");
+        assert_eq!(call_header(&seen[0], "x-mcp-tool-search-fetch"), Some(secret.clone()));
+    }
+    let list = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let upstream = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","inputSchema":{"type":"object"}},{"name":"b","inputSchema":{"type":"object"}}]}}"#;
+    let own = exchange(
+        &mut env,
+        head("", &[("x-mcp-tool-search-fetch", &secret)]),
+        list,
+        ("200", "application/json", &[upstream]),
+    );
+    assert_eq!(own.body(), upstream, "the own fetch sees the list as sent");
+    let forged = exchange(
+        &mut env,
+        head("", &[("x-mcp-tool-search-fetch", &"0".repeat(32))]),
+        list,
+        ("200", "application/json", &[upstream]),
+    );
+    assert_ne!(forged.body(), upstream, "a forged marker is an ordinary list");
+    assert_eq!(env.count(Event::ListRewritten), 1);
+}
