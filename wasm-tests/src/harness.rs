@@ -284,6 +284,17 @@ impl CatalogServer {
     /// Start `bin` (pass `env!("CARGO_BIN_EXE_catalog-server")` from a test) and wait for its
     /// `listening on` line.
     pub fn start(bin: &Path, opts: &CatalogOptions, dir: &TestDir) -> Result<Self> {
+        Self::start_at(bin, opts, dir, "127.0.0.1:0")
+    }
+
+    /// [`Self::start`] on a given address (`127.0.0.1:PORT`, e.g. a port an Envoy cluster
+    /// already points at, to bring a "down" upstream up).
+    pub fn start_at(
+        bin: &Path,
+        opts: &CatalogOptions,
+        dir: &TestDir,
+        listen: &str,
+    ) -> Result<Self> {
         let n = next_id();
         let stderr_path = dir.join(&format!("catalog-server-{n}.stderr"));
         let record_path = opts
@@ -293,7 +304,7 @@ impl CatalogServer {
         cmd.arg("--tools")
             .arg(&opts.tools)
             .arg("--listen")
-            .arg("127.0.0.1:0");
+            .arg(listen);
         if opts.json {
             cmd.arg("--json");
         }

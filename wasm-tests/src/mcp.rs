@@ -2,6 +2,7 @@
 //! progress notifications), and raw HTTP for what an SDK hides (headers, exact bodies, the
 //! arrival time of each SSE event).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -24,6 +25,8 @@ pub type ProgressLog = Arc<Mutex<Vec<(Instant, ProgressNotificationParam)>>>;
 pub struct TestClient {
     info: ClientConfig,
     pub progress: ProgressLog,
+    /// `notifications/tools/list_changed` received (reach it with `client.service()`).
+    pub list_changed: Arc<AtomicUsize>,
 }
 
 impl TestClient {
@@ -35,6 +38,7 @@ impl TestClient {
             )
             .with_protocol_version(version),
             progress: Arc::default(),
+            list_changed: Arc::default(),
         }
     }
 }
@@ -52,6 +56,10 @@ impl ClientHandler for TestClient {
         if let Ok(mut log) = self.progress.lock() {
             log.push((Instant::now(), params));
         }
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.list_changed.fetch_add(1, Ordering::SeqCst);
     }
 }
 

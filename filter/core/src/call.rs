@@ -10,4 +10,3 @@ pub struct HttpCall {
     pub body: Vec<u8>,
     pub timeout_ms: u64,
 }
-

@@ -21,6 +21,8 @@ use support::*;
 #[derive(Default)]
 struct Server {
     tools: RefCell<Vec<&'static str>>,
+    /// Lists shaped by the caller: extra tools per `authorization` value, `cacheScope: private`.
+    private: RefCell<Vec<(&'static str, &'static str)>>,
     down: RefCell<Option<&'static str>>,
     seen: RefCell<Vec<HttpCall>>,
     page_size: usize,
@@ -61,7 +63,10 @@ impl Server {
             ),
             "notifications/initialized" => (Some("202".into()), vec![], vec![]),
             "tools/list" => {
-                let tools = self.tools.borrow();
+                let mut tools = self.tools.borrow().clone();
+                let private = self.private.borrow();
+                let token = header("authorization").unwrap_or_default();
+                tools.extend(private.iter().filter(|(t, _)| *t == token).map(|(_, n)| *n));
                 let start: usize = req["params"]["cursor"]
                     .as_str()
                     .map_or(0, |c| c.parse().unwrap());
@@ -71,6 +76,9 @@ impl Server {
                     .map(|n| json!({"name": n, "description": format!("{} things", n.replace('_', " ")), "inputSchema": {"type": "object"}}))
                     .collect();
                 let mut result = json!({"tools": page});
+                if !private.is_empty() {
+                    result["cacheScope"] = json!("private");
+                }
                 if end < tools.len() {
                     result["nextCursor"] = json!(end.to_string());
                 }
@@ -109,11 +117,18 @@ fn head(config: &str, headers: &[(&str, &str)]) -> RequestHead {
         (":method".into(), "POST".into()),
         (":path".into(), "/mcp".into()),
         (":authority".into(), "svc.local:8080".into()),
-        ("accept".into(), "application/json, text/event-stream".into()),
+        (
+            "accept".into(),
+            "application/json, text/event-stream".into(),
+        ),
         ("content-type".into(), "application/json".into()),
     ];
     all.extend(headers.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-    RequestHead::from_headers(&mcp_tool_search_core::config::Config::parse(config).unwrap(), &all, || None)
+    RequestHead::from_headers(
+        &mcp_tool_search_core::config::Config::parse(config).unwrap(),
+        &all,
+        || None,
+    )
 }
 
 const SEARCH: &[u8] =
@@ -124,7 +139,10 @@ fn search(env: &mut TestEnv, head: RequestHead) -> Result<Vec<String>, String> {
     let out = exchange(env, head, SEARCH, ("200", "application/json", &[]));
     let (reply, parsed) = local_result(&out);
     if reply["result"]["isError"] == json!(true) {
-        return Err(reply["result"]["content"][0]["text"].as_str().unwrap().to_string());
+        return Err(reply["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string());
     }
     Ok(parsed
         .as_array()
@@ -141,7 +159,13 @@ fn methods(server: &Server) -> Vec<String> {
         .iter()
         .map(|c| {
             if c.body.is_empty() {
-                return c.headers.iter().find(|(k, _)| k == ":method").unwrap().1.clone();
+                return c
+                    .headers
+                    .iter()
+                    .find(|(k, _)| k == ":method")
+                    .unwrap()
+                    .1
+                    .clone();
             }
             let v: Value = serde_json::from_slice(&c.body).unwrap();
             v["method"].as_str().unwrap().to_string()
@@ -158,23 +182,46 @@ fn call_header(call: &HttpCall, name: &str) -> Option<String> {
 
 #[test]
 fn a_search_before_any_list_fetches_every_page_in_an_own_session_and_answers() {
-    let server = Server::new(&["stripe_refund_charge", "github_get_issue", "slack_post", "x_y"]);
+    let server = Server::new(&[
+        "stripe_refund_charge",
+        "github_get_issue",
+        "slack_post",
+        "x_y",
+    ]);
     let mut env = env_for(&server, "");
-    let found = search(&mut env, head("", &[("authorization", "Bearer abc"), ("cookie", "c=1")]))
-        .unwrap();
+    let found = search(
+        &mut env,
+        head("", &[("authorization", "Bearer abc"), ("cookie", "c=1")]),
+    )
+    .unwrap();
     assert_eq!(found[0], "stripe_refund_charge");
     assert_eq!(
         methods(&server),
-        ["initialize", "notifications/initialized", "tools/list", "tools/list", "DELETE"]
+        [
+            "initialize",
+            "notifications/initialized",
+            "tools/list",
+            "tools/list",
+            "DELETE"
+        ]
     );
     let seen = server.seen.borrow();
     let list = &seen[2];
     assert_eq!(list.cluster, "upstream");
-    assert_eq!(call_header(list, ":authority").as_deref(), Some("svc.local:8080"));
+    assert_eq!(
+        call_header(list, ":authority").as_deref(),
+        Some("svc.local:8080")
+    );
     assert_eq!(call_header(list, ":path").as_deref(), Some("/mcp"));
-    assert_eq!(call_header(list, "mcp-session-id").as_deref(), Some("own-session"));
+    assert_eq!(
+        call_header(list, "mcp-session-id").as_deref(),
+        Some("own-session")
+    );
     // `authorization` is forwarded by default; nothing else of the caller's is.
-    assert_eq!(call_header(list, "authorization").as_deref(), Some("Bearer abc"));
+    assert_eq!(
+        call_header(list, "authorization").as_deref(),
+        Some("Bearer abc")
+    );
     assert_eq!(call_header(list, "cookie"), None);
     assert_eq!(env.host.counter("catalog_fetches.ok"), 1);
     drop(seen);
@@ -203,13 +250,22 @@ fn the_callers_session_and_protocol_are_used_when_it_has_them() {
     let mut env = env_for(&server, "");
     let h = head(
         "",
-        &[("mcp-session-id", "caller-1"), ("mcp-protocol-version", "2025-06-18")],
+        &[
+            ("mcp-session-id", "caller-1"),
+            ("mcp-protocol-version", "2025-06-18"),
+        ],
     );
     search(&mut env, h).unwrap();
     assert_eq!(methods(&server), ["tools/list"]);
     let call = server.seen.borrow()[0].clone();
-    assert_eq!(call_header(&call, "mcp-session-id").as_deref(), Some("caller-1"));
-    assert_eq!(call_header(&call, "mcp-protocol-version").as_deref(), Some("2025-06-18"));
+    assert_eq!(
+        call_header(&call, "mcp-session-id").as_deref(),
+        Some("caller-1")
+    );
+    assert_eq!(
+        call_header(&call, "mcp-protocol-version").as_deref(),
+        Some("2025-06-18")
+    );
 }
 
 #[test]
@@ -230,7 +286,10 @@ fn a_2026_caller_gets_a_stateless_fetch() {
     assert_eq!(parsed[0]["name"], "stripe_refund_charge", "{reply}");
     assert_eq!(methods(&server), ["tools/list"]);
     let call = server.seen.borrow()[0].clone();
-    assert_eq!(call_header(&call, "mcp-method").as_deref(), Some("tools/list"));
+    assert_eq!(
+        call_header(&call, "mcp-method").as_deref(),
+        Some("tools/list")
+    );
     let sent: Value = serde_json::from_slice(&call.body).unwrap();
     assert_eq!(
         sent["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
@@ -256,7 +315,11 @@ fn failures_are_told_to_the_agent_counted_reported_and_recovered_from() {
         );
     }
     assert_eq!(env.host.counter("catalog_fetches.failed"), 3);
-    assert!(env.host.warnings().iter().any(|w| w.contains("catalog fetch")));
+    assert!(env
+        .host
+        .warnings()
+        .iter()
+        .any(|w| w.contains("catalog fetch")));
     let health = exchange(
         &mut env,
         RequestHead {
@@ -271,10 +334,16 @@ fn failures_are_told_to_the_agent_counted_reported_and_recovered_from() {
     let ns = &v["catalogs"]["upstream"];
     assert_eq!(ns["tools"], 0);
     assert_eq!(ns["failures"], 3);
-    assert!(ns["last_error"].as_str().unwrap().contains("not JSON"), "{v}");
+    assert!(
+        ns["last_error"].as_str().unwrap().contains("not JSON"),
+        "{v}"
+    );
     // The server is back: the next search fetches and answers.
     *server.down.borrow_mut() = None;
-    assert_eq!(search(&mut env, head("", &[])).unwrap()[0], "stripe_refund_charge");
+    assert_eq!(
+        search(&mut env, head("", &[])).unwrap()[0],
+        "stripe_refund_charge"
+    );
     assert_eq!(env.host.counter("catalog_fetches.ok"), 1);
 }
 
@@ -286,7 +355,9 @@ fn without_a_route_or_with_fetch_off_the_agent_is_told_to_list_first() {
     assert!(err.contains("call tools/list once"), "{err}");
     let mut no_route = env_for(&server, "");
     no_route.route = None;
-    assert!(search(&mut no_route, head("", &[])).unwrap_err().contains("call tools/list once"));
+    assert!(search(&mut no_route, head("", &[]))
+        .unwrap_err()
+        .contains("call tools/list once"));
     assert!(server.seen.borrow().is_empty());
 }
 
@@ -306,7 +377,10 @@ fn one_worker_fetches_while_another_waits_for_it() {
         panic!()
     };
     let started = a.plugin.start_fetch(host.as_ref(), &namespace, spec);
-    assert!(matches!(started, mcp_tool_search_core::plugin::FetchStart::Started(_)));
+    assert!(matches!(
+        started,
+        mcp_tool_search_core::plugin::FetchStart::Started(_)
+    ));
     let RequestBodyAction::Fetch { namespace, spec } = sb.on_request_body(&config, &mut b, SEARCH)
     else {
         panic!()
@@ -322,8 +396,17 @@ fn one_worker_fetches_while_another_waits_for_it() {
         panic!()
     };
     let v: Value = serde_json::from_slice(&reply.body).unwrap();
-    assert!(v["result"]["content"][0]["text"].as_str().unwrap().contains("stripe_refund_charge"));
-    assert_eq!(methods(&server).iter().filter(|m| *m == "initialize").count(), 1);
+    assert!(v["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("stripe_refund_charge"));
+    assert_eq!(
+        methods(&server)
+            .iter()
+            .filter(|m| *m == "initialize")
+            .count(),
+        1
+    );
 }
 
 #[test]
@@ -338,10 +421,18 @@ fn list_changed_on_a_passing_stream_makes_the_tick_refresh_and_removed_tools_go(
         ..head("", &[("mcp-session-id", "caller-1")])
     };
     let event: &[u8] = b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n";
-    let out = exchange(&mut env, get, b"", ("200", "text/event-stream", &[&event[..20], &event[20..]]));
+    let out = exchange(
+        &mut env,
+        get,
+        b"",
+        ("200", "text/event-stream", &[&event[..20], &event[20..]]),
+    );
     assert_eq!(out.body(), event);
     // Still the old catalog until the tick (stale while revalidate)...
-    assert_eq!(search(&mut env, head("", &[])).unwrap()[0], "stripe_refund_charge");
+    assert_eq!(
+        search(&mut env, head("", &[])).unwrap()[0],
+        "stripe_refund_charge"
+    );
     env.host.clock_ms.set(env.host.clock_ms.get() + 1_500);
     env.plugin.on_tick(env.host.as_ref());
     env.serve_fetches();
@@ -362,10 +453,16 @@ fn without_a_notification_a_catalog_older_than_max_age_is_refreshed() {
     env.host.clock_ms.set(env.host.clock_ms.get() + 31_000);
     env.plugin.on_tick(env.host.as_ref());
     assert_eq!(env.serve_fetches().len(), 1);
-    assert_eq!(search(&mut env, head("", &[])).unwrap(), ["square_refund_payment"]);
+    assert_eq!(
+        search(&mut env, head("", &[])).unwrap(),
+        ["square_refund_payment"]
+    );
     // The background refresh carries no caller's credentials.
     let seen = server.seen.borrow();
-    assert!(seen.iter().skip(5).all(|c| call_header(c, "authorization").is_none()));
+    assert!(seen
+        .iter()
+        .skip(5)
+        .all(|c| call_header(c, "authorization").is_none()));
 }
 
 #[test]
@@ -397,7 +494,10 @@ fn only_this_envoys_secret_marks_a_fetch_the_filter_lets_through_untouched() {
     {
         let seen = server.seen.borrow();
         assert_eq!(seen[0].cluster, "loopback");
-        assert_eq!(call_header(&seen[0], "x-mcp-tool-search-fetch"), Some(secret.clone()));
+        assert_eq!(
+            call_header(&seen[0], "x-mcp-tool-search-fetch"),
+            Some(secret.clone())
+        );
     }
     let list = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
     let upstream = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","inputSchema":{"type":"object"}},{"name":"b","inputSchema":{"type":"object"}}]}}"#;
@@ -414,6 +514,64 @@ fn only_this_envoys_secret_marks_a_fetch_the_filter_lets_through_untouched() {
         list,
         ("200", "application/json", &[upstream]),
     );
-    assert_ne!(forged.body(), upstream, "a forged marker is an ordinary list");
+    assert_ne!(
+        forged.body(),
+        upstream,
+        "a forged marker is an ordinary list"
+    );
     assert_eq!(env.count(Event::ListRewritten), 1);
+}
+
+#[test]
+fn a_private_list_is_kept_per_credential_and_never_searched_for_another_caller() {
+    let server = Server::new(&["github_get_issue"]);
+    *server.private.borrow_mut() = vec![
+        ("Bearer alice", "stripe_refund_charge"),
+        ("Bearer bob", "square_refund_payment"),
+    ];
+    let mut env = env_for(&server, "");
+    let alice = || head("", &[("authorization", "Bearer alice")]);
+    let bob = || head("", &[("authorization", "Bearer bob")]);
+    assert_eq!(search(&mut env, alice()).unwrap(), ["stripe_refund_charge"]);
+    // Bob's first search fetches with his credentials: Alice's list is not his.
+    let found = search(&mut env, bob()).unwrap();
+    assert_eq!(found, ["square_refund_payment"]);
+    // A caller without credentials gets neither.
+    let anonymous = search(&mut env, head("", &[])).unwrap();
+    assert!(
+        !anonymous.iter().any(|n| n.contains("refund")),
+        "{anonymous:?}"
+    );
+    assert_eq!(search(&mut env, alice()).unwrap(), ["stripe_refund_charge"]);
+    assert_eq!(env.host.counter("catalog_fetches.ok"), 3);
+    // Lists passing through are kept per credential the same way.
+    let carol_list = br#"{"jsonrpc":"2.0","id":1,"result":{"cacheScope":"private","tools":[{"name":"carol_refund_tool","description":"refund a charge for carol","inputSchema":{"type":"object"}}]}}"#;
+    let list = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    exchange(
+        &mut env,
+        head("", &[("authorization", "Bearer carol")]),
+        list,
+        ("200", "application/json", &[carol_list]),
+    );
+    assert_eq!(
+        search(&mut env, head("", &[("authorization", "Bearer carol")])).unwrap(),
+        ["carol_refund_tool"]
+    );
+    assert_eq!(search(&mut env, bob()).unwrap(), ["square_refund_payment"]);
+}
+
+#[test]
+fn under_a_policy_of_its_own_the_filter_keeps_one_catalog_and_filters_it() {
+    let server = Server::new(&["github_get_issue"]);
+    *server.private.borrow_mut() = vec![("Bearer alice", "stripe_refund_charge")];
+    let config = r#"{"authorization":{"identity":{"source":"header","header":"x-roles"},
+        "rules":[{"claim":"roles","values":["billing"],"tools":["stripe_*"]}],"default":"allow"}}"#;
+    let mut env = env_for(&server, config);
+    let h = head(
+        config,
+        &[("authorization", "Bearer alice"), ("x-roles", "billing")],
+    );
+    assert_eq!(search(&mut env, h).unwrap(), ["stripe_refund_charge"]);
+    let meta = env.plugin_env_meta("upstream");
+    assert!(!meta.private);
 }

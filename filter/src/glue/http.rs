@@ -325,9 +325,8 @@ impl Inner {
                 match progress {
                     Some(FetchProgress::Next(next)) => self.fetch_call = Some((next, request_size)),
                     Some(FetchProgress::Finished { result, .. }) => {
-                        let action = self.with_env(|stream, config, env| {
-                            stream.on_catalog(config, env, result)
-                        });
+                        let action = self
+                            .with_env(|stream, config, env| stream.on_catalog(config, env, result));
                         if self.carry_out(action, request_size) == Action::Continue {
                             let _ = hostcalls::resume_http_request();
                         }

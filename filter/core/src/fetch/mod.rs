@@ -10,9 +10,9 @@
 
 mod reply;
 
+use crate::call::HttpCall;
 use crate::index::catalog::Tool;
 use crate::mcp::json;
-use crate::call::HttpCall;
 use reply::{read_reply, ListPage};
 use std::fmt;
 
@@ -62,19 +62,38 @@ pub struct FetchSpec {
     pub timeout_ms: u64,
     /// The most response bytes a whole fetch may read.
     pub max_bytes: usize,
+    /// Whose list this is (a digest of the forwarded caller headers): a private list is kept
+    /// for this credential only.
+    pub credential: String,
 }
 
 /// Why a fetch failed, in words an operator (and, in a search result, an agent) can act on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FetchError {
     /// The host would not start the call (an unknown cluster, say).
-    NotStarted { cluster: String, reason: String },
+    NotStarted {
+        cluster: String,
+        reason: String,
+    },
     /// No response: reset, refused or no healthy upstream.
-    Unreachable { step: &'static str },
-    Timeout { step: &'static str, after_ms: u64 },
-    Status { step: &'static str, status: String },
-    Reply { step: &'static str, error: ReplyError },
-    TooLarge { limit: usize },
+    Unreachable {
+        step: &'static str,
+    },
+    Timeout {
+        step: &'static str,
+        after_ms: u64,
+    },
+    Status {
+        step: &'static str,
+        status: String,
+    },
+    Reply {
+        step: &'static str,
+        error: ReplyError,
+    },
+    TooLarge {
+        limit: usize,
+    },
     TooManyPages,
 }
 
@@ -97,18 +116,29 @@ impl fmt::Display for FetchError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             FetchError::NotStarted { cluster, reason } => {
-                write!(f, "the call to cluster {cluster:?} could not start ({reason})")
+                write!(
+                    f,
+                    "the call to cluster {cluster:?} could not start ({reason})"
+                )
             }
             FetchError::Unreachable { step } => {
-                write!(f, "{step}: no response from the server (reset or unreachable)")
+                write!(
+                    f,
+                    "{step}: no response from the server (reset or unreachable)"
+                )
             }
             FetchError::Timeout { step, after_ms } => {
                 write!(f, "{step}: no response within {after_ms} ms")
             }
-            FetchError::Status { step, status } => write!(f, "{step}: the server answered HTTP {status}"),
+            FetchError::Status { step, status } => {
+                write!(f, "{step}: the server answered HTTP {status}")
+            }
             FetchError::Reply { step, error } => write!(f, "{step}: {error}"),
             FetchError::TooLarge { limit } => {
-                write!(f, "the tool list is larger than max_body_bytes ({limit} bytes)")
+                write!(
+                    f,
+                    "the tool list is larger than max_body_bytes ({limit} bytes)"
+                )
             }
             FetchError::TooManyPages => write!(
                 f,
@@ -119,6 +149,18 @@ impl fmt::Display for FetchError {
 }
 
 impl std::error::Error for FetchError {}
+
+/// The digest that names one caller's credentials (the forwarded header values).
+pub fn credential_of(forwarded: &[(String, String)]) -> String {
+    let mut text = String::new();
+    for (name, value) in forwarded {
+        text.push_str(name);
+        text.push(':');
+        text.push_str(value);
+        text.push('\n');
+    }
+    format!("{:016x}", crate::index::fnv::hash(text.as_bytes()))
+}
 
 /// A whole listing.
 #[derive(Debug, Default)]
@@ -219,6 +261,10 @@ impl Fetch {
 
     pub fn origin(&self) -> &Origin {
         &self.spec.origin
+    }
+
+    pub fn credential(&self) -> &str {
+        &self.spec.credential
     }
 
     /// The answer to the last call (`status`: `:status`, `None` when the call failed without a

@@ -15,7 +15,10 @@ pub enum ReplyError {
     /// No JSON-RPC response with the request's id.
     NoResponse,
     /// The server answered with a JSON-RPC error.
-    Rpc { code: i64, message: String },
+    Rpc {
+        code: i64,
+        message: String,
+    },
     /// A result without the shape the method defines.
     BadResult(String),
 }
@@ -89,9 +92,8 @@ fn response_in(message: &[u8], id: u64) -> Result<Option<Box<RawValue>>, ReplyEr
     };
     let wanted = id.to_string();
     for m in messages {
-        let matches = m
-            .id
-            .is_some_and(|v| v.get() == wanted || v.get() == format!("\"{wanted}\""));
+        let matches =
+            m.id.is_some_and(|v| v.get() == wanted || v.get() == format!("\"{wanted}\""));
         if !matches {
             continue;
         }
@@ -103,7 +105,9 @@ fn response_in(message: &[u8], id: u64) -> Result<Option<Box<RawValue>>, ReplyEr
         }
         return match m.result {
             Some(r) => Ok(Some(r.to_owned())),
-            None => Err(ReplyError::BadResult("neither result nor error".to_string())),
+            None => Err(ReplyError::BadResult(
+                "neither result nor error".to_string(),
+            )),
         };
     }
     Ok(None)

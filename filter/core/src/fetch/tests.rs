@@ -11,6 +11,7 @@ fn spec(context: Context) -> FetchSpec {
         headers: vec![("authorization".into(), "Bearer t".into())],
         timeout_ms: 1000,
         max_bytes: 1 << 20,
+        credential: String::new(),
     }
 }
 
@@ -64,14 +65,21 @@ fn own_session_initializes_lists_every_page_and_closes() {
     assert_eq!(header(&first, "authorization"), Some("Bearer t"));
     assert_eq!(header(&first, "mcp-session-id"), None);
     assert_eq!(body(&first)["method"], "initialize");
-    assert_eq!(body(&first)["params"]["protocolVersion"], OWN_PROTOCOL_VERSION);
+    assert_eq!(
+        body(&first)["params"]["protocolVersion"],
+        OWN_PROTOCOL_VERSION
+    );
 
-    let init = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{}}}"#;
+    let init =
+        r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{}}}"#;
     let session = vec![("mcp-session-id".to_string(), "s-1".to_string())];
     let notified = call(fetch.on_response(Some("200"), &session, init.as_bytes(), 5));
     assert_eq!(body(&notified)["method"], "notifications/initialized");
     assert_eq!(header(&notified, "mcp-session-id"), Some("s-1"));
-    assert_eq!(header(&notified, "mcp-protocol-version"), Some("2025-06-18"));
+    assert_eq!(
+        header(&notified, "mcp-protocol-version"),
+        Some("2025-06-18")
+    );
 
     let page1 = call(fetch.on_response(Some("202"), &[], b"", 6));
     assert_eq!(body(&page1)["method"], "tools/list");
@@ -109,12 +117,8 @@ fn a_stateless_server_gets_no_delete() {
     let list = call(fetch.on_response(Some("202"), &[], b"", 1));
     assert_eq!(header(&list, "mcp-session-id"), None);
     let id = body(&list)["id"].as_u64().unwrap();
-    let (result, close) = done(fetch.on_response(
-        Some("200"),
-        &[],
-        list_result(id, &["x"], "").as_bytes(),
-        2,
-    ));
+    let (result, close) =
+        done(fetch.on_response(Some("200"), &[], list_result(id, &["x"], "").as_bytes(), 2));
     assert_eq!(names(&result.unwrap()), ["x"]);
     assert!(close.is_none());
 }
@@ -142,12 +146,8 @@ fn the_callers_session_is_used_and_replaced_by_an_own_one_when_refused() {
         }),
         0,
     );
-    let (result, close) = done(fetch.on_response(
-        Some("200"),
-        &[],
-        list_result(1, &["t"], "").as_bytes(),
-        1,
-    ));
+    let (result, close) =
+        done(fetch.on_response(Some("200"), &[], list_result(1, &["t"], "").as_bytes(), 1));
     assert!(result.is_ok());
     assert!(close.is_none());
 }
@@ -162,14 +162,23 @@ fn modern_lists_are_stateless_with_meta_and_report_cache_scope() {
         MODERN_PROTOCOL_VERSION
     );
     assert_eq!(header(&first, "mcp-method"), Some("tools/list"));
-    assert_eq!(header(&first, "mcp-protocol-version"), Some(MODERN_PROTOCOL_VERSION));
-    let (result, _) = done(fetch.on_response(
-        Some("200"),
-        &[],
-        list_result(1, &["t"], r#","cacheScope":"private","ttlMs":30000,"resultType":"complete""#)
+    assert_eq!(
+        header(&first, "mcp-protocol-version"),
+        Some(MODERN_PROTOCOL_VERSION)
+    );
+    let (result, _) = done(
+        fetch.on_response(
+            Some("200"),
+            &[],
+            list_result(
+                1,
+                &["t"],
+                r#","cacheScope":"private","ttlMs":30000,"resultType":"complete""#,
+            )
             .as_bytes(),
-        1,
-    ));
+            1,
+        ),
+    );
     let fetched = result.unwrap();
     assert!(fetched.private);
     assert_eq!(fetched.ttl_ms, Some(30000));
@@ -205,7 +214,9 @@ fn failures_name_the_step_and_the_reason() {
         .0
     };
     let error = |mut fetch: Fetch, status: Option<&str>, body: &[u8], now: u64| {
-        done(fetch.on_response(status, &[], body, now)).0.unwrap_err()
+        done(fetch.on_response(status, &[], body, now))
+            .0
+            .unwrap_err()
     };
     assert_eq!(
         error(listing(), None, b"", 1100),
@@ -220,7 +231,9 @@ fn failures_name_the_step_and_the_reason() {
     );
     let (mut own, _) = Fetch::start(spec(Context::Own), 0);
     assert_eq!(
-        done(own.on_response(Some("500"), &[], b"oops", 1)).0.unwrap_err(),
+        done(own.on_response(Some("500"), &[], b"oops", 1))
+            .0
+            .unwrap_err(),
         FetchError::Status {
             step: "initialize",
             status: "500".into()

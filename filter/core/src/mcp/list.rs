@@ -61,6 +61,9 @@ pub struct Outcome {
     pub memo: Option<ListMemo>,
     /// Where the page stands in its listing (for learning).
     pub page: Page,
+    /// The upstream said the list is shaped by the caller (`cacheScope: "private"`, spec
+    /// 2026-07-28 "Caching").
+    pub private: bool,
     pub hidden: usize,
     pub rewritten: usize,
     changed: bool,
@@ -179,6 +182,9 @@ fn rewrite_object(
         return Ok(None);
     };
     let tools_len = result_raw.get().len();
+    outcome.private |= result
+        .get("cacheScope")
+        .is_some_and(|c| c.get().trim() == "\"private\"");
     let has_next = result
         .get("nextCursor")
         .is_some_and(|c| c.get().trim() != "null");

@@ -55,7 +55,10 @@ mod tests {
         }
         for size in 1..8 {
             let mut s = ListChangedScanner::default();
-            assert!(bytes.chunks(size).fold(false, |f, c| s.push(c) | f), "chunks of {size}");
+            assert!(
+                bytes.chunks(size).fold(false, |f, c| s.push(c) | f),
+                "chunks of {size}"
+            );
         }
     }
 

@@ -5,7 +5,7 @@
 use super::{Host, Level, Plugin};
 use crate::config::catalog::MIN_REFRESH_INTERVAL_MS;
 use crate::fetch::{Context, Fetch, FetchError, FetchSpec, Fetched, Origin, Step};
-use crate::index::catalog::Page;
+use crate::index::catalog::{private_key, Page};
 use crate::store::{self, Learned, Source};
 use crate::stream::Event;
 
@@ -145,7 +145,13 @@ impl Plugin {
                 }
                 let origin = running.fetch.origin().clone();
                 let result = match result {
-                    Ok(fetched) => self.fetched(host, &namespace, &origin, fetched),
+                    Ok(fetched) => self.fetched(
+                        host,
+                        &namespace,
+                        &origin,
+                        running.fetch.credential(),
+                        fetched,
+                    ),
                     Err(error) => {
                         self.fetch_failed(host, &namespace, &origin, &error);
                         Err(error.to_string())
@@ -156,11 +162,33 @@ impl Plugin {
         }
     }
 
+    /// Where a list learned for `namespace` is kept: the namespace's catalog, or, for a list
+    /// the server marked private and no policy of ours shapes, its credential's (and the
+    /// namespace is marked private, so that every caller is looked up by credential).
+    pub(super) fn learned_key(
+        &self,
+        host: &dyn Host,
+        namespace: &str,
+        learned: &Learned,
+    ) -> String {
+        if !learned.private || self.config.authorization.is_some() {
+            return namespace.to_string();
+        }
+        let _ = store::update_meta(host, namespace, |meta| {
+            let was = meta.private;
+            meta.private = true;
+            !was
+        });
+        let _ = store::register_namespace(host, namespace);
+        private_key(namespace, &learned.credential)
+    }
+
     fn fetched(
         &self,
         host: &dyn Host,
         namespace: &str,
         origin: &Origin,
+        credential: &str,
         fetched: Fetched,
     ) -> Result<usize, String> {
         let Fetched {
@@ -170,13 +198,17 @@ impl Plugin {
             ..
         } = fetched;
         let count = tools.len();
-        let learned = Learned::new(
+        let mut learned = Learned::new(
             tools,
             Page {
                 first: true,
                 last: true,
             },
         );
+        learned.private = private;
+        learned.credential = credential.to_string();
+        let _ = store::release_fetch_lease(host, namespace, &self.vm_id);
+        let namespace = &self.learned_key(host, namespace, &learned);
         let stored = self
             .cache
             .try_borrow_mut()
@@ -186,7 +218,6 @@ impl Plugin {
                     .learn(host, namespace, learned)
                     .map_err(|e| e.to_string())
             });
-        let _ = store::release_fetch_lease(host, namespace, &self.vm_id);
         if let Err(e) = &stored {
             self.fetch_failed(
                 host,
@@ -206,7 +237,9 @@ impl Plugin {
             meta.source = Source::Fetched;
             meta.stale = false;
             meta.ttl_ms = ttl_ms;
-            meta.private = private;
+            // Kept per credential (and so refreshed in its callers' requests only) when no
+            // policy of ours shapes the lists.
+            meta.private = private && self.config.authorization.is_none();
             meta.failures = 0;
             meta.last_error = None;
             meta.set_origin(origin);
@@ -218,13 +251,7 @@ impl Plugin {
         Ok(count)
     }
 
-    fn fetch_failed(
-        &self,
-        host: &dyn Host,
-        namespace: &str,
-        origin: &Origin,
-        error: &FetchError,
-    ) {
+    fn fetch_failed(&self, host: &dyn Host, namespace: &str, origin: &Origin, error: &FetchError) {
         let _ = store::release_fetch_lease(host, namespace, &self.vm_id);
         let now = host.now_ms();
         let _ = store::update_meta(host, namespace, |meta| {
@@ -300,6 +327,7 @@ impl Plugin {
         forwarded: Vec<(String, String)>,
     ) -> FetchSpec {
         let catalog = &self.config.catalog;
+        let credential = crate::fetch::credential_of(&forwarded);
         let mut headers = forwarded;
         headers.extend(catalog.headers.iter().cloned());
         if catalog.cluster.is_some() {
@@ -313,6 +341,7 @@ impl Plugin {
             headers,
             timeout_ms: catalog.timeout_ms,
             max_bytes: self.config.max_body_bytes,
+            credential,
         }
     }
 }

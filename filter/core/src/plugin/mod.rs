@@ -320,16 +320,18 @@ impl PluginEnv<'_> {
     }
 }
 
-
 impl PluginEnv<'_> {
     /// A last page of a client's list was learned: the catalog is as old as now, and is
     /// refreshed from where that list came from. Written only when something changed, so that
     /// repeated lists cost one small read.
-    fn listed(&self, changed: bool) {
+    fn listed(&self, key: &str, changed: bool) {
         let now = self.host.now_ms();
         let origin = self.origin.clone();
-        let _ = store::update_meta(self.host, &self.namespace, |meta| {
-            let moved = origin.as_ref().is_some_and(|o| meta.origin() != Some(o.clone()));
+        let private = key != self.namespace;
+        let _ = store::update_meta(self.host, key, |meta| {
+            let moved = origin
+                .as_ref()
+                .is_some_and(|o| meta.origin() != Some(o.clone()));
             let aged = now.saturating_sub(meta.updated_ms) >= catalogs::LISTED_RESOLUTION_MS;
             if !(changed || meta.stale || moved || aged) {
                 return false;
@@ -337,6 +339,7 @@ impl PluginEnv<'_> {
             meta.updated_ms = now;
             meta.source = store::Source::Learned;
             meta.stale = false;
+            meta.private = private;
             if let Some(o) = &origin {
                 meta.set_origin(o);
             }
@@ -386,15 +389,18 @@ impl Env for PluginEnv<'_> {
 
     fn learn(&mut self, learned: Learned) -> Result<bool, StoreError> {
         let last = learned.page.last;
+        let key = self
+            .plugin
+            .learned_key(self.host, &self.namespace, &learned);
         let changed = self
             .plugin
             .cache
             .try_borrow_mut()
             .map_err(|_| StoreError::Host("catalog cache busy".into()))?
-            .learn(self.host, &self.namespace, learned)?;
-        self.plugin.mark_for_embedding(&self.namespace);
+            .learn(self.host, &key, learned)?;
+        self.plugin.mark_for_embedding(&key);
         if last {
-            self.listed(changed);
+            self.listed(&key, changed);
         }
         Ok(changed)
     }

@@ -110,10 +110,12 @@ pub fn search<'a>(
     let in_scope = |d: u32| {
         tools.get(d as usize).is_some_and(|t| {
             allowed.is_none_or(|allowed| allowed(t))
-                && query
-                    .group
-                    .as_deref()
-                    .is_none_or(|g| config.group_of(&index.namespace, &t.name) == g)
+                && query.group.as_deref().is_none_or(|g| {
+                    config.group_of(
+                        crate::index::catalog::base_namespace(&index.namespace),
+                        &t.name,
+                    ) == g
+                })
         })
     };
     // Only a restricted caller or a vector ranking needs the candidates one by one: an

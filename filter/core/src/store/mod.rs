@@ -70,7 +70,10 @@ pub fn namespaces(shared: &dyn SharedData) -> Result<Vec<String>, StoreError> {
     }
 }
 
-pub(crate) fn register_namespace(shared: &dyn SharedData, namespace: &str) -> Result<(), StoreError> {
+pub(crate) fn register_namespace(
+    shared: &dyn SharedData,
+    namespace: &str,
+) -> Result<(), StoreError> {
     for _ in 0..MAX_CAS_RETRIES {
         let (data, cas) = shared.get(NAMESPACES_KEY)?;
         let mut all: Vec<String> = match data {
@@ -173,6 +176,7 @@ impl CatalogCache {
             mut tools,
             page: at,
             buffer,
+            ..
         } = learned;
         // Every list of an unchanged catalog: when this VM's index is the shared version and
         // the page changes nothing in it, the stored catalog (megabytes) is not read at all.
@@ -242,6 +246,9 @@ pub struct Learned {
     pub tools: Vec<Tool>,
     pub page: Page,
     pub buffer: Vec<u8>,
+    /// The list was `cacheScope: "private"`: it belongs to `credential` only.
+    pub private: bool,
+    pub credential: String,
 }
 
 impl Learned {
@@ -250,6 +257,8 @@ impl Learned {
             tools,
             page,
             buffer: Vec::new(),
+            private: false,
+            credential: String::new(),
         }
     }
 }

@@ -6,14 +6,46 @@ use super::*;
 use crate::fetch::Context;
 
 impl Stream {
-    /// Whether answering needs `namespace`'s catalog fetched first: there is none yet, and
-    /// this request has not fetched already.
+    /// Whether answering needs `namespace`'s catalog fetched first: there is none yet (for
+    /// this caller, when the server's lists are private), or this caller's private one is due
+    /// (no background refresh has this caller's credentials); at most once per request.
     pub(super) fn must_fetch(&self, config: &Config, env: &mut dyn Env, namespace: &str) -> bool {
-        config.catalog.fetch
-            && !self.fetched
+        if !config.catalog.fetch || self.fetched {
+            return false;
+        }
+        let key = self.catalog_key(config, env, namespace);
+        let Ok(index) = env.catalog_of(&key) else {
+            return false;
+        };
+        if index.catalog.is_empty() {
+            return true;
+        }
+        key != namespace
             && env
-                .catalog_of(namespace)
-                .is_ok_and(|i| i.catalog.is_empty())
+                .catalog_meta(&key)
+                .due(env.now_ms(), config.catalog.max_age_ms)
+    }
+
+    /// The digest of this caller's credentials (the forwarded headers' values).
+    pub(super) fn credential(&self) -> String {
+        crate::fetch::credential_of(&self.head.forwarded)
+    }
+
+    /// Where this caller's catalog of `namespace` is kept: the namespace's own, or, when the
+    /// server marks its lists `cacheScope: "private"` (spec 2026-07-28 "Caching") and no
+    /// policy of ours shapes them, the catalog of this caller's credentials; a list shaped by
+    /// the server for one caller is never searched for another.
+    pub(super) fn catalog_key(
+        &self,
+        config: &Config,
+        env: &mut dyn Env,
+        namespace: &str,
+    ) -> String {
+        if config.authorization.is_none() && env.catalog_meta(namespace).private {
+            crate::index::catalog::private_key(namespace, &self.credential())
+        } else {
+            namespace.to_string()
+        }
     }
 
     /// Fetches `namespace`'s catalog from `origin`; the request waits in `pending`.
@@ -48,7 +80,10 @@ impl Stream {
         if self.modern() {
             return Context::Modern;
         }
-        match (&self.head.session_id, self.head.mcp.protocol_version.first()) {
+        match (
+            &self.head.session_id,
+            self.head.mcp.protocol_version.first(),
+        ) {
             (Some(id), Some(version)) => Context::Session {
                 id: id.clone(),
                 protocol_version: version.clone(),

@@ -42,7 +42,8 @@ impl Stream {
         vector: Result<Vec<f32>, Fallback>,
     ) -> LocalReply {
         let namespace = request.namespace.clone().unwrap_or_else(|| env.namespace());
-        let index = match env.catalog_of(&namespace) {
+        let key = self.catalog_key(config, env, &namespace);
+        let index = match env.catalog_of(&key) {
             Ok(index) => index,
             Err(e) => {
                 env.record(Event::Error);

@@ -127,7 +127,8 @@ impl Stream {
                 );
             }
         }
-        let index = match self.catalog_or_error(env, &namespace) {
+        let key = self.catalog_key(config, env, &namespace);
+        let index = match self.catalog_or_error(env, &key) {
             Ok(index) => index,
             Err(message) => return injected::error_result(&message, modern),
         };
@@ -188,7 +189,8 @@ impl Stream {
         namespace: &str,
     ) -> String {
         let modern = self.modern();
-        let index = match self.catalog_or_error(env, namespace) {
+        let key = self.catalog_key(config, env, namespace);
+        let index = match self.catalog_or_error(env, &key) {
             Ok(index) => index,
             Err(message) => return injected::error_result(&message, modern),
         };
@@ -217,7 +219,8 @@ impl Stream {
             Ok(names) => names,
             Err(message) => return injected::error_result(&message, modern),
         };
-        let index = match self.catalog_or_error(env, namespace) {
+        let key = self.catalog_key(config, env, namespace);
+        let index = match self.catalog_or_error(env, &key) {
             Ok(index) => index,
             Err(message) => return injected::error_result(&message, modern),
         };

@@ -148,9 +148,10 @@ pub trait Env {
         FetchSpec {
             origin,
             context,
-            headers: forwarded,
             timeout_ms: crate::config::catalog::DEFAULT_FETCH_TIMEOUT_MS,
             max_bytes: crate::config::DEFAULT_MAX_BODY_BYTES,
+            credential: crate::fetch::credential_of(&forwarded),
+            headers: forwarded,
         }
     }
     /// The upstream announced that its tools changed.

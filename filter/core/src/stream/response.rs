@@ -138,9 +138,10 @@ impl Stream {
                 match self.rewrite_list(config, env, &whole) {
                     Ok(Some(rewritten)) => {
                         if rewritten.outcome.body.is_some() {
-                            learn_from(env, rewritten, whole).unwrap_or_default()
+                            learn_from(env, rewritten, whole, &self.credential())
+                                .unwrap_or_default()
                         } else {
-                            learn_from(env, rewritten, Vec::new());
+                            learn_from(env, rewritten, Vec::new(), &self.credential());
                             whole
                         }
                     }
@@ -246,7 +247,7 @@ impl Stream {
     ) -> Result<Option<Vec<u8>>, RewriteError> {
         Ok(self
             .rewrite_list(config, env, message)?
-            .and_then(|rewritten| learn_from(env, rewritten, Vec::new())))
+            .and_then(|rewritten| learn_from(env, rewritten, Vec::new(), &self.credential())))
     }
 
     /// The rewrite of a `tools/list` response, not yet learned from: learning can wait until
@@ -300,6 +301,7 @@ pub(super) fn learn_from(
     env: &mut dyn Env,
     rewritten: Rewritten,
     buffer: Vec<u8>,
+    credential: &str,
 ) -> Option<Vec<u8>> {
     let Rewritten { mut outcome, index } = rewritten;
     if !outcome.replayed {
@@ -307,6 +309,8 @@ pub(super) fn learn_from(
             tools: std::mem::take(&mut outcome.learned),
             page: outcome.page,
             buffer,
+            private: outcome.private,
+            credential: credential.to_string(),
         };
         match env.learn(learned) {
             // The page is already in this catalog version: the same result can be replayed.

@@ -10,8 +10,8 @@
 )]
 
 use mcp_tool_search_core::config::Config;
-use mcp_tool_search_core::index::catalog::CatalogIndex;
 use mcp_tool_search_core::fetch::{Context, FetchSpec, Origin};
+use mcp_tool_search_core::index::catalog::CatalogIndex;
 use mcp_tool_search_core::plugin::{
     FetchProgress, FetchStart, HttpCall, MemoryHost, Plugin, PluginEnv,
 };
@@ -79,6 +79,11 @@ impl TestEnv {
             route: None,
             upstream: None,
         }
+    }
+
+    /// What the store knows of a catalog besides its tools.
+    pub fn plugin_env_meta(&self, namespace: &str) -> CatalogMeta {
+        self.plugin_env().catalog_meta(namespace)
     }
 
     /// Answers the calls the plugin made with `upstream` until none is left; returns what each
