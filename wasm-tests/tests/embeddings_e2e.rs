@@ -904,3 +904,115 @@ async fn health_is_the_same_on_every_worker() {
     )
     .await;
 }
+
+// ---- the circuit breaker -----------------------------------------------------------------------
+
+fn p50(took: &mut [Duration]) -> Duration {
+    took.sort();
+    took.get(took.len() / 2).copied().unwrap_or_default()
+}
+
+/// The sidecar embeds the catalog, then hangs (a front that accepts and holds every request):
+/// the first searches each wait for the query timeout, then the circuit opens and searches
+/// answer by BM25 at once (`circuit_open`), health says so; once the service answers again, a
+/// probe closes the circuit and hybrid ranking resumes, with no restart.
+#[tokio::test]
+async fn a_hung_service_opens_the_circuit_and_a_probe_closes_it() {
+    let world = start(
+        "emb_circuit",
+        plugin_config(json!({"query_timeout": "300ms"}), None),
+        Via::front(|f| {
+            f.delay_percent = 0;
+            f.delay = Duration::from_secs(30);
+        }),
+        true,
+    );
+    within_budget(
+        world.started,
+        "a_hung_service_opens_the_circuit_and_a_probe_closes_it",
+        async {
+            let client = world.pin(None).await;
+            world.list(&client).await;
+            world.wait_embedded(Duration::from_secs(25)).await;
+            let mut healthy = Vec::new();
+            for _ in 0..5 {
+                let r = world.search(&client, PARAPHRASE).await;
+                r.assert_semantic("hybrid");
+                healthy.push(r.took);
+            }
+            world.front().set(FRONT_DELAY_PERCENT, 100).expect("hang");
+            // Three searches in a row time out (300 ms each), then the circuit opens.
+            let mut timed_out = Vec::new();
+            for _ in 0..3 {
+                let r = world.search(&client, LEXICAL).await;
+                r.assert_fallback("timeout");
+                assert_eq!(r.names[0], TARGET, "{}", r.summary());
+                assert!(r.took >= Duration::from_millis(250), "{:?}", r.took);
+                timed_out.push(r.took);
+            }
+            assert_eq!(world.stat("embeddings_circuit.opened"), 1, "{}", world.all_stats());
+            let mut open = Vec::new();
+            for _ in 0..5 {
+                let r = world.search(&client, LEXICAL).await;
+                r.assert_fallback("circuit_open");
+                assert_eq!(r.names[0], TARGET, "{}", r.summary());
+                open.push(r.took);
+            }
+            let h = world.health_via(&client).await;
+            assert_eq!(h["search"]["status"], "degraded", "{h}");
+            assert_eq!(h["search"]["circuit"]["state"], "open", "{h}");
+            // The service answers again: within the backoff (1 s, and up to 2.5 s more after
+            // a failed probe) a probe closes the circuit and hybrid ranking is back.
+            world.front().set(FRONT_DELAY_PERCENT, 0).expect("answer again");
+            let resumed = eventually("hybrid ranking resumes", Duration::from_secs(8), || async {
+                let r = world.search(&client, PARAPHRASE).await;
+                if r.strategy() == "hybrid" {
+                    Ok(r)
+                } else {
+                    Err(r.summary())
+                }
+            })
+            .await;
+            resumed.assert_semantic("hybrid");
+            assert!(world.stat("embeddings_circuit.closed") >= 1, "{}", world.all_stats());
+            let h = world.health_via(&client).await;
+            assert_eq!(h["search"]["circuit"]["state"], "closed", "{h}");
+            assert!(is_ok(&h, "hybrid"), "{h}");
+            let (healthy, timed_out, open) = (p50(&mut healthy), p50(&mut timed_out), p50(&mut open));
+            eprintln!(
+                "circuit phases, p50: healthy hybrid {healthy:?}, hung (timeouts) {timed_out:?}, open {open:?}"
+            );
+            assert!(
+                open * 4 < timed_out,
+                "an open circuit answers at BM25 speed: open {open:?}, timed out {timed_out:?}"
+            );
+            assert_no_panic(&world);
+        },
+    )
+    .await;
+}
+
+/// A query no tool answers finds nothing under hybrid and vector ranking (the cosine floor),
+/// as under BM25; a real query still finds its tool.
+#[tokio::test]
+async fn a_nonsense_query_matches_nothing_under_vectors() {
+    for ranking in ["hybrid", "vector"] {
+        let world = start(
+            &format!("emb_nonsense_{ranking}"),
+            plugin_config(json!({}), Some(ranking)),
+            Via::Direct,
+            true,
+        );
+        within_budget(world.started, "a_nonsense_query_matches_nothing_under_vectors", async {
+            let client = world.pin(None).await;
+            world.list(&client).await;
+            world.wait_embedded(Duration::from_secs(25)).await;
+            let nonsense = world.search(&client, "zzzz qqqq").await;
+            assert_eq!(nonsense.strategy(), ranking, "{}", nonsense.summary());
+            assert!(nonsense.names.is_empty(), "{}", nonsense.summary());
+            assert_eq!(nonsense.meta["matches"], 0, "{}", nonsense.summary());
+            world.search(&client, PARAPHRASE).await.assert_semantic(ranking);
+        })
+        .await;
+    }
+}

@@ -128,7 +128,7 @@ fn embed(url: &str, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
         } else {
             body.to_vec()
         };
-        let vectors = embeddings::parse_response(&emb, status.as_deref(), &body, batch.len())
+        let vectors = embeddings::parse_response(&emb, status.as_deref(), &body, batch.len(), emb.timeout_ms)
             .map_err(|f| f.reason)?;
         out.extend(vectors);
     }
@@ -181,11 +181,108 @@ fn evaluate(
     metrics
 }
 
+/// The figures rank every tool: no cosine floor (its effect is reported on its own).
 fn with_ranking(ranking: Ranking, weight: f32) -> Config {
     let mut config = Config::default();
     config.search.ranking = ranking;
     config.search.hybrid_vector_weight = weight;
+    config.search.min_cosine = None;
     config
+}
+
+/// Queries no tool answers, to see what the floor keeps out.
+const NONSENSE: &[&str] = &[
+    "zzzz qqqq",
+    "asdf jkl",
+    "lorem ipsum dolor sit amet",
+    "qwerty uiop",
+    "xyzzy plugh",
+    "blorft snerg wibble",
+];
+
+/// How the cosine floor is chosen, on the first half of the queries: the highest floor (in steps
+/// of 0.05) at which hybrid NDCG@10 stays within 0.005 of ranking without one. Then, on the
+/// second half, the share of relevant tools it keeps and NDCG@10 with and without it; and how
+/// many tools the nonsense queries match.
+fn floor_report(
+    index: &CatalogIndex,
+    queries: &[Labeled],
+    tools: &ToolVectors,
+    query_vectors: &[Vec<f32>],
+    nonsense: &[Vec<f32>],
+) {
+    let dot = |q: &[f32], t: &[f32]| q.iter().zip(t).map(|(a, b)| a * b).sum::<f32>();
+    let cosine = |q: &[f32], name: &str| {
+        let at = index.catalog.tools().iter().position(|t| t.name == name)?;
+        Some(dot(q, tools.get(at)?))
+    };
+    let half = queries.len() / 2;
+    let (first, second) = queries.split_at(half);
+    let (first_v, second_v) = query_vectors.split_at(half.min(query_vectors.len()));
+    let hybrid = |floor: Option<f32>| {
+        let mut c = with_ranking(
+            Ranking::Hybrid,
+            mcp_tool_search_core::config::DEFAULT_HYBRID_VECTOR_WEIGHT,
+        );
+        c.search.min_cosine = floor;
+        c
+    };
+    let ndcg = |m: &Metrics| m.ndcg10 / m.queries.max(1) as f64;
+    let kept = |qs: &[Labeled], vs: &[Vec<f32>], floor: f32| {
+        let (mut kept, mut all) = (0usize, 0usize);
+        for (q, v) in qs.iter().zip(vs) {
+            for c in q.relevant.iter().filter_map(|n| cosine(v, n)) {
+                all += 1;
+                kept += usize::from(c >= floor);
+            }
+        }
+        100.0 * kept as f64 / all.max(1) as f64
+    };
+    let nonsense_over = |floor: f32| {
+        nonsense
+            .iter()
+            .map(|qv| {
+                (0..index.catalog.len())
+                    .filter_map(|i| tools.get(i))
+                    .filter(|t| dot(qv, t) >= floor)
+                    .count()
+            })
+            .max()
+            .unwrap_or(0)
+    };
+    let base = ndcg(&evaluate(index, &hybrid(None), first, Some((tools, first_v))));
+    let mut chosen = 0.0f32;
+    for step in 1..=12 {
+        let floor = step as f32 * 0.05;
+        let m = ndcg(&evaluate(index, &hybrid(Some(floor)), first, Some((tools, first_v))));
+        println!(
+            "floor {floor:.2}: first half hybrid NDCG@10 {m:.4} (none: {base:.4}), relevant tools kept {:.1}%, nonsense queries match at most {} tools",
+            kept(first, first_v, floor),
+            nonsense_over(floor)
+        );
+        if base - m <= 0.005 {
+            chosen = floor;
+        }
+    }
+    let open = evaluate(index, &hybrid(None), second, Some((tools, second_v)));
+    let floored = evaluate(index, &hybrid(Some(chosen)), second, Some((tools, second_v)));
+    println!(
+        "chosen min_cosine {chosen:.2}; second half: relevant tools kept {:.1}%, hybrid NDCG@10 {:.4} without it, {:.4} with it",
+        kept(second, second_v, chosen),
+        ndcg(&open),
+        ndcg(&floored)
+    );
+    for (text, qv) in NONSENSE.iter().zip(nonsense) {
+        let best = (0..index.catalog.len())
+            .filter_map(|i| tools.get(i))
+            .map(|t| dot(qv, t))
+            .fold(f32::MIN, f32::max);
+        let over = (0..index.catalog.len())
+            .filter_map(|i| tools.get(i))
+            .filter(|t| dot(qv, t) >= chosen)
+            .count();
+        println!("nonsense {text:?}: best cosine {best:.3}, {over} tools at or above {chosen:.2}");
+    }
 }
 
 fn run(
@@ -252,6 +349,11 @@ fn run(
         "{}",
         evaluate(&index, &hybrid, &queries, vectors).line("hybrid")
     );
+    let nonsense = embed(
+        url,
+        &NONSENSE.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+    )?;
+    floor_report(&index, &queries, &tool_vectors, &query_vectors, &nonsense);
     if sweep {
         for w in [0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9] {
             let c = with_ranking(Ranking::Hybrid, w);

@@ -95,8 +95,10 @@ fn hybrid_fuses_both_rankings() {
     env.query_vectors = Some(Rc::new(|_: &str| vec![0.0, 1.0]));
     let (names, meta) = search(&mut env, "refund");
     assert_eq!(meta["strategy"], "hybrid");
-    assert_eq!(names.len(), 3);
-    assert!(names.contains(&"stripe_refund_charge".to_string()));
+    // slack by meaning (cosine 1), stripe by its term (cosine 0.8); get_weather neither
+    // (cosine 0, below the floor).
+    assert_eq!(names, ["slack_post_message", "stripe_refund_charge"]);
+    assert_eq!(meta["matches"], 2);
 }
 
 #[test]
@@ -148,4 +150,46 @@ fn http_search_uses_the_same_ranking() {
     let v: Value = serde_json::from_slice(out.body()).unwrap();
     assert_eq!(v["tools"][0]["name"], "get_weather");
     assert_eq!(v["metadata"]["strategy"], "vector");
+}
+
+#[test]
+fn a_failing_service_opens_the_circuit_then_one_probe_closes_it() {
+    let mut env = env("hybrid");
+    env.host.clock_ms.set(1_767_225_600_000);
+    // Down: three searches try it and fall back; then the circuit opens.
+    for _ in 0..3 {
+        let (_, meta) = search(&mut env, "refund");
+        assert_eq!(meta["fallback"]["kind"], "unavailable");
+    }
+    assert_eq!(env.host.counter("embeddings_circuit.opened"), 1);
+    // Open: no call at all, BM25 at once, and the reason says so.
+    env.query_vectors = Some(Rc::new(|_: &str| vec![0.0, 1.0]));
+    let (names, meta) = search(&mut env, "refund");
+    assert_eq!(names, ["stripe_refund_charge"]);
+    assert_eq!(meta["fallback"]["kind"], "circuit_open");
+    assert!(env.host.take_calls().is_empty());
+    assert_eq!(env.count(Event::SearchFallback(FallbackKind::CircuitOpen)), 1);
+    let health = exchange(
+        &mut env,
+        mcp_tool_search_core::stream::RequestHead {
+            method: "GET".into(),
+            path: "/mcp/search/health".into(),
+            ..post("/mcp")
+        },
+        b"",
+        ("200", "", &[]),
+    );
+    let h: Value = serde_json::from_slice(health.body()).unwrap();
+    assert_eq!(h["search"]["status"], "degraded");
+    assert_eq!(h["search"]["circuit"]["state"], "open");
+    assert!(h["search"]["circuit"]["since_ms"].as_u64().unwrap() > 0);
+    // After the backoff (1 s, jittered by at most a quarter), one search probes; the service is
+    // back, so the circuit closes and hybrid ranking resumes.
+    env.host.clock_ms.set(env.host.clock_ms.get() + 1_300);
+    let (_, meta) = search(&mut env, "refund");
+    assert_eq!(meta["strategy"], "hybrid");
+    assert_eq!(env.host.counter("embeddings_circuit.half_open"), 1);
+    assert_eq!(env.host.counter("embeddings_circuit.closed"), 1);
+    let (_, meta) = search(&mut env, "refund");
+    assert_eq!(meta["strategy"], "hybrid");
 }

@@ -109,7 +109,12 @@ pub struct EmbeddingsConfig {
     pub model_id: String,
     pub path: String,
     pub authority: String,
+    /// Each call that embeds tools (background: no one waits for it).
     pub timeout_ms: u64,
+    /// Each call that embeds a search's query: a search waits for it.
+    pub query_timeout_ms: u64,
+    /// Consecutive query-embedding failures that open the circuit.
+    pub circuit_failures: u32,
     pub dimensions: usize,
     pub max_batch_size: usize,
     pub headers: Vec<(String, String)>,
@@ -148,6 +153,9 @@ pub struct SearchConfig {
     pub ranking: Ranking,
     /// The weight of the vector ranking in hybrid fusion (the lexical one gets the rest).
     pub hybrid_vector_weight: f32,
+    /// In vector and hybrid ranking, a tool BM25 does not match matches only when its cosine
+    /// with the query reaches this (`None`: every tool matches).
+    pub min_cosine: Option<f32>,
     pub embeddings: Option<EmbeddingsConfig>,
 }
 
@@ -155,6 +163,15 @@ pub const DEFAULT_HTTP_SEARCH_PATH: &str = "/mcp/search";
 /// Chosen on the MetaTool set (README, "Retrieval quality"): BM25 is much weaker than
 /// MiniLM there, so the fusion leans on the vectors.
 pub const DEFAULT_HYBRID_VECTOR_WEIGHT: f32 = 0.75;
+/// Chosen on the first half of the MetaTool queries with all-MiniLM-L6-v2: the highest floor
+/// (in steps of 0.05) within 0.005 of hybrid NDCG@10 without one (`make eval EMBEDDINGS=1`
+/// prints the derivation); see the README, "Semantic ranking".
+pub const DEFAULT_MIN_COSINE: f32 = 0.25;
+/// An agent waits for a query's embedding: all-MiniLM-L6-v2 embeds one short query in a few
+/// milliseconds on a CPU, so a quarter second covers a loaded sidecar and the network, and
+/// stays well below what a tool call costs anyway.
+pub const DEFAULT_QUERY_TIMEOUT_MS: u64 = 250;
+pub const DEFAULT_CIRCUIT_FAILURES: u32 = 3;
 
 impl Default for SearchConfig {
     fn default() -> Self {
@@ -167,6 +184,7 @@ impl Default for SearchConfig {
             http_path: Some(DEFAULT_HTTP_SEARCH_PATH.to_string()),
             ranking: Ranking::Bm25,
             hybrid_vector_weight: DEFAULT_HYBRID_VECTOR_WEIGHT,
+            min_cosine: Some(DEFAULT_MIN_COSINE),
             embeddings: None,
         }
     }
@@ -547,6 +565,21 @@ fn parse_search(value: &Value) -> Result<SearchConfig, ConfigError> {
             ));
         }
     }
+    if let Some(v) = obj.take("min_cosine") {
+        search.min_cosine = match v {
+            Value::Bool(false) => None,
+            _ => match v.as_f64() {
+                Some(c) if (-1.0..=1.0).contains(&c) => Some(c as f32),
+                _ => {
+                    return Err(ConfigError::invalid(
+                        "search.min_cosine",
+                        v,
+                        "a cosine from -1 to 1, or false (every tool matches)",
+                    ))
+                }
+            },
+        };
+    }
     if let Some(v) = obj.take("hybrid_vector_weight") {
         match v.as_f64() {
             Some(w) if (0.0..=1.0).contains(&w) => search.hybrid_vector_weight = w as f32,
@@ -624,6 +657,14 @@ fn parse_embeddings(value: &Value) -> Result<EmbeddingsConfig, ConfigError> {
         Some(v) => duration_ms("search.embeddings.timeout", v)?,
         None => 5000,
     };
+    let query_timeout_ms = match obj.take("query_timeout") {
+        Some(v) => duration_ms("search.embeddings.query_timeout", v)?,
+        None => DEFAULT_QUERY_TIMEOUT_MS,
+    };
+    let circuit_failures = match obj.take("circuit_failures") {
+        Some(v) => integer("search.embeddings.circuit_failures", v, 1, 1000)?,
+        None => u64::from(DEFAULT_CIRCUIT_FAILURES),
+    };
     let max_batch_size = match obj.take("max_batch_size") {
         Some(v) => integer("search.embeddings.max_batch_size", v, 1, 2048)?,
         None => 64,
@@ -639,13 +680,14 @@ fn parse_embeddings(value: &Value) -> Result<EmbeddingsConfig, ConfigError> {
         path,
         authority,
         timeout_ms,
+        query_timeout_ms,
+        circuit_failures: u32::try_from(circuit_failures).unwrap_or(DEFAULT_CIRCUIT_FAILURES),
         dimensions: usize::try_from(dimensions).unwrap_or(0),
         max_batch_size: usize::try_from(max_batch_size).unwrap_or(64),
         headers,
     })
 }
 
-/// A duration as Envoy writes them (`"5s"`, `"250ms"`, `"1.5s"`) or a number of milliseconds.
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -776,7 +818,7 @@ mod tests {
         );
         assert_eq!(
             error(r#"{"search":{"max_results":3}}"#),
-            "plugin configuration field `search.max_results` is not known; allowed here: embeddings, http_path, hybrid_vector_weight, max_allowable_results, ranking, result_format, score_threshold, tool_name, weights"
+            "plugin configuration field `search.max_results` is not known; allowed here: embeddings, http_path, hybrid_vector_weight, max_allowable_results, min_cosine, ranking, result_format, score_threshold, tool_name, weights"
         );
         assert_eq!(
             error(r#"{"tools":[{"disclosure_mode":"EAGER"}]}"#),

@@ -97,6 +97,7 @@ pub(crate) fn tool_name(field: &str, value: &Value) -> Result<String, ConfigErro
     }
 }
 
+/// A duration as Envoy writes them (`"5s"`, `"250ms"`, `"1.5s"`) or a number of milliseconds.
 pub(crate) fn duration_ms(field: &str, value: &Value) -> Result<u64, ConfigError> {
     let ms = match value {
         Value::Number(n) => n.as_f64(),

@@ -20,7 +20,7 @@ use crate::fetch::{FetchSpec, Origin};
 use crate::index::catalog::CatalogIndex;
 use crate::rank::embeddings;
 use crate::rank::search::{Fallback, FallbackKind};
-use crate::store::{self, CatalogCache, CatalogMeta, Learned, StoreError};
+use crate::store::{self, circuit, CatalogCache, CatalogMeta, Learned, StoreError};
 use crate::stream::{Env, Event};
 use crate::vector::ToolVectors;
 use scheduler::{InFlight, Worker};
@@ -163,7 +163,7 @@ impl Plugin {
                 }
             }
             let (texts, items) = Worker::batch(&index, &missing, config.max_batch_size);
-            match call_embeddings(host, config, &texts) {
+            match call_embeddings(host, config, &texts, config.timeout_ms) {
                 Ok(token) => worker.sent(InFlight {
                     token,
                     namespace,
@@ -197,7 +197,7 @@ impl Plugin {
         let Some(batch) = worker.take(token) else {
             return;
         };
-        match embeddings::parse_response(config, status, body, batch.items.len()) {
+        match embeddings::parse_response(config, status, body, batch.items.len(), config.timeout_ms) {
             Ok(vectors) => {
                 let items = batch
                     .items
@@ -231,7 +231,8 @@ impl Plugin {
     }
 
     /// Starts the embeddings call for a stream's queries; its answer goes to
-    /// [`Plugin::on_query_embeddings`]. `Err`: the fallback to answer with at once.
+    /// [`Plugin::on_query_embeddings`]. `Err`: the fallback to answer with at once (the service
+    /// is not configured, cannot be called, or its circuit is open).
     pub fn embed_queries(&self, host: &dyn Host, texts: &[String]) -> Result<u32, Fallback> {
         let Some(config) = &self.config.search.embeddings else {
             return Err(Fallback::new(
@@ -239,8 +240,20 @@ impl Plugin {
                 "embeddings are not configured",
             ));
         };
-        call_embeddings(host, config, texts).map_err(|reason| {
-            self.health.failed(host, &reason);
+        // The probe is given for as long as its call may take, and a little more.
+        let (gate, transition) = circuit::gate(
+            host,
+            host.now_ms(),
+            config.query_timeout_ms.saturating_add(1000),
+        );
+        if let Some(t) = transition {
+            host.increment(t.stat(), 1);
+        }
+        if let circuit::Gate::Skip(why) = gate {
+            return Err(Fallback::new(FallbackKind::CircuitOpen, why));
+        }
+        call_embeddings(host, config, texts, config.query_timeout_ms).map_err(|reason| {
+            self.query_outcome(host, config, Some(&reason));
             Fallback::new(FallbackKind::Unavailable, &reason)
         })
     }
@@ -259,12 +272,38 @@ impl Plugin {
                 "embeddings are not configured",
             ));
         };
-        let vectors = embeddings::parse_response(config, status, body, texts);
-        match &vectors {
-            Ok(_) => self.health.worked(host),
-            Err(f) => self.health.failed(host, &f.reason),
-        }
+        let vectors =
+            embeddings::parse_response(config, status, body, texts, config.query_timeout_ms);
+        self.query_outcome(host, config, vectors.as_ref().err().map(|f| f.reason.as_str()));
         vectors
+    }
+
+    /// A query embedding's outcome, for health and the circuit.
+    fn query_outcome(&self, host: &dyn Host, config: &EmbeddingsConfig, failure: Option<&str>) {
+        match failure {
+            None => self.health.worked(host),
+            Some(reason) => self.health.failed(host, reason),
+        }
+        if let Some(t) = circuit::record(
+            host,
+            host.now_ms(),
+            host.random_u64(),
+            failure,
+            config.circuit_failures,
+        ) {
+            host.increment(t.stat(), 1);
+            let message = match t {
+                circuit::Transition::Opened => format!(
+                    "embeddings circuit opened: searches rank by BM25 until a probe succeeds ({})",
+                    failure.unwrap_or_default()
+                ),
+                circuit::Transition::Closed => {
+                    "embeddings circuit closed: the service answered the probe".to_string()
+                }
+                circuit::Transition::HalfOpened => return,
+            };
+            host.log(Level::Warn, &message);
+        }
     }
 
     /// A failure of background (tool) embedding: counted, and reported in health.
@@ -279,12 +318,13 @@ fn call_embeddings(
     host: &dyn Host,
     config: &EmbeddingsConfig,
     texts: &[String],
+    timeout_ms: u64,
 ) -> Result<u32, String> {
     host.http_call(HttpCall {
         cluster: config.cluster.clone(),
         headers: embeddings::request_headers(config),
         body: embeddings::request_body(config, texts),
-        timeout_ms: config.timeout_ms,
+        timeout_ms,
     })
     .map_err(|status| {
         format!(
@@ -385,6 +425,11 @@ impl Env for PluginEnv<'_> {
 
     fn embeddings_degraded(&mut self) -> Option<String> {
         self.plugin.health.degraded(self.host)
+    }
+
+    fn embeddings_circuit(&mut self) -> Option<circuit::Circuit> {
+        self.plugin.config.search.embeddings.as_ref()?;
+        Some(circuit::read(self.host))
     }
 
     fn learn(&mut self, learned: Learned) -> Result<bool, StoreError> {

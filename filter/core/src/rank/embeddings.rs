@@ -80,11 +80,13 @@ struct Item {
 
 /// Reads an embeddings response: one unit vector per input, in input order. Any problem is a
 /// fallback reason (the search then ranks by BM25).
+/// `timeout_ms`: the call's timeout (a 504 past it is the call timing out).
 pub fn parse_response(
     config: &EmbeddingsConfig,
     status: Option<&str>,
     body: &[u8],
     inputs: usize,
+    timeout_ms: u64,
 ) -> Result<Vec<Vec<f32>>, Fallback> {
     let status = match status {
         None => {
@@ -98,10 +100,7 @@ pub fn parse_response(
     if status == "504" {
         return Err(Fallback::new(
             FallbackKind::Timeout,
-            format!(
-                "embeddings service did not answer within {} ms",
-                config.timeout_ms
-            ),
+            format!("embeddings service did not answer within {timeout_ms} ms"),
         ));
     }
     // Envoy answers for a service it cannot reach (connection refused, no healthy host) with a
@@ -358,10 +357,10 @@ mod tests {
             (":authority".to_string(), "e".to_string())
         );
         let ok = br#"{"object":"list","data":[{"index":1,"embedding":[0,2]},{"index":0,"embedding":[3,4]}]}"#;
-        let v = parse_response(&e, Some("200"), ok, 2).unwrap();
+        let v = parse_response(&e, Some("200"), ok, 2, 1000).unwrap();
         assert_eq!(v, vec![vec![0.6, 0.8], vec![0.0, 1.0]]);
         let kind = |status: Option<&str>, body: &[u8], n| {
-            parse_response(&e, status, body, n).unwrap_err().kind
+            parse_response(&e, status, body, n, 1000).unwrap_err().kind
         };
         assert_eq!(kind(None, b"", 1), FallbackKind::Unavailable);
         assert_eq!(

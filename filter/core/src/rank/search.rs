@@ -37,16 +37,19 @@ pub enum FallbackKind {
     Malformed,
     /// Vectors of the wrong size or with non-finite values.
     Dimensions,
+    /// The service failed repeatedly: not asked until its circuit's probe succeeds.
+    CircuitOpen,
 }
 
 impl FallbackKind {
-    pub const ALL: [FallbackKind; 6] = [
+    pub const ALL: [FallbackKind; 7] = [
         FallbackKind::NotEmbedded,
         FallbackKind::Unavailable,
         FallbackKind::Timeout,
         FallbackKind::Status,
         FallbackKind::Malformed,
         FallbackKind::Dimensions,
+        FallbackKind::CircuitOpen,
     ];
 
     pub fn name(self) -> &'static str {
@@ -57,6 +60,7 @@ impl FallbackKind {
             FallbackKind::Status => "status",
             FallbackKind::Malformed => "malformed",
             FallbackKind::Dimensions => "dimensions",
+            FallbackKind::CircuitOpen => "circuit_open",
         }
     }
 }
@@ -144,7 +148,22 @@ pub fn search<'a>(
     let raw = |doc: u32| bm25.get(doc as usize).copied().unwrap_or(0.0);
     // The tools that can rank: under BM25 those in scope sharing a term with the query.
     let pool: Vec<u32> = match (scoped, strategy) {
-        (Some(scoped), Ranking::Vector | Ranking::Hybrid) => scoped,
+        // A tool matches when the query shares a term with it or, by meaning, when its cosine
+        // reaches the floor: cosine scores every tool, and without a floor a query nothing
+        // matches would get confident-looking noise.
+        (Some(scoped), Ranking::Vector | Ranking::Hybrid) => match config.search.min_cosine {
+            None => scoped,
+            Some(floor) => scoped
+                .into_iter()
+                .filter(|&d| {
+                    raw(d) > 0.0
+                        || cosines
+                            .as_ref()
+                            .and_then(|c| c.get(d as usize))
+                            .is_some_and(|&c| c >= floor)
+                })
+                .collect(),
+        },
         (scoped, _) => matched
             .into_iter()
             .filter(|&d| raw(d) > 0.0 && (scoped.is_none() || in_scope(d)))
@@ -361,7 +380,8 @@ mod tests {
         );
         assert_eq!(r.strategy, Ranking::Vector);
         assert_eq!(names(&r), ["slack_post_message", "github_list_issues"]);
-        assert_eq!(r.matches, 5);
+        // Cosines 0, 0.6, 0.8, 1, -1: three reach the floor (0.25); "anything" matches no term.
+        assert_eq!(r.matches, 3);
         let partial = |i: usize| {
             if i == 4 {
                 None
@@ -391,6 +411,34 @@ mod tests {
         let down = Fallback::new(FallbackKind::Status, "embeddings service answered 500");
         let r = search(&idx, &config, &q("refund", 2, 0), None, Err(down.clone()));
         assert_eq!(r.fallback, Some(down));
+    }
+
+    #[test]
+    fn a_query_nothing_matches_finds_nothing_under_vector_and_hybrid_ranking() {
+        for ranking in ["vector", "hybrid"] {
+            let config = Config::parse(&format!(r#"{{"search":{{"ranking":"{ranking}","embeddings":{{"cluster":"c","model_id":"m","dimensions":2}}}}}}"#)).unwrap();
+            let idx = index(&config);
+            // Every tool at cosine 0.1 of the query: below the floor.
+            let vecs: Vec<Vec<f32>> = (0..5).map(|_| vec![0.1, 0.995]).collect();
+            let lookup = |i: usize| vecs.get(i).map(Vec::as_slice);
+            let query = [1.0f32, 0.0];
+            let vectors = || {
+                Ok(Vectors {
+                    query: &query,
+                    tool: &lookup,
+                })
+            };
+            let r = search(&idx, &config, &q("zzzz qqqq", 5, 0), None, vectors());
+            assert_eq!((r.matches, names(&r).len()), (0, 0), "{ranking}");
+            // A term match still matches, whatever its cosine.
+            let r = search(&idx, &config, &q("refund", 5, 0), None, vectors());
+            assert_eq!(names(&r), ["stripe_refund_charge"], "{ranking}");
+            // Without a floor every tool matches.
+            let mut open = config.clone();
+            open.search.min_cosine = None;
+            let r = search(&idx, &open, &q("zzzz qqqq", 5, 0), None, vectors());
+            assert_eq!(r.matches, 5, "{ranking}");
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@ use crate::vector::ToolVectors;
 use std::fmt;
 use std::rc::Rc;
 
+pub mod circuit;
 mod meta;
 pub use meta::{read_meta, update_meta, CatalogMeta, Source};
 

@@ -107,17 +107,38 @@ pub(super) fn health(config: &Config, env: &mut dyn Env) -> LocalReply {
         Ranking::Vector => "semantic",
         Ranking::Hybrid => "hybrid",
     };
-    let degraded = if config.search.ranking == Ranking::Bm25 {
-        None
+    let (degraded, circuit) = if config.search.ranking == Ranking::Bm25 {
+        (None, None)
     } else {
-        env.embeddings_degraded()
+        (env.embeddings_degraded(), env.embeddings_circuit())
     };
+    let now = env.now_ms();
+    let circuit = circuit.map(|c| {
+        let closed = c.state == crate::store::circuit::State::Closed;
+        Circuit {
+            state: c.state.name(),
+            since_ms: (c.since_ms > 0).then_some(c.since_ms),
+            probe_in_ms: (!closed).then(|| c.until_ms.saturating_sub(now)),
+        }
+    });
+    let open = circuit.as_ref().is_some_and(|c| c.state != "closed");
     #[derive(serde::Serialize)]
     struct Search<'a> {
         status: &'static str,
         mode: &'static str,
         #[serde(skip_serializing_if = "Option::is_none")]
         reason: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        circuit: Option<Circuit>,
+    }
+    /// The query embeddings' circuit breaker: its state and since when.
+    #[derive(serde::Serialize)]
+    struct Circuit {
+        state: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        since_ms: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        probe_in_ms: Option<u64>,
     }
     #[derive(serde::Serialize)]
     struct Catalog {
@@ -170,9 +191,14 @@ pub(super) fn health(config: &Config, env: &mut dyn Env) -> LocalReply {
     }
     let health = Health {
         search: Search {
-            status: if degraded.is_some() { "degraded" } else { "ok" },
+            status: if degraded.is_some() || open {
+                "degraded"
+            } else {
+                "ok"
+            },
             mode,
             reason: degraded.as_deref(),
+            circuit,
         },
         catalogs,
     };

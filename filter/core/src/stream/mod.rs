@@ -123,6 +123,10 @@ pub trait Env {
     fn embeddings_degraded(&mut self) -> Option<String> {
         None
     }
+    /// The query embeddings' circuit breaker (with embeddings configured).
+    fn embeddings_circuit(&mut self) -> Option<crate::store::circuit::Circuit> {
+        None
+    }
     fn record(&mut self, event: Event);
     fn log_warn(&mut self, message: &str);
 

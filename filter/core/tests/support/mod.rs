@@ -219,6 +219,9 @@ impl Env for TestEnv {
     fn embeddings_degraded(&mut self) -> Option<String> {
         self.plugin_env().embeddings_degraded()
     }
+    fn embeddings_circuit(&mut self) -> Option<mcp_tool_search_core::store::circuit::Circuit> {
+        self.plugin_env().embeddings_circuit()
+    }
     fn record(&mut self, event: Event) {
         self.plugin_env().record(event);
         self.events.push(event);

@@ -1,0 +1,297 @@
+//! The circuit breaker of query embeddings, shared by every worker: a service that keeps failing
+//! (down, hung, answering garbage) is not asked again for a while, so that searches answer by
+//! BM25 at once instead of each waiting for its timeout. After a backoff one search probes it
+//! (half-open); its success closes the circuit, its failure opens it again for longer.
+
+use super::{SharedData, StoreError};
+use serde::{Deserialize, Serialize};
+
+const CIRCUIT_KEY: &str = "mcp-tool-search/v1/embeddings-circuit";
+const FIRST_BACKOFF_MS: u64 = 1_000;
+pub const MAX_CIRCUIT_BACKOFF_MS: u64 = 60_000;
+const MAX_CAS_RETRIES: usize = 8;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    #[default]
+    Closed,
+    Open,
+    HalfOpen,
+}
+
+impl State {
+    pub fn name(self) -> &'static str {
+        match self {
+            State::Closed => "closed",
+            State::Open => "open",
+            State::HalfOpen => "half_open",
+        }
+    }
+}
+
+/// The shared state (one small key).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Circuit {
+    pub state: State,
+    /// Consecutive failures while closed.
+    #[serde(default)]
+    pub failures: u32,
+    /// When the state was entered (ms since the epoch).
+    #[serde(default)]
+    pub since_ms: u64,
+    /// Open: when a probe may go. Half-open: until when the probe is given (a worker that took
+    /// it and vanished does not keep the circuit half-open for ever).
+    #[serde(default)]
+    pub until_ms: u64,
+    /// Times opened in a row without a success (the backoff doubles with each).
+    #[serde(default)]
+    pub opens: u32,
+    /// Why it opened.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+}
+
+/// What a search may do about its query's embedding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gate {
+    Call,
+    /// Call as the probe of a half-open circuit.
+    Probe,
+    /// Do not call: the circuit is open (the text says why and until when).
+    Skip(String),
+}
+
+/// A change of state, for the stats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transition {
+    Opened,
+    HalfOpened,
+    Closed,
+}
+
+impl Transition {
+    pub fn stat(self) -> &'static str {
+        match self {
+            Transition::Opened => "embeddings_circuit.opened",
+            Transition::HalfOpened => "embeddings_circuit.half_open",
+            Transition::Closed => "embeddings_circuit.closed",
+        }
+    }
+}
+
+pub fn read(host: &dyn SharedData) -> Circuit {
+    host.get(CIRCUIT_KEY)
+        .ok()
+        .and_then(|(v, _)| v)
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+/// Changes the shared circuit with compare-and-swap; `change` says what it did (nothing is
+/// written when it did nothing).
+fn update<T>(
+    host: &dyn SharedData,
+    mut change: impl FnMut(&mut Circuit) -> (bool, T),
+) -> Result<T, StoreError> {
+    for _ in 0..MAX_CAS_RETRIES {
+        let (data, cas) = host.get(CIRCUIT_KEY)?;
+        let mut circuit: Circuit = data
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default();
+        let (changed, out) = change(&mut circuit);
+        if !changed {
+            return Ok(out);
+        }
+        let bytes =
+            serde_json::to_vec(&circuit).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        match host.set(CIRCUIT_KEY, &bytes, cas) {
+            Ok(()) => return Ok(out),
+            Err(StoreError::CasMismatch) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(StoreError::Contended)
+}
+
+/// Whether a search may call the service now. A half-open circuit gives its probe to one
+/// search across workers; the others skip until it answers.
+pub fn gate(host: &dyn SharedData, now: u64, probe_ms: u64) -> (Gate, Option<Transition>) {
+    let circuit = read(host);
+    match circuit.state {
+        State::Closed => return (Gate::Call, None),
+        State::Open | State::HalfOpen if now < circuit.until_ms => {
+            let wait = circuit.until_ms.saturating_sub(now);
+            return (
+                Gate::Skip(format!(
+                    "the embeddings service failed {} times in a row ({}); the circuit is {} for {wait} ms more",
+                    circuit.failures.max(1),
+                    circuit.reason,
+                    circuit.state.name()
+                )),
+                None,
+            );
+        }
+        State::Open | State::HalfOpen => {}
+    }
+    let took = update(host, |c| {
+        let due = c.state != State::Closed && now >= c.until_ms;
+        if due {
+            c.state = State::HalfOpen;
+            c.since_ms = now;
+            c.until_ms = now.saturating_add(probe_ms);
+        }
+        (due, due)
+    });
+    match took {
+        Ok(true) => (Gate::Probe, Some(Transition::HalfOpened)),
+        // Another search took the probe (or the circuit closed meanwhile).
+        Ok(false) if read(host).state == State::Closed => (Gate::Call, None),
+        _ => (
+            Gate::Skip("another search is probing the embeddings service".to_string()),
+            None,
+        ),
+    }
+}
+
+/// The outcome of a query embedding: a success closes the circuit; `threshold` consecutive
+/// failures (or a failed probe) open it, for a backoff that doubles per opening up to a minute,
+/// jittered so that replicas do not probe in step.
+/// `jitter`: a random number.
+pub fn record(
+    host: &dyn SharedData,
+    now: u64,
+    jitter: u64,
+    failure: Option<&str>,
+    threshold: u32,
+) -> Option<Transition> {
+    update(host, |c| match failure {
+        None => {
+            if c.state == State::Closed && c.failures == 0 {
+                return (false, None);
+            }
+            let was = c.state;
+            *c = Circuit {
+                since_ms: if was == State::Closed { c.since_ms } else { now },
+                ..Circuit::default()
+            };
+            (true, (was != State::Closed).then_some(Transition::Closed))
+        }
+        Some(reason) => {
+            c.failures = c.failures.saturating_add(1);
+            let opens = match c.state {
+                State::Closed if c.failures >= threshold => true,
+                State::HalfOpen => true,
+                // Open already (a call that started before it opened): nothing more to do.
+                State::Closed | State::Open => false,
+            };
+            if opens {
+                c.opens = c.opens.saturating_add(1);
+                let exp = c.opens.saturating_sub(1).min(16);
+                let base = FIRST_BACKOFF_MS
+                    .saturating_mul(1u64 << exp)
+                    .min(MAX_CIRCUIT_BACKOFF_MS);
+                c.state = State::Open;
+                c.since_ms = now;
+                c.until_ms = now
+                    .saturating_add(base)
+                    .saturating_add(jitter % (base / 4 + 1));
+                c.reason = reason.to_string();
+            }
+            (true, opens.then_some(Transition::Opened))
+        }
+    })
+    .ok()
+    .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::MemorySharedData;
+
+    struct Host {
+        shared: MemorySharedData,
+        now: std::cell::Cell<u64>,
+    }
+
+    impl Host {
+        fn new() -> Self {
+            Host {
+                shared: MemorySharedData::default(),
+                now: std::cell::Cell::new(0),
+            }
+        }
+    }
+
+    fn at(host: &Host, ms: u64) {
+        host.now.set(ms);
+    }
+
+    fn gate(host: &Host, probe_ms: u64) -> (Gate, Option<Transition>) {
+        super::gate(&host.shared, host.now.get(), probe_ms)
+    }
+
+    fn record(host: &Host, failure: Option<&str>, threshold: u32) -> Option<Transition> {
+        super::record(&host.shared, host.now.get(), 12_345, failure, threshold)
+    }
+
+    fn read(host: &Host) -> Circuit {
+        super::read(&host.shared)
+    }
+
+    #[test]
+    fn opens_after_the_threshold_probes_once_and_closes_on_success() {
+        let host = Host::new();
+        at(&host, 10_000);
+        assert_eq!(gate(&host, 500).0, Gate::Call);
+        assert_eq!(record(&host, Some("timeout"), 3), None);
+        assert_eq!(record(&host, Some("timeout"), 3), None);
+        assert_eq!(gate(&host, 500).0, Gate::Call, "two failures: still closed");
+        assert_eq!(record(&host, Some("timeout"), 3), Some(Transition::Opened));
+        let c = read(&host);
+        assert_eq!(c.state, State::Open);
+        assert!((11_000..=11_250).contains(&c.until_ms), "{c:?}");
+        let Gate::Skip(why) = gate(&host, 500).0 else {
+            panic!()
+        };
+        assert!(why.contains("3 times in a row (timeout)"), "{why}");
+        at(&host, c.until_ms);
+        assert_eq!(gate(&host, 500), (Gate::Probe, Some(Transition::HalfOpened)));
+        // One probe across workers: the next search skips while it is out.
+        assert!(matches!(gate(&host, 500).0, Gate::Skip(_)));
+        assert_eq!(record(&host, None, 3), Some(Transition::Closed));
+        assert_eq!(read(&host).state, State::Closed);
+        assert_eq!(gate(&host, 500).0, Gate::Call);
+    }
+
+    #[test]
+    fn a_failed_probe_reopens_for_longer_up_to_a_minute() {
+        let host = Host::new();
+        at(&host, 0);
+        record(&host, Some("down"), 1);
+        let mut last = read(&host).until_ms;
+        let mut waits = Vec::new();
+        for _ in 0..10 {
+            at(&host, last);
+            assert_eq!(gate(&host, 500).0, Gate::Probe);
+            assert_eq!(record(&host, Some("down"), 1), Some(Transition::Opened));
+            let c = read(&host);
+            waits.push(c.until_ms - last);
+            last = c.until_ms;
+        }
+        assert!(waits.windows(2).take(5).all(|w| w[1] > w[0]), "{waits:?}");
+        assert!(waits.iter().all(|&w| w <= MAX_CIRCUIT_BACKOFF_MS * 5 / 4), "{waits:?}");
+    }
+
+    #[test]
+    fn a_probe_whose_worker_vanished_is_given_again() {
+        let host = Host::new();
+        at(&host, 0);
+        record(&host, Some("down"), 1);
+        at(&host, 5_000);
+        assert_eq!(gate(&host, 500).0, Gate::Probe);
+        at(&host, 5_600);
+        assert_eq!(gate(&host, 500).0, Gate::Probe);
+    }
+}
