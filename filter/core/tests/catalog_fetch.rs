@@ -45,12 +45,7 @@ impl Server {
             Some("garbage") => return (Some("200".into()), vec![], b"<html>".to_vec()),
             _ => {}
         }
-        let header = |n: &str| {
-            call.headers
-                .iter()
-                .find(|(k, _)| k == n)
-                .map(|(_, v)| v.clone())
-        };
+        let header = |n: &str| call_header(call, n);
         if header(":method").as_deref() == Some("DELETE") {
             return (Some("200".into()), vec![], vec![]);
         }
@@ -159,13 +154,7 @@ fn methods(server: &Server) -> Vec<String> {
         .iter()
         .map(|c| {
             if c.body.is_empty() {
-                return c
-                    .headers
-                    .iter()
-                    .find(|(k, _)| k == ":method")
-                    .unwrap()
-                    .1
-                    .clone();
+                return call_header(c, ":method").unwrap();
             }
             let v: Value = serde_json::from_slice(&c.body).unwrap();
             v["method"].as_str().unwrap().to_string()
@@ -178,6 +167,21 @@ fn call_header(call: &HttpCall, name: &str) -> Option<String> {
         .iter()
         .find(|(k, _)| k == name)
         .map(|(_, v)| v.clone())
+}
+
+/// `GET /mcp/search/health` through the filter, parsed.
+fn health(env: &mut TestEnv) -> Value {
+    let out = exchange(
+        env,
+        RequestHead {
+            method: "GET".into(),
+            path: "/mcp/search/health".into(),
+            ..post("/mcp")
+        },
+        b"",
+        ("200", "", &[]),
+    );
+    serde_json::from_slice(out.body()).unwrap()
 }
 
 #[test]
@@ -228,17 +232,7 @@ fn a_search_before_any_list_fetches_every_page_in_an_own_session_and_answers() {
     // The catalog is now known: the next search fetches nothing.
     search(&mut env, head("", &[])).unwrap();
     assert_eq!(server.seen.borrow().len(), 5);
-    let health = exchange(
-        &mut env,
-        RequestHead {
-            method: "GET".into(),
-            path: "/mcp/search/health".into(),
-            ..post("/mcp")
-        },
-        b"",
-        ("200", "", &[]),
-    );
-    let v: Value = serde_json::from_slice(health.body()).unwrap();
+    let v = health(&mut env);
     assert_eq!(v["catalogs"]["upstream"]["source"], "fetched");
     assert_eq!(v["catalogs"]["upstream"]["tools"], 4);
     assert_eq!(v["catalogs"]["upstream"]["stale"], false);
@@ -320,17 +314,7 @@ fn failures_are_told_to_the_agent_counted_reported_and_recovered_from() {
         .warnings()
         .iter()
         .any(|w| w.contains("catalog fetch")));
-    let health = exchange(
-        &mut env,
-        RequestHead {
-            method: "GET".into(),
-            path: "/mcp/search/health".into(),
-            ..post("/mcp")
-        },
-        b"",
-        ("200", "", &[]),
-    );
-    let v: Value = serde_json::from_slice(health.body()).unwrap();
+    let v = health(&mut env);
     let ns = &v["catalogs"]["upstream"];
     assert_eq!(ns["tools"], 0);
     assert_eq!(ns["failures"], 3);

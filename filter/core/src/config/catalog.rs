@@ -11,6 +11,8 @@ use serde_json::Value;
 /// `tools/list` per namespace per Envoy every five minutes.
 pub const DEFAULT_MAX_AGE_MS: u64 = 300_000;
 pub const DEFAULT_FETCH_TIMEOUT_MS: u64 = 5_000;
+/// The shortest a server's `ttlMs` makes a catalog's lifetime.
+pub const MIN_TTL_MS: u64 = 10_000;
 /// Never refresh one namespace more often than this, whatever asks for it (a burst of
 /// `list_changed` notifications, a `ttlMs` of 0).
 pub const MIN_REFRESH_INTERVAL_MS: u64 = 1_000;

@@ -27,6 +27,8 @@ pub const MAX_PAGES: usize = 1000;
 /// The header marking the filter's own fetch through a loopback cluster (its value is a
 /// per-Envoy secret). Removed from every request before it goes upstream.
 pub const MARKER_HEADER: &str = "x-mcp-tool-search-fetch";
+/// How early (by the VM's clock) a call Envoy timed out may seem to end.
+const TIMER_SLACK_MS: u64 = 50;
 /// Identifies a fetch to the server (and to this filter behind a loopback cluster).
 pub const CLIENT_NAME: &str = "mcp-tool-search";
 
@@ -297,16 +299,33 @@ impl Fetch {
         now_ms: u64,
     ) -> Result<Option<HttpCall>, FetchError> {
         let step = self.stage.name();
+        let after_ms = now_ms.saturating_sub(self.sent_at_ms);
+        let timeout = FetchError::Timeout {
+            step,
+            after_ms: self.spec.timeout_ms,
+        };
+        // The clock a VM reads is coarser than Envoy's timer: a call Envoy ended at its
+        // timeout may look a few milliseconds early.
+        let timed_out = after_ms.saturating_add(TIMER_SLACK_MS) >= self.spec.timeout_ms;
         let Some(status) = status else {
-            let after_ms = now_ms.saturating_sub(self.sent_at_ms);
-            // A dispatched call that times out and one that is reset both come back without
-            // headers; only the time taken tells them apart.
-            return Err(if after_ms >= self.spec.timeout_ms {
-                FetchError::Timeout { step, after_ms }
+            return Err(if timed_out {
+                timeout
             } else {
                 FetchError::Unreachable { step }
             });
         };
+        // Envoy answers a dispatched call itself when it cannot reach the server (a local 503
+        // saying so) and when the call runs out of time (a local 504): those are not the
+        // server's answers.
+        let envoy_says = |prefix: &[u8]| body.starts_with(prefix);
+        if status == "504" && (timed_out || envoy_says(b"upstream request timeout")) {
+            return Err(timeout);
+        }
+        if status == "503"
+            && (envoy_says(b"upstream connect error") || envoy_says(b"no healthy upstream"))
+        {
+            return Err(FetchError::Unreachable { step });
+        }
         self.bytes = self.bytes.saturating_add(body.len());
         if self.bytes > self.spec.max_bytes {
             return Err(FetchError::TooLarge {

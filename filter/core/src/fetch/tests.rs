@@ -229,6 +229,41 @@ fn failures_name_the_step_and_the_reason() {
         error(listing(), None, b"", 150),
         FetchError::Unreachable { step: "tools/list" }
     );
+    // Envoy's own answers: a connect failure, and a timeout seen a millisecond early.
+    assert_eq!(
+        error(
+            Fetch::start(spec(Context::Modern), 100).0,
+            Some("503"),
+            b"upstream connect error or disconnect/reset before headers. reset reason: remote connection failure",
+            110
+        ),
+        FetchError::Unreachable { step: "tools/list" }
+    );
+    assert_eq!(
+        error(listing(), Some("504"), b"upstream request timeout", 1099),
+        FetchError::Timeout {
+            step: "tools/list",
+            after_ms: 1000
+        }
+    );
+    assert_eq!(
+        error(listing(), Some("504"), b"upstream request timeout", 1100),
+        FetchError::Timeout {
+            step: "tools/list",
+            after_ms: 1000
+        }
+    );
+    assert_eq!(
+        error(
+            Fetch::start(spec(Context::Modern), 100).0,
+            Some("504"),
+            b"gateway timeout",
+            150
+        )
+        .kind(),
+        "status",
+        "a server's own 504 before the timeout is its answer"
+    );
     let (mut own, _) = Fetch::start(spec(Context::Own), 0);
     assert_eq!(
         done(own.on_response(Some("500"), &[], b"oops", 1))

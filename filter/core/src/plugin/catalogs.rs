@@ -57,7 +57,14 @@ impl Plugin {
     /// Starts fetching `namespace` as `spec` says, unless another worker already is.
     pub fn start_fetch(&self, host: &dyn Host, namespace: &str, spec: FetchSpec) -> FetchStart {
         let now = host.now_ms();
-        match store::take_fetch_lease(host, namespace, &self.vm_id, now, self.fetch_lease_ms()) {
+        match store::take_lease(
+            host,
+            store::Lease::Fetch,
+            namespace,
+            &self.vm_id,
+            now,
+            self.fetch_lease_ms(),
+        ) {
             Ok(true) => {}
             Ok(false) => return FetchStart::Busy,
             Err(e) => {
@@ -109,8 +116,9 @@ impl Plugin {
         let namespace = running.namespace.clone();
         match running.fetch.on_response(status, headers, body, now) {
             Step::Call(call) => {
-                let _ = store::take_fetch_lease(
+                let _ = store::take_lease(
                     host,
+                    store::Lease::Fetch,
                     &namespace,
                     &self.vm_id,
                     now,

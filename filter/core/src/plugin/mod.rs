@@ -150,7 +150,14 @@ impl Plugin {
                 continue;
             }
             let lease_ms = config.timeout_ms.saturating_add(1000);
-            match store::take_lease(host, &namespace, &self.vm_id, now, lease_ms) {
+            match store::take_lease(
+                host,
+                store::Lease::Embed,
+                &namespace,
+                &self.vm_id,
+                now,
+                lease_ms,
+            ) {
                 Ok(true) => {}
                 // Another worker embeds this namespace; look again on a later tick.
                 Ok(false) => continue,

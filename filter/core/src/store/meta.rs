@@ -3,6 +3,7 @@
 //! so that a search can check freshness without reading the catalog.
 
 use super::{SharedData, StoreError, MAX_CAS_RETRIES, PREFIX};
+use crate::config::catalog::MIN_TTL_MS;
 use crate::fetch::Origin;
 use serde::{Deserialize, Serialize};
 
@@ -74,9 +75,12 @@ impl CatalogMeta {
     }
 
     /// How long this catalog may be used before a refresh is due: `max_age`, shortened to the
-    /// server's `ttlMs` (2026-07-28 "Caching": past it the list may have changed).
+    /// server's `ttlMs` (2026-07-28 "Caching": past it the list may have changed), but never
+    /// below `MIN_TTL_MS`, so that a server answering `ttlMs: 0` does not have every search of
+    /// an agent's burst list it again.
     pub fn lifetime_ms(&self, max_age_ms: u64) -> u64 {
-        self.ttl_ms.map_or(max_age_ms, |ttl| ttl.min(max_age_ms))
+        self.ttl_ms
+            .map_or(max_age_ms, |ttl| ttl.max(MIN_TTL_MS).min(max_age_ms))
     }
 
     /// Whether a refresh is due at `now_ms`.

@@ -330,27 +330,51 @@ pub fn store_vectors(
     Err(StoreError::Contended)
 }
 
-/// Takes (or renews) the right to embed `namespace`'s tools until `now_ms + ttl_ms`, so that
-/// one worker embeds while the others wait. `false`: another worker holds it.
-pub fn take_lease(
-    shared: &dyn SharedData,
-    namespace: &str,
-    owner: &str,
-    now_ms: u64,
-    ttl_ms: u64,
-) -> Result<bool, StoreError> {
-    take(shared, &lease_key(namespace), owner, now_ms, ttl_ms)
+/// What a lease gives one worker the right to do for a namespace while the others wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lease {
+    /// Embed its tools.
+    Embed,
+    /// Fetch its catalog.
+    Fetch,
 }
 
-/// Takes the right to fetch `namespace`'s catalog (one fetch at a time across workers).
-pub fn take_fetch_lease(
+impl Lease {
+    fn key(self, namespace: &str) -> String {
+        match self {
+            Lease::Embed => lease_key(namespace),
+            Lease::Fetch => fetch_lease_key(namespace),
+        }
+    }
+}
+
+/// Takes (or renews) `lease` on `namespace` until `now_ms + ttl_ms`. `false`: another worker
+/// holds it.
+pub fn take_lease(
     shared: &dyn SharedData,
+    lease: Lease,
     namespace: &str,
     owner: &str,
     now_ms: u64,
     ttl_ms: u64,
 ) -> Result<bool, StoreError> {
-    take(shared, &fetch_lease_key(namespace), owner, now_ms, ttl_ms)
+    let key = lease.key(namespace);
+    let (data, cas) = shared.get(&key)?;
+    if let Some(bytes) = data {
+        let text = String::from_utf8_lossy(&bytes);
+        if let Some((holder, until)) = text.split_once(' ') {
+            let until: u64 = until.parse().unwrap_or(0);
+            if holder != owner && until > now_ms {
+                return Ok(false);
+            }
+        }
+    }
+    let value = format!("{owner} {}", now_ms.saturating_add(ttl_ms));
+    match shared.set(&key, value.as_bytes(), cas) {
+        Ok(()) => Ok(true),
+        Err(StoreError::CasMismatch) => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 /// Gives the fetch lease back (if `owner` still holds it), so a waiting worker need not wait
@@ -390,31 +414,6 @@ pub fn fetch_leased_by_other(
             holder != owner && until.parse::<u64>().unwrap_or(0) > now_ms
         })
     }))
-}
-
-fn take(
-    shared: &dyn SharedData,
-    key: &str,
-    owner: &str,
-    now_ms: u64,
-    ttl_ms: u64,
-) -> Result<bool, StoreError> {
-    let (data, cas) = shared.get(key)?;
-    if let Some(bytes) = data {
-        let text = String::from_utf8_lossy(&bytes);
-        if let Some((holder, until)) = text.split_once(' ') {
-            let until: u64 = until.parse().unwrap_or(0);
-            if holder != owner && until > now_ms {
-                return Ok(false);
-            }
-        }
-    }
-    let value = format!("{owner} {}", now_ms.saturating_add(ttl_ms));
-    match shared.set(key, value.as_bytes(), cas) {
-        Ok(()) => Ok(true),
-        Err(StoreError::CasMismatch) => Ok(false),
-        Err(e) => Err(e),
-    }
 }
 
 fn parse(bytes: &[u8]) -> Result<Catalog, StoreError> {
@@ -669,14 +668,14 @@ mod tests {
         let index1 = vm1.index(&shared, "ns", &config).unwrap();
         let (vectors, missing) = vm1.vectors(&shared, &index1, &config).unwrap();
         assert_eq!((vectors.count(), missing.len()), (2, 0));
-        assert!(take_lease(&shared, "ns", "vm1", 1000, 500).unwrap());
-        assert!(!take_lease(&shared, "ns", "vm2", 1200, 500).unwrap());
+        assert!(take_lease(&shared, Lease::Embed, "ns", "vm1", 1000, 500).unwrap());
+        assert!(!take_lease(&shared, Lease::Embed, "ns", "vm2", 1200, 500).unwrap());
         assert!(
-            take_lease(&shared, "ns", "vm1", 1200, 500).unwrap(),
+            take_lease(&shared, Lease::Embed, "ns", "vm1", 1200, 500).unwrap(),
             "renewal"
         );
         assert!(
-            take_lease(&shared, "ns", "vm2", 1800, 500).unwrap(),
+            take_lease(&shared, Lease::Embed, "ns", "vm2", 1800, 500).unwrap(),
             "expired"
         );
     }

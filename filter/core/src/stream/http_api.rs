@@ -155,6 +155,9 @@ pub(super) fn health(config: &Config, env: &mut dyn Env) -> LocalReply {
         last_error: Option<String>,
         #[serde(skip_serializing_if = "is_zero")]
         failures: u32,
+        /// The server's lists are private: each credential has its own catalog (`<ns>@private-*`).
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        private: bool,
     }
     fn is_zero(n: &u32) -> bool {
         *n == 0
@@ -176,6 +179,8 @@ pub(super) fn health(config: &Config, env: &mut dyn Env) -> LocalReply {
         let meta = env.catalog_meta(&ns);
         let now = env.now_ms();
         let age_ms = (meta.updated_ms > 0).then(|| now.saturating_sub(meta.updated_ms));
+        // A private namespace's own key holds no list: its callers' catalogs are listed apart.
+        let private_base = meta.private && crate::index::catalog::base_namespace(&ns) == ns;
         catalogs.insert(
             ns,
             Catalog {
@@ -183,9 +188,10 @@ pub(super) fn health(config: &Config, env: &mut dyn Env) -> LocalReply {
                 embedded,
                 source: meta.source,
                 age_ms,
-                stale: meta.due(now, config.catalog.max_age_ms),
+                stale: !private_base && meta.due(now, config.catalog.max_age_ms),
                 last_error: meta.last_error,
                 failures: meta.failures,
+                private: private_base,
             },
         );
     }
