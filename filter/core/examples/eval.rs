@@ -128,8 +128,9 @@ fn embed(url: &str, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
         } else {
             body.to_vec()
         };
-        let vectors = embeddings::parse_response(&emb, status.as_deref(), &body, batch.len(), emb.timeout_ms)
-            .map_err(|f| f.reason)?;
+        let vectors =
+            embeddings::parse_response(&emb, status.as_deref(), &body, batch.len(), emb.timeout_ms)
+                .map_err(|f| f.reason)?;
         out.extend(vectors);
     }
     Ok(out)
@@ -250,11 +251,21 @@ fn floor_report(
             .max()
             .unwrap_or(0)
     };
-    let base = ndcg(&evaluate(index, &hybrid(None), first, Some((tools, first_v))));
+    let base = ndcg(&evaluate(
+        index,
+        &hybrid(None),
+        first,
+        Some((tools, first_v)),
+    ));
     let mut chosen = 0.0f32;
     for step in 1..=12 {
         let floor = step as f32 * 0.05;
-        let m = ndcg(&evaluate(index, &hybrid(Some(floor)), first, Some((tools, first_v))));
+        let m = ndcg(&evaluate(
+            index,
+            &hybrid(Some(floor)),
+            first,
+            Some((tools, first_v)),
+        ));
         println!(
             "floor {floor:.2}: first half hybrid NDCG@10 {m:.4} (none: {base:.4}), relevant tools kept {:.1}%, nonsense queries match at most {} tools",
             kept(first, first_v, floor),
@@ -265,7 +276,12 @@ fn floor_report(
         }
     }
     let open = evaluate(index, &hybrid(None), second, Some((tools, second_v)));
-    let floored = evaluate(index, &hybrid(Some(chosen)), second, Some((tools, second_v)));
+    let floored = evaluate(
+        index,
+        &hybrid(Some(chosen)),
+        second,
+        Some((tools, second_v)),
+    );
     println!(
         "chosen min_cosine {chosen:.2}; second half: relevant tools kept {:.1}%, hybrid NDCG@10 {:.4} without it, {:.4} with it",
         kept(second, second_v, chosen),

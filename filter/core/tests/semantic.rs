@@ -168,7 +168,10 @@ fn a_failing_service_opens_the_circuit_then_one_probe_closes_it() {
     assert_eq!(names, ["stripe_refund_charge"]);
     assert_eq!(meta["fallback"]["kind"], "circuit_open");
     assert!(env.host.take_calls().is_empty());
-    assert_eq!(env.count(Event::SearchFallback(FallbackKind::CircuitOpen)), 1);
+    assert_eq!(
+        env.count(Event::SearchFallback(FallbackKind::CircuitOpen)),
+        1
+    );
     let health = exchange(
         &mut env,
         mcp_tool_search_core::stream::RequestHead {

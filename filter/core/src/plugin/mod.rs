@@ -204,7 +204,8 @@ impl Plugin {
         let Some(batch) = worker.take(token) else {
             return;
         };
-        match embeddings::parse_response(config, status, body, batch.items.len(), config.timeout_ms) {
+        match embeddings::parse_response(config, status, body, batch.items.len(), config.timeout_ms)
+        {
             Ok(vectors) => {
                 let items = batch
                     .items
@@ -281,7 +282,11 @@ impl Plugin {
         };
         let vectors =
             embeddings::parse_response(config, status, body, texts, config.query_timeout_ms);
-        self.query_outcome(host, config, vectors.as_ref().err().map(|f| f.reason.as_str()));
+        self.query_outcome(
+            host,
+            config,
+            vectors.as_ref().err().map(|f| f.reason.as_str()),
+        );
         vectors
     }
 

@@ -103,8 +103,7 @@ fn update<T>(
         if !changed {
             return Ok(out);
         }
-        let bytes =
-            serde_json::to_vec(&circuit).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let bytes = serde_json::to_vec(&circuit).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         match host.set(CIRCUIT_KEY, &bytes, cas) {
             Ok(()) => return Ok(out),
             Err(StoreError::CasMismatch) => continue,
@@ -172,7 +171,11 @@ pub fn record(
             }
             let was = c.state;
             *c = Circuit {
-                since_ms: if was == State::Closed { c.since_ms } else { now },
+                since_ms: if was == State::Closed {
+                    c.since_ms
+                } else {
+                    now
+                },
                 ..Circuit::default()
             };
             (true, (was != State::Closed).then_some(Transition::Closed))
@@ -257,7 +260,10 @@ mod tests {
         };
         assert!(why.contains("3 times in a row (timeout)"), "{why}");
         at(&host, c.until_ms);
-        assert_eq!(gate(&host, 500), (Gate::Probe, Some(Transition::HalfOpened)));
+        assert_eq!(
+            gate(&host, 500),
+            (Gate::Probe, Some(Transition::HalfOpened))
+        );
         // One probe across workers: the next search skips while it is out.
         assert!(matches!(gate(&host, 500).0, Gate::Skip(_)));
         assert_eq!(record(&host, None, 3), Some(Transition::Closed));
@@ -281,7 +287,10 @@ mod tests {
             last = c.until_ms;
         }
         assert!(waits.windows(2).take(5).all(|w| w[1] > w[0]), "{waits:?}");
-        assert!(waits.iter().all(|&w| w <= MAX_CIRCUIT_BACKOFF_MS * 5 / 4), "{waits:?}");
+        assert!(
+            waits.iter().all(|&w| w <= MAX_CIRCUIT_BACKOFF_MS * 5 / 4),
+            "{waits:?}"
+        );
     }
 
     #[test]
