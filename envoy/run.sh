@@ -2,7 +2,8 @@
 # Runs Envoy with the filter in front of any MCP server:
 #   envoy/run.sh UPSTREAM_HOST:PORT LISTEN_PORT [PLUGIN_CONFIG_FILE] [ADMIN_PORT]
 # Renders envoy/demo.yaml's marked lines (@upstream, @listen, @plugin-config, @admin) into a
-# temporary config and execs Envoy on it. Run from the repository root.
+# temporary config and execs Envoy on it; PLUGIN_CONFIG_FILE is merged over the shipped plugin
+# configuration (printed at start). Run from the repository root.
 set -euo pipefail
 upstream=${1:?usage: envoy/run.sh UPSTREAM_HOST:PORT LISTEN_PORT [PLUGIN_CONFIG_FILE] [ADMIN_PORT]}
 listen=${2:?listen port missing}
@@ -22,8 +23,17 @@ if [ -n "$plugin_config" ]; then
 fi
 out=$(mktemp -t mcp-tool-search-envoy.XXXXXX.yaml)
 python3 - "$host" "$port" "$listen" "$admin" "$config_json" > "$out" <<'PY'
-import sys
+import json, sys
 host, port, listen, admin, plugin = sys.argv[1:6]
+
+def merge(base, over):
+    if isinstance(base, dict) and isinstance(over, dict):
+        out = dict(base)
+        for k, v in over.items():
+            out[k] = merge(base.get(k), v) if k in base else v
+        return out
+    return over
+
 for line in open("envoy/demo.yaml"):
     if "# @upstream" in line:
         line = line.replace("127.0.0.1, port_value: 18081", f"{host}, port_value: {port}")
@@ -31,10 +41,17 @@ for line in open("envoy/demo.yaml"):
         line = line.replace("port_value: 10000", f"port_value: {listen}")
     elif "# @admin" in line:
         line = line.replace("port_value: 9901", f"port_value: {admin}")
-    elif "# @plugin-config" in line and plugin:
+    elif "# @plugin-config" in line:
         start = line.index("value: '") + len("value: '")
         end = line.rindex("'")
-        line = line[:start] + plugin.replace("'", "''") + line[end:]
+        shipped = json.loads(line[start:end].replace("''", "'"))
+        # The user's file is merged over the shipped defaults (objects key by key), so that it
+        # changes what it names and keeps the rest, such as hold_request_headers, which the
+        # shipped Envoy config's allow_on_headers_stop_iteration goes with.
+        effective = merge(shipped, json.loads(plugin)) if plugin else shipped
+        text = json.dumps(effective, separators=(",", ":"))
+        print("effective plugin configuration: " + json.dumps(effective, indent=2), file=sys.stderr)
+        line = line[:start] + text.replace("'", "''") + line[end:]
     sys.stdout.write(line)
 PY
 echo "envoy config: $out" >&2

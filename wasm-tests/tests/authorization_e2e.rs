@@ -916,9 +916,11 @@ async fn http_search_endpoint_follows_the_policy() {
         let (status, _, body) = mcp::get(&health_url).await.unwrap();
         let health: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         assert_eq!(status, 200);
+        let age = health["catalogs"][NAMESPACE]["age_ms"].as_u64();
+        assert!(age.is_some_and(|ms| ms < 60_000), "{health}");
         assert_eq!(
             health,
-            json!({"search": {"status": "ok", "mode": "lexical"}, "catalogs": {NAMESPACE: {"tools": 301, "embedded": 0}}})
+            json!({"search": {"status": "ok", "mode": "lexical"}, "catalogs": {NAMESPACE: {"tools": 301, "embedded": 0, "source": "learned", "stale": false, "age_ms": age}}})
         );
 
         for (auth, allowed, query, first) in [

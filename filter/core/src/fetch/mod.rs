@@ -218,6 +218,7 @@ pub struct Fetch {
     cursor: Option<String>,
     seen_cursors: Vec<String>,
     fetched: Fetched,
+    names: crate::index::fnv::FnvHashSet<String>,
     bytes: usize,
     sent_at_ms: u64,
 }
@@ -237,6 +238,7 @@ impl Fetch {
             cursor: None,
             seen_cursors: Vec::new(),
             fetched: Fetched::default(),
+            names: Default::default(),
             bytes: 0,
             sent_at_ms: now_ms,
         };
@@ -390,7 +392,12 @@ impl Fetch {
                 if page.ttl_ms.is_some() {
                     self.fetched.ttl_ms = page.ttl_ms;
                 }
-                self.fetched.tools.extend(page.tools);
+                // The first definition of a name is the tool, as in a list passing through.
+                for tool in page.tools {
+                    if self.names.insert(tool.name.clone()) {
+                        self.fetched.tools.push(tool);
+                    }
+                }
                 match page.next_cursor {
                     None => Ok(None),
                     Some(cursor) => {
@@ -422,6 +429,7 @@ impl Fetch {
         self.protocol_version = OWN_PROTOCOL_VERSION.to_string();
         self.stage = Stage::Initialize;
         self.fetched = Fetched::default();
+        self.names.clear();
         self.cursor = None;
         self.seen_cursors.clear();
         self.call()

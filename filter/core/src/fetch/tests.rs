@@ -329,9 +329,14 @@ fn a_cursor_loop_ends_the_fetch() {
 fn entries_that_are_not_tools_are_skipped_as_learning_skips_them() {
     let (mut fetch, _) = Fetch::start(spec(Context::Modern), 0);
     let body = format!(
-        r#"{{"jsonrpc":"2.0","id":1,"result":{{"tools":[{},{{"name":7}},{{"description":"no name"}},"text"]}}}}"#,
+        r#"{{"jsonrpc":"2.0","id":1,"result":{{"tools":[{},{{"name":7}},{{"description":"no name"}},"text",{{"name":"ok","description":"second"}}]}}}}"#,
         tool("ok")
     );
     let (result, _) = done(fetch.on_response(Some("200"), &[], body.as_bytes(), 1));
-    assert_eq!(names(&result.unwrap()), ["ok"]);
+    let fetched = result.unwrap();
+    assert_eq!(names(&fetched), ["ok"]);
+    assert_eq!(
+        fetched.tools[0].description, "does ok",
+        "the first of a name wins"
+    );
 }

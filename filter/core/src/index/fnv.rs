@@ -31,6 +31,7 @@ impl Hasher for Fnv1a {
 }
 
 pub type FnvHashMap<K, V> = HashMap<K, V, BuildHasherDefault<Fnv1a>>;
+pub type FnvHashSet<K> = std::collections::HashSet<K, BuildHasherDefault<Fnv1a>>;
 
 /// The FNV-1a hash of some bytes.
 pub fn hash(bytes: &[u8]) -> u64 {

@@ -45,6 +45,14 @@ impl<'a> RawObject<'a> {
         }
     }
 
+    /// Replaces the value of `key`, or adds the member at the end.
+    pub fn put(&mut self, key: &str, value: Box<RawValue>) {
+        match self.0.iter_mut().find(|(k, _)| k == key) {
+            Some(slot) => slot.1 = Cow::Owned(value),
+            None => self.0.push((key.to_string(), Cow::Owned(value))),
+        }
+    }
+
     /// Its encoded length, give or take the quoting of keys.
     pub fn encoded_len(&self) -> usize {
         self.0

@@ -189,17 +189,35 @@ fn rewrite_object(
         .get("nextCursor")
         .is_some_and(|c| c.get().trim() != "null");
 
-    let mut page: Vec<(Option<Tool>, &str)> = Vec::with_capacity(tools.len());
-    for &raw in &tools {
-        // A definition without a name cannot be searched or classified: it stays in place
-        // rather than be lost.
-        page.push((Tool::from_raw_known(raw, ctx.known).ok(), raw.get()));
-    }
-    // What the caller may use: the tools known so far and this page's.
-    let mut usable: Vec<&str> = ctx
-        .known
-        .tools()
+    let whole_page = target.first_page && !has_next;
+    // A definition without a string name cannot be searched or classified: it stays in place,
+    // listed, rather than be lost (and is never learned). Of two definitions with one name the
+    // first is the tool: a later one is dropped here and never learned, so that what is listed
+    // and what search returns agree.
+    let mut page: Vec<(Option<Tool>, &str)> = tools
         .iter()
+        .map(|&raw| (Tool::from_raw_known(raw, ctx.known).ok(), raw.get()))
+        .collect();
+    let repeated: Vec<bool> = {
+        let mut seen = fnv::FnvHashSet::default();
+        page.iter()
+            .map(|(t, _)| t.as_ref().is_some_and(|t| !seen.insert(t.name.as_str())))
+            .collect()
+    };
+    if repeated.contains(&true) {
+        let mut at = 0;
+        page.retain(|_| {
+            let keep = !repeated.get(at).copied().unwrap_or(false);
+            at += 1;
+            keep
+        });
+        outcome.hidden += repeated.iter().filter(|&&r| r).count();
+    }
+    // What the caller may use: this page's tools and, unless this page is the whole list,
+    // the tools known so far (later pages will bring them). A whole list is counted on its
+    // own: the known catalog may be from before the upstream changed its tools.
+    let known = ctx.known.tools().iter().filter(|_| !whole_page);
+    let mut usable: Vec<&str> = known
         .map(|t| t.name.as_str())
         .chain(
             page.iter()
@@ -210,7 +228,7 @@ fn rewrite_object(
     usable.sort_unstable();
     usable.dedup();
     let config = ctx.config;
-    let whole_list_known = ctx.known_complete || (target.first_page && !has_next);
+    let whole_list_known = ctx.known_complete || whole_page;
     let searching = match config.mode {
         Mode::Search => true,
         Mode::List => false,
@@ -267,6 +285,19 @@ fn rewrite_object(
         return Ok(Some(text.to_string()));
     }
     outcome.changed = true;
+    if ctx.authorizing {
+        // A list shaped by the caller's authorization must not be cached for other callers
+        // (spec 2026-07-28 "Caching": `cacheScope: "private"`); a 2026-07-28 result keeps its
+        // `ttlMs`, or gets 0 where it had none.
+        let private = RawValue::from_string("\"private\"".to_string())
+            .map_err(|e| RewriteError::NotJson(e.to_string()))?;
+        result.put("cacheScope", private);
+        if result.get("resultType").is_some() && result.get("ttlMs").is_none() {
+            let zero = RawValue::from_string("0".to_string())
+                .map_err(|e| RewriteError::NotJson(e.to_string()))?;
+            result.put("ttlMs", zero);
+        }
+    }
 
     let mut list = String::with_capacity(tools_len);
     list.push('[');

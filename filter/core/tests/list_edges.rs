@@ -1,0 +1,197 @@
+//! Lists at their edges: the search tool's count on the first list after the upstream changed
+//! its tools, entries that are not tools and names given twice, and `cacheScope` under a
+//! policy (spec 2026-07-28 "Caching").
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod support;
+
+use mcp_tool_search_core::config::policy::Caller;
+use mcp_tool_search_core::stream::RequestHead;
+use serde_json::{json, Value};
+use support::*;
+
+const LIST: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+
+fn tool(name: &str) -> Value {
+    json!({"name": name, "description": format!("does {name}"), "inputSchema": {"type": "object"}})
+}
+
+fn list_of(tools: Vec<Value>, extra: Value) -> Vec<u8> {
+    let mut result = json!({"tools": tools});
+    if let (Value::Object(r), Value::Object(e)) = (&mut result, extra) {
+        r.extend(e);
+    }
+    serde_json::to_vec(&json!({"jsonrpc":"2.0","id":1,"result":result})).unwrap()
+}
+
+fn names(n: usize, prefix: &str) -> Vec<Value> {
+    (0..n).map(|i| tool(&format!("{prefix}_{i}"))).collect()
+}
+
+/// The rewritten result of a list passing through.
+fn listed(env: &mut TestEnv, head: RequestHead, body: &[u8]) -> Value {
+    let out = exchange(env, head, LIST, ("200", "application/json", &[body]));
+    let v: Value = serde_json::from_slice(out.body()).unwrap();
+    v["result"].clone()
+}
+
+fn search_tool_description(result: &Value) -> String {
+    let tools = result["tools"].as_array().unwrap();
+    let search = tools.iter().find(|t| t["name"] == "tool_search").unwrap();
+    search["description"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn the_count_describes_the_list_being_answered() {
+    let mut env = TestEnv::new("{}");
+    for (before, after) in [(50, 5), (3000, 3), (5, 3)] {
+        let mut env_case = TestEnv::new("{}");
+        listed(
+            &mut env_case,
+            post("/mcp"),
+            &list_of(names(before, "old"), json!({})),
+        );
+        let result = listed(
+            &mut env_case,
+            post("/mcp"),
+            &list_of(names(after, "new"), json!({})),
+        );
+        let d = search_tool_description(&result);
+        assert!(
+            d.contains(&format!("do. {after} more tools")),
+            "{before} then {after}: {d}"
+        );
+    }
+    // A paged list's first page still announces the tools later pages bring.
+    listed(&mut env, post("/mcp"), &list_of(names(10, "t"), json!({})));
+    let first_page = listed(
+        &mut env,
+        post("/mcp"),
+        &list_of(names(2, "t"), json!({"nextCursor": "2"})),
+    );
+    let d = search_tool_description(&first_page);
+    assert!(d.contains("do. 10 more tools"), "{d}");
+}
+
+#[test]
+fn entries_that_are_not_tools_stay_listed_and_the_first_of_a_name_wins() {
+    let mut env = TestEnv::new(r#"{"eager_patterns":["keep_*"]}"#);
+    let first =
+        json!({"name": "keep_a", "description": "the first", "inputSchema": {"type": "object"}});
+    let second =
+        json!({"name": "keep_a", "description": "the second", "inputSchema": {"type": "object"}});
+    let hidden_first =
+        json!({"name": "hide_b", "description": "first hidden", "inputSchema": {"type": "object"}});
+    let hidden_second = json!({"name": "hide_b", "description": "second hidden", "inputSchema": {"type": "object"}});
+    let nameless = json!({"description": "no name"});
+    let numbered = json!({"name": 7});
+    let result = listed(
+        &mut env,
+        post("/mcp"),
+        &list_of(
+            vec![
+                first.clone(),
+                nameless.clone(),
+                second,
+                hidden_first,
+                numbered.clone(),
+                hidden_second,
+            ],
+            json!({}),
+        ),
+    );
+    let tools = result["tools"].as_array().unwrap();
+    // The search tool, then what stays in the upstream's order: the first keep_a, and the two
+    // entries that cannot be classified.
+    assert_eq!(tools[1..], [first, nameless, numbered]);
+    assert!(
+        search_tool_description(&result).contains("do. 1 more tools"),
+        "{result}"
+    );
+    // Search returns the first definition of each name, and never an entry without a name.
+    let search = br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"hidden"}}}"#;
+    let out = exchange(&mut env, post("/mcp"), search, ("200", "", &[]));
+    let (_, found) = local_result(&out);
+    assert_eq!(found.as_array().unwrap().len(), 1, "{found}");
+    assert_eq!(found[0]["description"], "first hidden");
+    let describe = br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"keep_a"}}}"#;
+    let out = exchange(&mut env, post("/mcp"), describe, ("200", "", &[]));
+    let (_, found) = local_result(&out);
+    assert_eq!(found[0]["description"], "the first");
+}
+
+const POLICY: &str = r#"{"authorization":{"identity":{"source":"header","header":"x-roles"},
+    "rules":[{"claim":"roles","values":["ops"],"tools":["*"]}],"default":"deny"}}"#;
+
+fn ops() -> RequestHead {
+    RequestHead {
+        caller: Caller::from_header("roles", "ops"),
+        ..post("/mcp")
+    }
+}
+
+#[test]
+fn under_a_policy_lists_are_private_and_keep_or_get_a_ttl() {
+    let mut env = TestEnv::new(POLICY);
+    // 2025-era result: cacheScope only.
+    let r = listed(&mut env, ops(), &list_of(names(3, "t"), json!({})));
+    assert_eq!(r["cacheScope"], "private", "{r}");
+    assert!(r.get("ttlMs").is_none(), "{r}");
+    // 2026-07-28 result shared by the upstream: private, its ttlMs kept.
+    let r = listed(
+        &mut env,
+        ops(),
+        &list_of(
+            names(3, "t"),
+            json!({"resultType": "complete", "cacheScope": "public", "ttlMs": 60000}),
+        ),
+    );
+    assert_eq!(
+        (r["cacheScope"].clone(), r["ttlMs"].clone()),
+        (json!("private"), json!(60000)),
+        "{r}"
+    );
+    // Without a ttlMs: 0.
+    let r = listed(
+        &mut env,
+        ops(),
+        &list_of(names(3, "t"), json!({"resultType": "complete"})),
+    );
+    assert_eq!(
+        (r["cacheScope"].clone(), r["ttlMs"].clone()),
+        (json!("private"), json!(0)),
+        "{r}"
+    );
+}
+
+#[test]
+fn without_a_policy_the_upstreams_cache_fields_pass_unchanged() {
+    let mut env = TestEnv::new("{}");
+    let r = listed(
+        &mut env,
+        post("/mcp"),
+        &list_of(
+            names(3, "t"),
+            json!({"resultType": "complete", "cacheScope": "public", "ttlMs": 60000}),
+        ),
+    );
+    assert_eq!(
+        (r["cacheScope"].clone(), r["ttlMs"].clone()),
+        (json!("public"), json!(60000)),
+        "{r}"
+    );
+    let r = listed(
+        &mut env,
+        post("/mcp"),
+        &list_of(names(3, "t"), json!({"resultType": "complete"})),
+    );
+    assert!(
+        r.get("cacheScope").is_none() && r.get("ttlMs").is_none(),
+        "{r}"
+    );
+}
