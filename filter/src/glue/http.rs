@@ -37,6 +37,8 @@ pub(super) struct Inner {
     fetch_call: Option<(u32, usize)>,
     /// Another worker fetches the catalog this request needs: (namespace, body size held).
     wait: Option<(String, usize)>,
+    /// The `tools/call` the filter makes for `call_tool`, and the request body size held.
+    upstream_call: Option<(u32, usize)>,
 }
 
 /// A request waiting on another worker's fetch of `namespace`, resumed by the root tick.
@@ -69,6 +71,7 @@ impl Http {
             query_call: None,
             fetch_call: None,
             wait: None,
+            upstream_call: None,
         })))
     }
 
@@ -218,6 +221,17 @@ impl Inner {
                     }
                 }
             }
+            RequestBodyAction::Call(call) => match self.shared.host.http_call(call) {
+                Ok(token) => {
+                    self.upstream_call = Some((token, body_size));
+                    Action::Pause
+                }
+                Err(reason) => {
+                    let config = &self.shared.plugin.config;
+                    let action = self.stream.on_call_answer(config, Err(reason));
+                    self.carry_out(action, body_size)
+                }
+            },
             RequestBodyAction::Fetch { namespace, spec } => {
                 match self
                     .shared
@@ -311,6 +325,20 @@ fn change_request_headers(changes: &[HeaderChange]) {
 
 impl Inner {
     fn on_call_response(&mut self, token: u32, headers: usize, body_size: usize) {
+        if let Some((expected, request_size)) = self.upstream_call {
+            if token == expected {
+                self.upstream_call = None;
+                let answer = call_response(headers, body_size);
+                let shared = Rc::clone(&self.shared);
+                let action = self
+                    .stream
+                    .on_call_answer(&shared.plugin.config, Ok(answer));
+                if self.carry_out(action, request_size) == Action::Continue {
+                    let _ = hostcalls::resume_http_request();
+                }
+                return;
+            }
+        }
         if let Some((expected, request_size)) = self.fetch_call {
             if token == expected {
                 self.fetch_call = None;
@@ -414,7 +442,10 @@ impl Inner {
     }
 
     fn on_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
-        if self.stream.awaiting_embeddings() || self.stream.awaiting_catalog() {
+        if self.stream.awaiting_embeddings()
+            || self.stream.awaiting_catalog()
+            || self.upstream_call.is_some()
+        {
             return Action::Pause;
         }
         if !self.stream.wants_request_body() {

@@ -1,7 +1,7 @@
 //! `catalog`: how the filter gets a namespace's tools when no `tools/list` has passed through
 //! it (fetch on miss) and how it keeps them fresh (refresh).
 
-use super::read::{duration_ms, header_map, is_header_name, non_empty_string, Object};
+use super::read::{boolean, duration_ms, header_map, is_header_name, non_empty_string, Object};
 use super::ConfigError;
 use serde_json::Value;
 
@@ -76,9 +76,7 @@ pub(super) fn parse(value: &Value, first_mcp_path: &str) -> Result<CatalogConfig
         ..CatalogConfig::default()
     };
     if let Some(v) = obj.take("fetch") {
-        c.fetch = v
-            .as_bool()
-            .ok_or_else(|| ConfigError::invalid("catalog.fetch", v, "true or false"))?;
+        c.fetch = boolean("catalog.fetch", v)?;
     }
     if let Some(v) = obj.take("max_age") {
         c.max_age_ms = duration_ms("catalog.max_age", v)?;

@@ -17,7 +17,8 @@ mod read;
 
 pub use read::ConfigError;
 use read::{
-    duration_ms, header_map, integer, non_empty_string, string_list, tool_name, weight, Object,
+    boolean, duration_ms, header_map, integer, non_empty_string, string_list, tool_name, weight,
+    Object,
 };
 
 use crate::config::glob::Glob;
@@ -153,6 +154,12 @@ pub struct SearchConfig {
     pub ranking: Ranking,
     /// The weight of the vector ranking in hybrid fusion (the lexical one gets the rest).
     pub hybrid_vector_weight: f32,
+    /// The longest the filter waits for a `tools/call` it makes for `call_tool` (when request
+    /// headers are forwarded before the body is read).
+    pub call_timeout_ms: u64,
+    /// Answer `tools/list` requests that carry `params.query` (draft SEP-1821) with the tools
+    /// that match; off, they reach the upstream as sent.
+    pub list_query: bool,
     /// In vector and hybrid ranking, a tool BM25 does not match matches only when its cosine
     /// with the query reaches this (`None`: every tool matches).
     pub min_cosine: Option<f32>,
@@ -172,6 +179,9 @@ pub const DEFAULT_MIN_COSINE: f32 = 0.25;
 /// stays well below what a tool call costs anyway.
 pub const DEFAULT_QUERY_TIMEOUT_MS: u64 = 250;
 pub const DEFAULT_CIRCUIT_FAILURES: u32 = 3;
+/// Tools may run for minutes (a slow report, a long search): five minutes, as Envoy's default
+/// stream idle timeout.
+pub const DEFAULT_CALL_TIMEOUT_MS: u64 = 300_000;
 
 impl Default for SearchConfig {
     fn default() -> Self {
@@ -185,6 +195,8 @@ impl Default for SearchConfig {
             ranking: Ranking::Bm25,
             hybrid_vector_weight: DEFAULT_HYBRID_VECTOR_WEIGHT,
             min_cosine: Some(DEFAULT_MIN_COSINE),
+            call_timeout_ms: DEFAULT_CALL_TIMEOUT_MS,
+            list_query: true,
             embeddings: None,
         }
     }
@@ -295,9 +307,7 @@ impl Config {
             config.max_body_bytes = usize::try_from(n).unwrap_or(DEFAULT_MAX_BODY_BYTES);
         }
         if let Some(v) = obj.take("hold_request_headers") {
-            config.hold_request_headers = v
-                .as_bool()
-                .ok_or_else(|| ConfigError::invalid("hold_request_headers", v, "true or false"))?;
+            config.hold_request_headers = boolean("hold_request_headers", v)?;
         }
         config.catalog = match obj.take("catalog") {
             Some(v) => catalog::parse(v, &first_mcp_path)?,
@@ -565,6 +575,12 @@ fn parse_search(value: &Value) -> Result<SearchConfig, ConfigError> {
             ));
         }
     }
+    if let Some(v) = obj.take("list_query") {
+        search.list_query = boolean("search.list_query", v)?;
+    }
+    if let Some(v) = obj.take("call_timeout") {
+        search.call_timeout_ms = duration_ms("search.call_timeout", v)?;
+    }
     if let Some(v) = obj.take("min_cosine") {
         search.min_cosine = match v {
             Value::Bool(false) => None,
@@ -818,7 +834,7 @@ mod tests {
         );
         assert_eq!(
             error(r#"{"search":{"max_results":3}}"#),
-            "plugin configuration field `search.max_results` is not known; allowed here: embeddings, http_path, hybrid_vector_weight, max_allowable_results, min_cosine, ranking, result_format, score_threshold, tool_name, weights"
+            "plugin configuration field `search.max_results` is not known; allowed here: call_timeout, embeddings, http_path, hybrid_vector_weight, list_query, max_allowable_results, min_cosine, ranking, result_format, score_threshold, tool_name, weights"
         );
         assert_eq!(
             error(r#"{"tools":[{"disclosure_mode":"EAGER"}]}"#),

@@ -73,6 +73,12 @@ pub(crate) fn string_list(field: &str, value: &Value) -> Result<Vec<String>, Con
         .collect()
 }
 
+pub(crate) fn boolean(field: &str, value: &Value) -> Result<bool, ConfigError> {
+    value
+        .as_bool()
+        .ok_or_else(|| ConfigError::invalid(field, value, "true or false"))
+}
+
 pub(crate) fn non_empty_string(field: &str, value: &Value) -> Result<String, ConfigError> {
     match value.as_str() {
         Some(s) if !s.is_empty() => Ok(s.to_string()),

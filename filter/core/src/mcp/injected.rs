@@ -5,6 +5,7 @@
 use crate::config::{Config, ResultFormat};
 use crate::index::catalog::Tool;
 use crate::mcp::json;
+use crate::mcp::jsonrpc::ListQuery;
 use crate::mcp::result::{self, SearchMeta};
 use crate::rank::search::{Found, Query, Ranked};
 use serde_json::value::RawValue;
@@ -21,6 +22,8 @@ pub const MAX_DESCRIBE: usize = 20;
 pub const LIST_GROUPS: &str = "list_tool_groups";
 pub const DESCRIBE: &str = "describe_tool";
 pub const CALL: &str = "call_tool";
+/// How the cursors of lists answered for a query begin (the offset of the page follows).
+pub const LIST_CURSOR: &str = "mcp-tool-search:";
 
 /// Which injected tool a call names, if any (given the configuration).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -244,11 +247,13 @@ fn optional_integer(
 }
 
 /// Who asks for a search, for the wording of an error: the model through the search tool
-/// ("Argument `query`"), or an HTTP client of the search endpoint ("field `query`").
+/// ("Argument `query`"), an HTTP client of the search endpoint ("field `query`"), or a client
+/// listing tools with a query ("`params.query`").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Asker {
     Tool,
     Http,
+    List,
 }
 
 impl Asker {
@@ -256,29 +261,14 @@ impl Asker {
         match self {
             Asker::Tool => format!("Argument `{key}`"),
             Asker::Http => format!("field `{key}`"),
+            Asker::List => format!("`params.{key}`"),
         }
     }
 }
 
-/// Reads a search's arguments. An error is a message for the asker: it says what to change.
-pub fn parse_search(
-    arguments: Option<&RawValue>,
-    config: &Config,
-    who: Asker,
-) -> Result<SearchArgs, String> {
-    let max = i64::from(config.search.max_allowable_results);
-    let args = object(arguments)?;
-    let missing = "Missing required argument `query`: pass {\"query\": \"what you want to do\"}.";
-    let query = match args.get("query") {
-        None | Some(Value::Null) => return Err(missing.to_string()),
-        Some(Value::String(q)) => q.trim(),
-        Some(other) => {
-            return Err(format!(
-                "{} must be a string describing the task, not {other}.",
-                who.name("query")
-            ))
-        }
-    };
+/// A query as given, trimmed: an error says what to change.
+fn query_text(query: &str, who: Asker) -> Result<String, String> {
+    let query = query.trim();
     if query.is_empty() {
         return Err(format!(
             "{} is empty: describe the task in a few words.",
@@ -292,6 +282,56 @@ pub fn parse_search(
             who.name("query")
         ));
     }
+    Ok(query.to_string())
+}
+
+/// The cursor of the next page of a list answered for a query (`LIST_CURSOR` and an offset).
+pub fn list_cursor(offset: usize) -> String {
+    format!("{LIST_CURSOR}{offset}")
+}
+
+/// The first tool of the page a list-query cursor points at.
+fn list_offset(cursor: Option<&str>) -> Result<usize, String> {
+    let Some(cursor) = cursor else {
+        return Ok(0);
+    };
+    cursor
+        .strip_prefix(LIST_CURSOR)
+        .and_then(|n| n.parse::<usize>().ok())
+        .ok_or_else(|| {
+            format!("Invalid cursor {cursor:?}: pass the nextCursor of the previous page")
+        })
+}
+
+/// Reads a `tools/list` query (SEP-1821): a page of the configured maximum size.
+pub fn parse_list_query(query: &ListQuery, config: &Config) -> Result<Query, String> {
+    Ok(Query {
+        text: query_text(&query.text, Asker::List)?,
+        limit: usize::try_from(config.search.max_allowable_results).unwrap_or(1),
+        offset: list_offset(query.cursor.as_deref())?,
+        group: None,
+    })
+}
+
+/// Reads a search's arguments. An error is a message for the asker: it says what to change.
+pub fn parse_search(
+    arguments: Option<&RawValue>,
+    config: &Config,
+    who: Asker,
+) -> Result<SearchArgs, String> {
+    let max = i64::from(config.search.max_allowable_results);
+    let args = object(arguments)?;
+    let missing = "Missing required argument `query`: pass {\"query\": \"what you want to do\"}.";
+    let query = match args.get("query") {
+        None | Some(Value::Null) => return Err(missing.to_string()),
+        Some(Value::String(q)) => query_text(q, who)?,
+        Some(other) => {
+            return Err(format!(
+                "{} must be a string describing the task, not {other}.",
+                who.name("query")
+            ))
+        }
+    };
     let limit = match optional_integer(&args, "limit", 1, Some(max), who) {
         Ok(l) => l.map_or(max, |l| l.min(max)),
         // Above the maximum is clamped, not refused (the model asked for "many").
@@ -308,7 +348,7 @@ pub fn parse_search(
     let offset = optional_integer(&args, "offset", 0, None, who)?.unwrap_or(0);
     Ok(SearchArgs {
         query: Query {
-            text: query.to_string(),
+            text: query,
             limit: usize::try_from(limit).unwrap_or(1),
             offset: usize::try_from(offset).unwrap_or(0),
             group: optional_string(&args, "group", who)?,
@@ -522,6 +562,33 @@ pub fn describe_result(found: &[&Tool], missing: &[String], modern: bool) -> Str
 /// Handling": tool errors are results, so the model can read and correct them).
 pub fn error_result(message: &str, modern: bool) -> String {
     result::text(&[message], true, modern)
+}
+
+/// A `tools/list` result for a query: the page's definitions as the upstream declared them,
+/// `nextCursor` while more match, how they were ranked in `_meta`; for protocol 2026-07-28 the
+/// caching hints (server/utilities/caching.mdx): ranked answers are stale at once, and private
+/// when shaped by the caller's authorization (said to every client then, as lists under a
+/// policy are).
+pub fn list_query_result(
+    query: &Query,
+    ranked: &Ranked<'_>,
+    modern: bool,
+    private: bool,
+) -> String {
+    let next = query.offset + ranked.found.len();
+    let next_cursor =
+        (ranked.matches > next && !ranked.found.is_empty()).then(|| list_cursor(next));
+    result::list(
+        ranked.found.iter().map(|f| f.tool),
+        next_cursor.as_deref(),
+        SearchMeta::of(ranked, query.offset),
+        match (private, modern) {
+            (true, _) => Some("private"),
+            (false, true) => Some("public"),
+            (false, false) => None,
+        },
+        modern,
+    )
 }
 
 #[cfg(test)]

@@ -154,6 +154,22 @@ struct ListParams {
     cursor: Option<Value>,
 }
 
+/// `tools/list` with `params.query` (draft proposal SEP-1821, "Dynamic Tool Discovery"): the
+/// tools that match, ranked, paged by the list's own `cursor`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListQuery {
+    pub text: String,
+    pub cursor: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct QueryParams {
+    #[serde(default)]
+    query: Option<Value>,
+    #[serde(default)]
+    cursor: Option<Value>,
+}
+
 /// What Streamable HTTP 2026-07-28 ("Standard Request Headers") mirrors into `Mcp-Name`:
 /// `params.name` (tools, prompts) or `params.uri` (resources).
 #[derive(Deserialize)]
@@ -204,6 +220,34 @@ impl Message {
             },
             _ => Kind::Other,
         }
+    }
+
+    /// A `tools/list` request's query: `None` for other messages and lists without one, `Err`
+    /// (a message for the client) when `query` or `cursor` is not a string.
+    pub fn list_query(&self) -> Option<Result<ListQuery, String>> {
+        if self.method.as_deref() != Some("tools/list") || !self.is_request() {
+            return None;
+        }
+        let raw = self.params.as_deref()?;
+        let params: QueryParams = match serde_json::from_str(raw.get()) {
+            Ok(p) => p,
+            // Only a list that names a query is ours; any other reaches the server as sent.
+            Err(_) if !raw.get().contains("\"query\"") => return None,
+            Err(e) => return Some(Err(format!("params: {e}"))),
+        };
+        let text = match params.query? {
+            Value::Null => return None,
+            Value::String(s) => s,
+            other => return Some(Err(format!("params.query must be a string, not {other}"))),
+        };
+        let cursor = match params.cursor {
+            None | Some(Value::Null) => None,
+            Some(Value::String(c)) => Some(c),
+            Some(other) => {
+                return Some(Err(format!("params.cursor must be a string, not {other}")))
+            }
+        };
+        Some(Ok(ListQuery { text, cursor }))
     }
 
     /// The body value `Mcp-Name` mirrors: `Ok(None)` for other methods or when absent, `Err`

@@ -110,6 +110,43 @@ pub fn definitions<'t>(tools: impl Iterator<Item = &'t Tool>) -> String {
     defs
 }
 
+/// A `tools/list` result of `tools` (a query's page); protocol 2026-07-28 adds `resultType`
+/// and `ttlMs`.
+pub fn list<'t>(
+    tools: impl Iterator<Item = &'t Tool>,
+    next_cursor: Option<&str>,
+    meta: SearchMeta<'_>,
+    cache_scope: Option<&'static str>,
+    modern: bool,
+) -> String {
+    #[derive(Serialize)]
+    struct ListResult<'a> {
+        tools: &'a RawValue,
+        #[serde(rename = "nextCursor", skip_serializing_if = "Option::is_none")]
+        next_cursor: Option<&'a str>,
+        #[serde(rename = "_meta")]
+        meta: MetaEnvelope<'a>,
+        #[serde(rename = "resultType", skip_serializing_if = "Option::is_none")]
+        result_type: Option<&'static str>,
+        #[serde(rename = "ttlMs", skip_serializing_if = "Option::is_none")]
+        ttl_ms: Option<u64>,
+        #[serde(rename = "cacheScope", skip_serializing_if = "Option::is_none")]
+        cache_scope: Option<&'static str>,
+    }
+    let defs = definitions(tools);
+    let Ok(tools) = RawValue::from_string(defs) else {
+        return "null".to_string();
+    };
+    to_json(&ListResult {
+        tools: &tools,
+        next_cursor,
+        meta: MetaEnvelope { search: meta },
+        result_type: modern.then_some("complete"),
+        ttl_ms: modern.then_some(0),
+        cache_scope,
+    })
+}
+
 /// `{"tools": [definitions…], "metadata": {…}}`: the HTTP search endpoint's answer.
 pub fn http_search(tools: &RawValue, meta: SearchMeta<'_>) -> String {
     #[derive(Serialize)]

@@ -2,6 +2,7 @@
 //! `list_tool_groups`, `describe_tool`, refused calls, and `call_tool` rewritten into the
 //! plain `tools/call` that does go upstream.
 
+use super::request::{list_query, search_text};
 use super::*;
 
 impl Stream {
@@ -15,34 +16,44 @@ impl Stream {
     ) -> LocalReply {
         let modern = self.modern();
         let namespace = env.namespace();
-        let mut next_vector = 0;
+        let mut vectors = match vectors {
+            Ok(all) => Ok(all.into_iter()),
+            Err(f) => Err(f),
+        };
         let mut replies = Vec::new();
         for m in incoming.messages() {
-            let Kind::ToolsCall { name, arguments } = m.kind() else {
-                continue;
+            // One vector per valid search, in message order (`search_texts`).
+            let vector = match (&mut vectors, search_text(config, m)) {
+                (_, None) => Err(no_vectors()),
+                (Ok(all), Some(_)) => all.next().ok_or_else(|| {
+                    Fallback::new(FallbackKind::Malformed, "fewer vectors than queries")
+                }),
+                (Err(f), Some(_)) => Err(f.clone()),
             };
-            let Some(id) = m.id.as_deref() else {
-                // A notification calling a forbidden tool: withheld, and JSON-RPC has no reply.
-                env.record(Event::CallRefused);
-                continue;
+            let (id, name, arguments) = match m.kind() {
+                Kind::ToolsList { .. } => {
+                    let (Some(id), Some(query)) = (m.id.as_deref(), list_query(config, m)) else {
+                        continue;
+                    };
+                    replies.push(self.answer_list_query(config, env, id, query, vector));
+                    continue;
+                }
+                Kind::ToolsCall { name, arguments } => match m.id.as_deref() {
+                    Some(id) => (id, name, arguments),
+                    None => {
+                        // A notification calling a forbidden tool: withheld, and JSON-RPC has
+                        // no reply.
+                        env.record(Event::CallRefused);
+                        continue;
+                    }
+                },
+                _ => continue,
             };
             let reply = match Injected::of(config, &name) {
-                Some(Injected::Search) => {
-                    let vector = match &vectors {
-                        Ok(all) => {
-                            let v = all.get(next_vector).cloned().ok_or_else(|| {
-                                Fallback::new(FallbackKind::Malformed, "fewer vectors than queries")
-                            });
-                            next_vector += 1;
-                            v
-                        }
-                        Err(f) => Err(f.clone()),
-                    };
-                    jsonrpc::result_response(
-                        id,
-                        &self.answer_search(config, env, arguments, vector),
-                    )
-                }
+                Some(Injected::Search) => jsonrpc::result_response(
+                    id,
+                    &self.answer_search(config, env, arguments, vector),
+                ),
                 Some(Injected::ListGroups) => {
                     jsonrpc::result_response(id, &self.answer_groups(config, env, &namespace))
                 }
@@ -134,6 +145,38 @@ impl Stream {
         };
         let ranked = self.rank(config, env, &index, &args.query, vector);
         injected::search_result(config, &args.query, &ranked, modern)
+    }
+
+    /// `tools/list` with a query (draft SEP-1821): the permitted tools that match, ranked, as
+    /// a list result; eager and progressive tools alike, the filter's own tools not among them.
+    pub(super) fn answer_list_query(
+        &self,
+        config: &Config,
+        env: &mut dyn Env,
+        id: &RawValue,
+        query: Result<ListQuery, String>,
+        vector: Result<Vec<f32>, Fallback>,
+    ) -> String {
+        let query = match query.and_then(|q| injected::parse_list_query(&q, config)) {
+            Ok(query) => query,
+            Err(message) => {
+                env.record(Event::SearchRejected);
+                return jsonrpc::error_response(Some(id), jsonrpc::INVALID_PARAMS, &message);
+            }
+        };
+        let namespace = env.namespace();
+        let key = self.catalog_key(config, env, &namespace);
+        let index = match self.catalog_or_error(env, &key) {
+            Ok(index) => index,
+            Err(message) => {
+                return jsonrpc::error_response(Some(id), jsonrpc::INTERNAL_ERROR, &message)
+            }
+        };
+        let ranked = self.rank(config, env, &index, &query, vector);
+        // Shaped by the caller: by a policy, or by a catalog kept per credential.
+        let private = config.authorization.is_some() || key != namespace;
+        let result = injected::list_query_result(&query, &ranked, self.modern(), private);
+        jsonrpc::result_response(id, &result)
     }
 
     /// Runs a search over `index` for this caller and records how it ranked.
@@ -272,14 +315,25 @@ impl Stream {
             );
         }
         // Headers already forwarded still name call_tool in `mcp-name` (2026-07-28): the
-        // upstream would refuse the rewritten body.
+        // upstream would refuse the rewritten body, so the filter makes the call itself, with
+        // the caller's headers, and answers with the upstream's response; the request that went
+        // upstream is reset before its body is sent.
         if !self.head.mcp.name.is_empty() && !config.hold_request_headers {
-            return fail(
-                self,
-                &format!(
-                    "Call {target} directly (this proxy cannot rename the request in flight)."
-                ),
-            );
+            let Some(body) = rewrite_call(message, &target, target_args.as_deref()) else {
+                return fail(
+                    self,
+                    "call_tool could not be rewritten; call the tool directly.",
+                );
+            };
+            let Some(origin) = env.origin() else {
+                return fail(
+                    self,
+                    &format!("Call {target} directly (this proxy cannot reach the server itself)."),
+                );
+            };
+            env.record(Event::CallForwarded);
+            self.phase = Phase::Calling(message.id.as_deref().map(ToOwned::to_owned));
+            return RequestBodyAction::Call(self.upstream_call(config, origin, &target, body));
         }
         match rewrite_call(message, &target, target_args.as_deref()) {
             Some(body) => {
@@ -302,6 +356,97 @@ impl Stream {
                 "call_tool could not be rewritten; call the tool directly.",
             ),
         }
+    }
+}
+
+impl Stream {
+    /// The `tools/call` of `target` as the caller would have sent it: its headers (but the
+    /// hop-by-hop ones and the fetch marker), `mcp-name` naming the tool, to the route's cluster.
+    fn upstream_call(
+        &self,
+        config: &Config,
+        origin: Origin,
+        target: &str,
+        body: String,
+    ) -> crate::call::HttpCall {
+        const DROPPED: &[&str] = &[
+            "content-length",
+            "transfer-encoding",
+            "connection",
+            "keep-alive",
+            "te",
+            "upgrade",
+            "host",
+            "accept-encoding",
+            "mcp-name",
+            crate::fetch::MARKER_HEADER,
+        ];
+        let mut headers = vec![
+            (":method".to_string(), "POST".to_string()),
+            (":path".to_string(), self.head.path.clone()),
+            (
+                ":authority".to_string(),
+                self.head.authority.clone().unwrap_or(origin.authority),
+            ),
+            ("mcp-name".to_string(), target.to_string()),
+        ];
+        headers.extend(
+            self.head
+                .headers
+                .iter()
+                .filter(|(k, _)| !k.starts_with(':') && !DROPPED.contains(&k.as_str()))
+                .cloned(),
+        );
+        crate::call::HttpCall {
+            cluster: origin.cluster,
+            headers,
+            body: body.into_bytes(),
+            timeout_ms: config.search.call_timeout_ms,
+        }
+    }
+
+    /// The upstream's answer to the call `call_tool` stood for (`Err`: why there is none):
+    /// relayed as it came (status, content type, session, body; an SSE response whole).
+    pub fn on_call_answer(
+        &mut self,
+        config: &Config,
+        answer: Result<crate::call::CallResponse, String>,
+    ) -> RequestBodyAction {
+        let Phase::Calling(id) = std::mem::replace(&mut self.phase, Phase::Done) else {
+            return RequestBodyAction::Continue {
+                headers: Vec::new(),
+            };
+        };
+        let failed = |stream: &Self, why: &str| {
+            let text = format!("The tool call did not reach the server ({why}). Try again.");
+            let body = match id.as_deref() {
+                Some(id) => {
+                    jsonrpc::result_response(id, &injected::error_result(&text, stream.modern()))
+                }
+                None => jsonrpc::error_response(None, jsonrpc::INTERNAL_ERROR, &text),
+            };
+            RequestBodyAction::Reply(stream.reply(body))
+        };
+        let (status, headers, body) = match answer {
+            Ok((Some(status), headers, body)) => (status, headers, body),
+            Ok((None, _, _)) => return failed(self, "no response"),
+            Err(why) => return failed(self, &why),
+        };
+        if body.len() > config.max_body_bytes {
+            return failed(self, "its response is larger than max_body_bytes");
+        }
+        let Ok(status) = status.parse::<u32>() else {
+            return failed(self, "a response without a valid status");
+        };
+        let kept = ["content-type", "mcp-session-id", "content-encoding"];
+        RequestBodyAction::Reply(LocalReply {
+            status,
+            headers: headers
+                .into_iter()
+                .filter(|(k, _)| kept.contains(&k.to_ascii_lowercase().as_str()))
+                .collect(),
+            body,
+        })
     }
 }
 

@@ -11,7 +11,7 @@ use crate::index::catalog::{Catalog, CatalogIndex, Tool};
 use crate::mcp::headers::{self, Mirrored};
 use crate::mcp::injected::{self, Injected};
 use crate::mcp::json::{self, RawObject};
-use crate::mcp::jsonrpc::{self, Incoming, Kind, Message};
+use crate::mcp::jsonrpc::{self, Incoming, Kind, ListQuery, Message};
 use crate::mcp::list::{self, ListContext, ListTarget, RewriteError, SseGiveUp, SseRewriter};
 use crate::rank::search::{self, Fallback, FallbackKind, Query, Ranked, Vectors};
 use crate::store::{CatalogMeta, Learned, StoreError};
@@ -192,6 +192,9 @@ pub struct RequestHead {
     pub forwarded: Vec<(String, String)>,
     /// The fetch marker header, if the request carries one.
     pub fetch_marker: Option<String>,
+    /// Every header as sent, kept only where headers are forwarded before the body is read:
+    /// `call_tool` is then performed by the filter with the caller's headers.
+    pub headers: Vec<(String, String)>,
 }
 
 impl RequestHead {
@@ -246,6 +249,11 @@ impl RequestHead {
                 })
                 .collect(),
             fetch_marker: first(crate::fetch::MARKER_HEADER),
+            headers: if config.hold_request_headers {
+                Vec::new()
+            } else {
+                headers.to_vec()
+            },
         }
     }
 }
@@ -312,6 +320,9 @@ pub enum RequestBodyAction {
         namespace: String,
         spec: FetchSpec,
     },
+    /// Make this call (the `tools/call` that `call_tool` stands for), then hand its answer to
+    /// `on_call_answer`.
+    Call(crate::call::HttpCall),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -346,6 +357,9 @@ enum Phase {
     Embedding(Pending),
     /// Waiting for the catalog (this worker's fetch, or another's); likewise.
     Fetching(Pending),
+    /// Waiting for the answer to a `tools/call` the filter made for `call_tool` (the request's
+    /// id, to answer a failure with).
+    Calling(Option<Box<RawValue>>),
     AwaitResponse,
     /// JSON is held in the VM, not in Envoy's buffer: Envoy resets a stream whose paused body
     /// passes its buffer limit (1 MiB by default), long before our own cap.

@@ -207,6 +207,7 @@ impl Stream {
         let mut refused = 0;
         for m in incoming.messages() {
             match m.kind() {
+                Kind::ToolsList { .. } if list_query(config, m).is_some() => local += 1,
                 // The kill switch: with nobody to filter for, lists are left completely alone.
                 Kind::ToolsList { .. } if !listing && config.authorization.is_none() => {}
                 Kind::ToolsList { first_page } => {
@@ -366,33 +367,54 @@ impl Stream {
     }
 }
 
-/// Whether answering the request reads the catalog (a search, the groups, a description).
+/// Whether answering the request reads the catalog (a search, the groups, a description, a
+/// list for a query).
 fn needs_catalog(config: &Config, incoming: &Incoming) -> bool {
     incoming.messages().iter().any(|m| match m.kind() {
         Kind::ToolsCall { name, .. } => matches!(
             Injected::of(config, &name),
             Some(Injected::Search | Injected::ListGroups | Injected::Describe)
         ),
+        Kind::ToolsList { .. } => list_query(config, m).is_some(),
         _ => false,
     })
 }
 
-/// The queries of the search calls in a request, in order (for one embeddings call).
+/// A `tools/list` request's query, where the filter answers it: `search.list_query` on and
+/// lists not left alone (`mode: "list"`).
+pub(super) fn list_query(config: &Config, m: &Message) -> Option<Result<ListQuery, String>> {
+    if !config.search.list_query || config.mode == Mode::List {
+        return None;
+    }
+    m.list_query()
+}
+
+/// The text a message searches for, when it is a valid search (a `tool_search` call or a
+/// list for a query): one query vector each, in message order.
+pub(super) fn search_text(config: &Config, m: &Message) -> Option<String> {
+    m.id.as_ref()?;
+    match m.kind() {
+        Kind::ToolsCall { name, arguments }
+            if Injected::of(config, &name) == Some(Injected::Search) =>
+        {
+            injected::parse_search(arguments, config, injected::Asker::Tool)
+                .ok()
+                .map(|a| a.query.text)
+        }
+        Kind::ToolsList { .. } => list_query(config, m)?
+            .ok()
+            .and_then(|q| injected::parse_list_query(&q, config).ok())
+            .map(|q| q.text),
+        _ => None,
+    }
+}
+
+/// The queries of the searches in a request, in order (for one embeddings call).
 pub(super) fn search_texts(config: &Config, incoming: &Incoming) -> Vec<String> {
     incoming
         .messages()
         .iter()
-        .filter(|m| m.id.is_some())
-        .filter_map(|m| match m.kind() {
-            Kind::ToolsCall { name, arguments }
-                if Injected::of(config, &name) == Some(Injected::Search) =>
-            {
-                injected::parse_search(arguments, config, injected::Asker::Tool)
-                    .ok()
-                    .map(|a| a.query.text)
-            }
-            _ => None,
-        })
+        .filter_map(|m| search_text(config, m))
         .collect()
 }
 

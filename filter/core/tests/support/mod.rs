@@ -51,7 +51,7 @@ pub struct TestEnv {
 
 /// An upstream answering the filter's own calls: (`:status` or `None` when unreachable,
 /// response headers, body).
-pub type Upstream = dyn Fn(&HttpCall) -> (Option<String>, Vec<(String, String)>, Vec<u8>);
+pub type Upstream = dyn Fn(&HttpCall) -> mcp_tool_search_core::call::CallResponse;
 
 static NEXT_VM: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
@@ -341,6 +341,14 @@ pub fn exchange(
             if let RequestBodyAction::Fetch { namespace, spec } = action {
                 action = env.fetch_for(&mut stream, &namespace, spec);
             }
+            if let RequestBodyAction::Call(call) = &action {
+                SENT_UPSTREAM.with(|s| *s.borrow_mut() = Some(call.body.clone()));
+                let answer = match &env.upstream {
+                    Some(upstream) => Ok(upstream(call)),
+                    None => Err("no upstream in this test".to_string()),
+                };
+                action = stream.on_call_answer(&config, answer);
+            }
             if let RequestBodyAction::Embed { texts } = &action {
                 let texts = texts.clone();
                 let vectors = env.embed_queries(&texts);
@@ -358,6 +366,7 @@ pub fn exchange(
                 RequestBodyAction::Continue { .. } => {}
                 RequestBodyAction::Embed { .. } => panic!("embedding twice"),
                 RequestBodyAction::Fetch { .. } => panic!("fetching twice"),
+                RequestBodyAction::Call(_) => panic!("calling twice"),
             }
         }
         _ => {}
