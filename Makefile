@@ -25,7 +25,7 @@ EMBEDDER_BIN := $(abspath $(or $(CARGO_TARGET_DIR),target)/release/mcp-tool-sear
 
 help:
 	@echo "make demo       Envoy + filter + a 300-tool MCP server; prints a sample tool_search"
-	@echo "make test       every test: native core, Envoy end to end (builds and installs what it needs)"
+	@echo "make test       every test: native core, Envoy end to end, make validate (builds and installs what it needs)"
 	@echo "make wasm       build $(WASM)"
 	@echo "make oci        the OCI image for Istio's WasmPlugin: $(OCI_ARCHIVE) (needs umoci, installed with apt-get)"
 	@echo "make run UPSTREAM=host:port LISTEN=port [PLUGIN_CONFIG=file]   the filter in front of any MCP server"
@@ -61,7 +61,17 @@ $(PY_PEERS): $(ENVOY)
 	$(VENV)/bin/pip install --quiet "mcp==$(MCP_PY_VERSION)"
 	@touch $@
 
-python-peers: $(PY_PEERS)
+# The Python SDK 2.x (client and MCPServer, which speak protocol 2026-07-28) as test peers, in a
+# venv of its own: one venv cannot hold both majors. tests/python_e2e.rs finds it at MCP2_PYTHON.
+MCP2_PY_VERSION := 2.3.0
+VENV_MCP2 := .cache/venv-mcp2
+PY2_PEERS := $(VENV_MCP2)/.mcp-$(MCP2_PY_VERSION)
+$(PY2_PEERS):
+	rm -rf $(VENV_MCP2) && python3 -m venv $(VENV_MCP2)
+	$(VENV_MCP2)/bin/pip install --quiet "mcp==$(MCP2_PY_VERSION)"
+	@touch $@
+
+python-peers: $(PY_PEERS) $(PY2_PEERS)
 
 # The test peers (the rmcp catalog server) and the generator, natively.
 peers:
@@ -72,12 +82,12 @@ test-native:
 
 # The Envoy end-to-end tests of semantic ranking (wasm-tests/tests/embeddings_e2e.rs) run the
 # sidecar built by `embedder`, with the model from `model`.
-test: wasm envoy python-peers model embedder
+test: wasm envoy python-peers model embedder validate
 	@rm -f $(OCI_ARCHIVE)
 	@envoy/oci-image.sh --install $(WASM) $(OCI_ARCHIVE) $(OCI_TAG) || \
 		echo "make test: no OCI image (umoci cannot be installed here); tests/oci_image.rs will say it skipped"
 	ENVOY_BIN=$(CURDIR)/$(ENVOY) FILTER_WASM=$(CURDIR)/$(WASM) EMBEDDER_BIN=$(EMBEDDER_BIN) \
-		MCP_PYTHON=$(CURDIR)/$(VENV)/bin/python MODEL_DIR=$(abspath $(MODEL_DIR)) \
+		MCP_PYTHON=$(CURDIR)/$(VENV)/bin/python MCP2_PYTHON=$(CURDIR)/$(VENV_MCP2)/bin/python MODEL_DIR=$(abspath $(MODEL_DIR)) \
 		OCI_ARCHIVE=$(CURDIR)/$(OCI_ARCHIVE) cargo test --workspace
 
 # The OCI image Istio's WasmPlugin pulls (one layer, plugin.wasm), as an OCI layout archive:
@@ -103,8 +113,14 @@ else
 	cargo run --release --quiet -p mcp-tool-search-core --example eval -- $(DATA) $(if $(MIN_NDCG),--min-ndcg $(MIN_NDCG))
 endif
 
-validate: $(ENVOY)
-	@for f in envoy/demo.yaml envoy/baseline.yaml; do $(ENVOY) --mode validate -c $$f 2>&1 | tail -1; done
+# demo.yaml loads the built .wasm, so its plugin configuration is checked too. Any config Envoy
+# refuses fails the target, with Envoy's own message.
+ENVOY_CONFIGS := envoy/demo.yaml envoy/baseline.yaml
+validate: wasm $(ENVOY)
+	@for f in $(ENVOY_CONFIGS); do \
+		out=$$($(ENVOY) --mode validate -c $$f 2>&1) || { echo "$$out" | tail -5 >&2; echo "make validate: Envoy refuses $$f" >&2; exit 1; }; \
+		echo "$$out" | tail -1; \
+	done
 
 demo: wasm envoy peers
 ifeq ($(EMBEDDINGS),1)
@@ -170,4 +186,4 @@ bench: wasm envoy
 
 clean:
 	cargo clean
-	rm -rf $(VENV) .rust-target-*
+	rm -rf $(VENV) $(VENV_MCP2) .rust-target-*

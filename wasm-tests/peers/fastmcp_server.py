@@ -1,28 +1,43 @@
-"""A real MCP server for the Envoy end-to-end tests: the official Python SDK's FastMCP (1.x),
-Streamable HTTP, stateless, JSON responses. Every tool run is appended to the file named by
---record, one line "tools/call NAME", so a test can tell what the server executed.
+"""A real MCP server for the Envoy end-to-end tests: the official Python SDK's FastMCP (1.x) or
+MCPServer (2.x), whichever the running Python has; Streamable HTTP, stateless, JSON responses.
+Every tool run is appended to the file named by --record, one line "tools/call NAME", so a test
+can tell what the server executed.
 
     python fastmcp_server.py --port 18777 --record /tmp/calls.txt
 """
 
 import argparse
 
-from mcp.server.fastmcp import FastMCP
+from importlib.metadata import version
+
+MCP2 = version("mcp").startswith("2.")
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--port", type=int, required=True)
 parser.add_argument("--record", required=True)
 parser.add_argument("--sse", action="store_true", help="answer with SSE instead of JSON")
 parser.add_argument("--stateful", action="store_true", help="sessions (initialize first)")
+parser.add_argument(
+    "--page-size", type=int, default=0, help="tools/list pages of this many tools (0: one page)"
+)
 args = parser.parse_args()
 
-server = FastMCP(
-    "attack-target",
-    host="127.0.0.1",
-    port=args.port,
-    stateless_http=not args.stateful,
-    json_response=not args.sse,
-)
+if MCP2:
+    # FastMCP became MCPServer in 2.x, which also speaks protocol 2026-07-28; the transport
+    # settings moved to run().
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("attack-target")
+else:
+    from mcp.server.fastmcp import FastMCP
+
+    server = FastMCP(
+        "attack-target",
+        host="127.0.0.1",
+        port=args.port,
+        stateless_http=not args.stateful,
+        json_response=not args.sse,
+    )
 
 
 def ran(name: str) -> str:
@@ -61,4 +76,31 @@ def tool_search(query: str = "") -> str:
     return ran("tool_search")
 
 
-server.run(transport="streamable-http")
+if args.page_size > 0:
+    if MCP2:
+        parser.error("--page-size needs mcp 1.x")
+    from mcp import types
+
+    # FastMCP lists every tool at once; its low-level server takes a handler that pages, with
+    # the offset as the cursor.
+    @server._mcp_server.list_tools()
+    async def list_tools_paged(request: types.ListToolsRequest) -> types.ListToolsResult:
+        tools = await server.list_tools()
+        cursor = request.params.cursor if request.params else None
+        start = int(cursor) if cursor else 0
+        end = start + args.page_size
+        return types.ListToolsResult(
+            tools=tools[start:end], nextCursor=str(end) if end < len(tools) else None
+        )
+
+
+if MCP2:
+    server.run(
+        transport="streamable-http",
+        host="127.0.0.1",
+        port=args.port,
+        stateless_http=not args.stateful,
+        json_response=not args.sse,
+    )
+else:
+    server.run(transport="streamable-http")

@@ -777,6 +777,20 @@ fn dechunk(mut s: &str) -> String {
     out
 }
 
+/// Why an Envoy did not start: only the first kind is worth another try.
+enum StartError {
+    /// Another Envoy holds the hot-restart socket or shared memory of this base id.
+    BaseIdInUse(String),
+    Failed(String),
+}
+
+/// Envoy 1.40's words (on stderr) for a base id another Envoy holds: the hot-restart domain
+/// socket it cannot bind (`errno=98`, EADDRINUSE), or the shared memory region that exists.
+fn base_id_in_use(stderr: &str) -> bool {
+    stderr.contains("unable to bind domain socket with base_id=")
+        || (stderr.contains("cannot open shared memory region") && stderr.contains("File exists"))
+}
+
 impl Envoy {
     /// Start Envoy (`--concurrency 2`, unique `--base-id`, log to a file in `dir`) and wait until
     /// its admin says LIVE and the listener accepts connections.
@@ -788,15 +802,20 @@ impl Envoy {
     /// [`embeddings_front_yaml`]; same process handling as [`Envoy::start`].
     pub fn start_yaml(yaml: &str, component_log_level: &str, dir: &TestDir) -> Result<Self> {
         let bin = envoy_bin()?;
-        let mut last_error = String::new();
-        // A start can fail for reasons outside the test (a base id in use): retry a few times.
-        for _ in 0..3 {
+        // Only a base id another Envoy holds (a process outside this test, since ours are
+        // unique per pid and counter) is worth another try, with the next id; any other failure
+        // is this test's or the filter's and must show at once, not after two more starts.
+        let mut attempt = 1;
+        loop {
             match Self::start_once(&bin, yaml, component_log_level, dir) {
                 Ok(e) => return Ok(e),
-                Err(e) => last_error = e.to_string(),
+                Err(StartError::BaseIdInUse(why)) if attempt < 3 => {
+                    eprintln!("envoy start {attempt}: base id in use, retrying:\n{why}");
+                    attempt += 1;
+                }
+                Err(StartError::BaseIdInUse(why) | StartError::Failed(why)) => return err(why),
             }
         }
-        err(last_error)
     }
 
     fn start_once(
@@ -804,12 +823,14 @@ impl Envoy {
         yaml: &str,
         component_log_level: &str,
         dir: &TestDir,
-    ) -> Result<Self> {
+    ) -> std::result::Result<Self, StartError> {
         let n = next_id();
         let config_path = dir.join(&format!("envoy-{n}.yaml"));
         let log_path = dir.join(&format!("envoy-{n}.log"));
         let admin_path = dir.join(&format!("envoy-{n}.admin"));
-        std::fs::write(&config_path, yaml)?;
+        let stderr_path = dir.join(&format!("envoy-{n}.stderr"));
+        let io = |e: std::io::Error| StartError::Failed(format!("envoy {n}: {e}"));
+        std::fs::write(&config_path, yaml).map_err(io)?;
         // Unique among concurrently running test processes: pid-based, plus a counter.
         let base_id = (std::process::id() % 400_000) * 1000 + (n % 1000);
         let mut cmd = Command::new(bin);
@@ -830,25 +851,29 @@ impl Envoy {
             .arg("--admin-address-path")
             .arg(&admin_path)
             .stdin(Stdio::null())
-            .stdout(std::fs::File::create(
-                dir.join(&format!("envoy-{n}.stdout")),
-            )?)
-            .stderr(std::fs::File::create(
-                dir.join(&format!("envoy-{n}.stderr")),
-            )?);
-        let mut proc = Proc::spawn("envoy", cmd)?;
-        let fail = |proc: &mut Proc, why: String| -> Error {
+            .stdout(std::fs::File::create(dir.join(&format!("envoy-{n}.stdout"))).map_err(io)?)
+            .stderr(std::fs::File::create(&stderr_path).map_err(io)?);
+        let mut proc = Proc::spawn("envoy", cmd).map_err(|e| StartError::Failed(e.to_string()))?;
+        let fail = |proc: &mut Proc, why: String| -> StartError {
             let status = proc
                 .exited()
                 .map(|s| format!(" (exited: {s})"))
                 .unwrap_or_default();
             proc.kill();
-            format!(
-                "envoy did not start{status}: {why}\n--- {} ---\n{}",
+            // Envoy reports what stops it before its log opens (options, the hot-restart
+            // socket) on stderr, the rest in the log file: both are needed to say why.
+            let stderr = tail(&stderr_path, 20);
+            let message = format!(
+                "envoy did not start{status}: {why}\n--- {} ---\n{}\n--- {} ---\n{stderr}",
                 log_path.display(),
-                tail(&log_path, 40)
-            )
-            .into()
+                tail(&log_path, 40),
+                stderr_path.display(),
+            );
+            if base_id_in_use(&stderr) {
+                StartError::BaseIdInUse(message)
+            } else {
+                StartError::Failed(message)
+            }
         };
         let deadline = Instant::now() + Duration::from_secs(40);
         // 1. the admin address file
@@ -1464,5 +1489,56 @@ mod tests {
             }
         })
         .unwrap();
+    }
+
+    #[test]
+    fn a_failed_envoy_start_fails_at_once_with_envoy_s_reason() {
+        let dir = TestDir::new("envoy-bad-config").unwrap();
+        let bad = "static_resources:\n  clusters:\n  - name: c\n    type: NOT_A_TYPE\n";
+        let e =
+            Envoy::start_yaml(bad, "wasm:warning", &dir).expect_err("an invalid bootstrap started");
+        let e = e.to_string();
+        assert!(e.contains("envoy did not start"), "{e}");
+        assert!(e.contains("NOT_A_TYPE"), "Envoy's reason is missing: {e}");
+        let starts = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter(|f| {
+                let name = f.as_ref().unwrap().file_name();
+                let name = name.to_string_lossy();
+                name.starts_with("envoy-") && name.ends_with(".yaml")
+            })
+            .count();
+        assert_eq!(starts, 1, "a start that cannot succeed was retried");
+    }
+
+    #[test]
+    fn a_base_id_in_use_is_recognised_from_what_envoy_says() {
+        let dir = TestDir::new("envoy-base-id").unwrap();
+        let upstream: SocketAddr = format!("127.0.0.1:{}", free_port().unwrap())
+            .parse()
+            .unwrap();
+        let first = Envoy::start(&EnvoyOptions::new(upstream, None), &dir).unwrap();
+        // A second Envoy on the first one's base id, as a stray Envoy would be.
+        let stderr_path = dir.join("second.stderr");
+        let mut cmd = Command::new(envoy_bin().unwrap());
+        cmd.arg("-c")
+            .arg(&first.config_path)
+            .arg("--base-id")
+            .arg(first.base_id.to_string())
+            .arg("--log-path")
+            .arg(dir.join("second.log"))
+            .stdin(Stdio::null())
+            .stderr(std::fs::File::create(&stderr_path).unwrap());
+        let mut second = Proc::spawn("second envoy", cmd).unwrap();
+        let status = wait_until("the second envoy to exit", Duration::from_secs(30), || {
+            second.exited()
+        })
+        .unwrap();
+        let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+        assert!(!status.contains("exit status: 0"), "{status}: {stderr}");
+        assert!(base_id_in_use(&stderr), "not recognised: {stderr}");
+        assert!(!base_id_in_use(
+            "error initializing configuration 'x.yaml': NOT_A_TYPE"
+        ));
     }
 }

@@ -1,10 +1,14 @@
-//! The official Python MCP SDK as a test peer: `peers/fastmcp_server.py` (FastMCP 1.x,
-//! Streamable HTTP) run by the Python of the venv `make test` installs it into.
+//! The official Python MCP SDK as test peers: `peers/fastmcp_server.py` (FastMCP 1.x,
+//! Streamable HTTP) run by the Python of the venv `make test` installs it into, and
+//! `peers/mcp_client.py` (the SDK's client, 1.x from that venv or 2.x from `make
+//! python-peers`' second one).
 
+use serde_json::Value;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use crate::harness::{self, free_port, port_open, tail, wait_until, Proc, Result, TestDir};
 
@@ -51,7 +55,22 @@ pub struct FastMcpServer {
 
 impl FastMcpServer {
     pub fn start(opts: FastMcpOptions, dir: &TestDir) -> Result<Self> {
-        let python = python()?;
+        Self::start_paged(opts, 0, dir)
+    }
+
+    /// [`Self::start`] with `tools/list` in pages of `page_size` tools (0: one page), the
+    /// cursor being the offset.
+    pub fn start_paged(opts: FastMcpOptions, page_size: usize, dir: &TestDir) -> Result<Self> {
+        Self::spawn(&python()?, opts, page_size, dir)
+    }
+
+    /// The same tools served by the SDK 2.x's `MCPServer` (FastMCP's successor), which also
+    /// speaks protocol 2026-07-28; one page.
+    pub fn start_sdk2(opts: FastMcpOptions, dir: &TestDir) -> Result<Self> {
+        Self::spawn(&python2()?, opts, 0, dir)
+    }
+
+    fn spawn(python: &Path, opts: FastMcpOptions, page_size: usize, dir: &TestDir) -> Result<Self> {
         let port = free_port()?;
         let record_path = dir.join(&format!("fastmcp-{port}.record"));
         let log_path = dir.join(&format!("fastmcp-{port}.log"));
@@ -68,6 +87,9 @@ impl FastMcpServer {
         }
         if opts.stateful {
             cmd.arg("--stateful");
+        }
+        if page_size > 0 {
+            cmd.arg("--page-size").arg(page_size.to_string());
         }
         let log = std::fs::File::create(&log_path)?;
         cmd.stdin(Stdio::null())
@@ -106,4 +128,96 @@ impl FastMcpServer {
     pub fn log(&self) -> String {
         tail(&self.log_path, 40)
     }
+}
+
+/// The Python with the `mcp` 2.x package: `$MCP2_PYTHON`, else `.cache/venv-mcp2/bin/python` at
+/// the workspace root (`make python-peers` installs it there).
+pub fn python2() -> Result<PathBuf> {
+    let p = match std::env::var_os("MCP2_PYTHON") {
+        Some(p) => PathBuf::from(p),
+        None => harness::workspace_root().join(".cache/venv-mcp2/bin/python"),
+    };
+    let out = Command::new(&p)
+        .args([
+            "-c",
+            "from importlib.metadata import version; print(version('mcp'))",
+        ])
+        .output();
+    match out {
+        Ok(o) if o.status.success() && String::from_utf8_lossy(&o.stdout).starts_with("2.") => {
+            Ok(p)
+        }
+        _ => Err(format!(
+            "no Python with `mcp` 2.x at {}: run `make python-peers`, or set MCP2_PYTHON",
+            p.display()
+        )
+        .into()),
+    }
+}
+
+/// What `peers/mcp_client.py` is asked to do (see the script).
+#[derive(Debug, Clone)]
+pub struct ClientFlow {
+    pub url: String,
+    pub query: String,
+    pub limit: usize,
+    /// JSON arguments of the call of the tool found.
+    pub arguments: String,
+    /// 2.x only: `auto`, `legacy` or a protocol version.
+    pub mode: String,
+}
+
+impl ClientFlow {
+    pub fn new(url: &str, query: &str) -> Self {
+        Self {
+            url: url.to_owned(),
+            query: query.to_owned(),
+            limit: 1,
+            arguments: "{}".to_owned(),
+            mode: "auto".to_owned(),
+        }
+    }
+}
+
+/// Runs the SDK client of `python` through `flow` and returns its report: `sdk`, `protocol`,
+/// `server`, `pages` (the listed tools, page by page), `searches` (two calls of the search tool,
+/// offsets 0 and `limit`, each a `CallToolResult` with its `texts`), `found` (the names the first
+/// search returned) and `call` (the first found tool's result, with its `name`).
+pub fn run_client(python: &Path, flow: &ClientFlow, dir: &TestDir) -> Result<Value> {
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let n = RUNS.fetch_add(1, Ordering::Relaxed);
+    let out_path = dir.join(&format!("mcp-client-{n}.json"));
+    let err_path = dir.join(&format!("mcp-client-{n}.stderr"));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/mcp_client.py");
+    let mut child = Command::new(python)
+        .arg(script)
+        .args(["--url", &flow.url, "--query", &flow.query])
+        .args(["--limit", &flow.limit.to_string()])
+        .args(["--arguments", &flow.arguments, "--mode", &flow.mode])
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path)?)
+        .stderr(std::fs::File::create(&err_path)?)
+        .spawn()?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!(
+                "the MCP client did not finish in 60 s:\n{}",
+                tail(&err_path, 30)
+            )
+            .into());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    if !status.success() {
+        return Err(format!("the MCP client failed ({status}):\n{}", tail(&err_path, 40)).into());
+    }
+    let text = std::fs::read_to_string(&out_path)?;
+    serde_json::from_str(&text)
+        .map_err(|e| format!("the MCP client's report is not JSON ({e}): {text}").into())
 }

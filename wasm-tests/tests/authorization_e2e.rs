@@ -19,7 +19,10 @@ mod support;
 
 use std::collections::BTreeSet;
 
-use mcp_tool_search_wasm_tests::harness::{CatalogOptions, JwtAuthnOptions, JwtRequirement};
+use mcp_tool_search_wasm_tests::harness::{
+    self, CatalogOptions, Envoy, EnvoyOptions, FilterOptions, JwtAuthnOptions, JwtRequirement,
+    TestDir,
+};
 use mcp_tool_search_wasm_tests::jwt::{self, Hs256Key};
 use mcp_tool_search_wasm_tests::mcp::{self, RawResponse};
 use rmcp::model::CallToolResult;
@@ -458,6 +461,7 @@ async fn jwt_allow_missing_anonymous_gets_default_deny() {
             &list_request(2, None),
         )
         .await;
+        assert_eq!(resp.status, 200, "{}", resp.text());
         assert_eq!(
             name_set(&listed(&resp, 2)),
             union(&BILLING_EAGER, &[TOOL_SEARCH])
@@ -531,6 +535,7 @@ async fn jwt_forwarded_payload_header_identity() {
             ),
         )
         .await;
+        assert_eq!(resp.status, 200, "{}", resp.text());
         let error = resp
             .response_for(&json!(2))
             .map(|r| r["error"]["code"].clone());
@@ -627,6 +632,9 @@ async fn probe(
     body: Value,
 ) -> RawResponse {
     let resp = rpc(&stack.url(), auth, &body).await;
+    // Every probe is answered in JSON-RPC (a refusal too): another status would hide a leak
+    // from the checks on the body.
+    assert_eq!(resp.status, 200, "{body}: {}", resp.text());
     seen.add(body.to_string(), resp.text());
     resp
 }
@@ -795,6 +803,7 @@ async fn probe_every_path(stack: &Stack, token: &str) -> Exchanges {
     h2026.extend_from_slice(&auth);
     let body = json!({"jsonrpc": "2.0", "id": "l-2026", "method": "tools/list", "params": {"_meta": mcp::meta_2026()}});
     let resp = rpc(&stack.url(), &h2026, &body).await;
+    assert_eq!(resp.status, 200, "{}", resp.text());
     seen.add(body.to_string(), resp.text());
     for (name, args) in [
         (
@@ -999,6 +1008,51 @@ async fn http_search_endpoint_follows_the_policy() {
 
 // ---- fail closed -----------------------------------------------------------------------------
 
+/// The error that replaces a list the filter cannot filter for the caller (`Stream::refusal`).
+fn refusal_message(reason: &str) -> String {
+    format!("the tool list could not be filtered for this caller ({reason}); ask the operator")
+}
+
+/// Asserts `resp` is exactly the refusal of list `id`: HTTP 200 (the upstream's status is kept)
+/// with one JSON-RPC message, error -32603.
+fn assert_refused(resp: &RawResponse, id: i64, reason: &str) {
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let messages: Vec<&Value> = resp.messages.iter().map(|(_, m)| m).collect();
+    assert_eq!(
+        messages,
+        [
+            &json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": refusal_message(reason)}})
+        ],
+        "{} {}",
+        resp.content_type(),
+        resp.text()
+    );
+}
+
+/// A counter of the filter in Envoy's `/stats` (`wasmcustom.mcp_tool_search.NAME`), 0 when absent.
+fn stat(stack: &Envoy, name: &str) -> u64 {
+    let full = format!("wasmcustom.mcp_tool_search.{name}");
+    stack
+        .stats("mcp_tool_search")
+        .unwrap()
+        .into_iter()
+        .find(|(k, _)| *k == full)
+        .map_or(0, |(_, v)| v)
+}
+
+/// Waits for `line` in Envoy's log (it is flushed every 50 ms).
+async fn assert_logged(envoy: &Envoy, line: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !envoy.log().contains(line) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not in the Envoy log: {line}\n{}",
+            envoy.log()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 /// A listing the filter cannot rewrite (here: larger than `max_body_bytes`) must not reach a
 /// restricted caller unfiltered. Without a policy, passing it through is the safe choice;
 /// with one, it hands the caller every forbidden tool.
@@ -1020,39 +1074,170 @@ async fn oversized_list_is_not_passed_through_unfiltered() {
             .into_iter()
             .filter(|n| !allowed.contains(n))
             .collect();
-        for stack in [&sse, &json_up] {
+        for (stack, content_type) in [(&sse, "text/event-stream"), (&json_up, "application/json")] {
             let mut seen = Exchanges::default();
             let body = list_request(1, None);
             let resp = rpc(&stack.url(), &[("x-user-roles", "support")], &body).await;
-            eprintln!(
-                "oversized list as support: status {}, {} bytes, content-type {}",
-                resp.status,
-                resp.body.len(),
+            seen.add(body.to_string(), resp.text());
+            assert_refused(&resp, 1, "too_large");
+            assert!(
+                resp.content_type().starts_with(content_type),
+                "{}",
                 resp.content_type()
             );
-            seen.add(body.to_string(), resp.text());
-            eprintln!("filter stats: {:?}", nonzero_stats(stack));
+            assert_eq!(
+                nonzero_stats(stack),
+                [(
+                    "wasmcustom.mcp_tool_search.passthrough.too_large".to_owned(),
+                    1
+                )]
+            );
             seen.assert_no_forbidden(&forbidden);
         }
     })
     .await;
 }
 
-/// The filter's non-zero counters (for failure reports).
+/// The filter's non-zero counters.
 fn nonzero_stats(stack: &Stack) -> Vec<(String, u64)> {
     stack
         .envoy
         .stats("mcp_tool_search")
-        .unwrap_or_default()
+        .unwrap()
         .into_iter()
         .filter(|(_, v)| *v > 0)
         .collect()
 }
 
+/// An upstream that answers every request with one scripted raw HTTP/1.1 response (status line,
+/// headers, body): the faults a real MCP server rarely shows on demand (a compressed or
+/// unparseable list, another content type or status). Returns its address and the script.
+fn scripted_upstream() -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let script = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let shared = std::sync::Arc::clone(&script);
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let mut reader = BufReader::new(conn.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    break;
+                }
+                let line = line.trim_end().to_ascii_lowercase();
+                if line.is_empty() {
+                    break;
+                }
+                if let Some(v) = line.strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let response = shared.lock().unwrap().clone();
+            let _ = conn.write_all(&response);
+            let _ = conn.flush();
+        }
+    });
+    (addr, script)
+}
+
+fn raw_response(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+    let mut head = format!("HTTP/1.1 {status} X\r\nconnection: close\r\n");
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str(&format!("content-length: {}\r\n\r\n", body.len()));
+    [head.into_bytes(), body.to_vec()].concat()
+}
+
+/// README "Stats": under a policy, a list the filter cannot filter for the caller (compressed,
+/// another content type, unparseable; too large is above) is replaced by the JSON-RPC error,
+/// counted by reason and logged at warning, in Envoy. A list under another status passes on
+/// unchanged: that is what the code does, although README lists "not 200" among the reasons.
+#[tokio::test]
+async fn every_list_the_filter_cannot_read_is_refused_under_a_policy() {
+    let dir = TestDir::new("authz_fail_closed").unwrap();
+    let (addr, script) = scripted_upstream();
+    let mut config = plugin_config(json!({"source": "header", "header": "x-user-roles"}));
+    config["eager_patterns"] = json!(["*"]);
+    let filter = FilterOptions {
+        wasm: harness::filter_wasm().unwrap_or_else(|e| panic!("{e}")),
+        config_json: config.to_string(),
+    };
+    let mut opts = EnvoyOptions::new(addr, Some(filter));
+    opts.route_namespace = Some(NAMESPACE.to_owned());
+    let envoy = Envoy::start(&opts, &dir).unwrap_or_else(|e| panic!("{e}"));
+    within("every_list_the_filter_cannot_read_is_refused_under_a_policy", async {
+        let list = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [
+            {"name": "github_get_issue", "description": "Get an issue", "inputSchema": {"type": "object"}},
+            {"name": "stripe_refund_charge", "description": "Refund a charge", "inputSchema": {"type": "object"}}
+        ]}}))
+        .unwrap();
+        let auth = [("x-user-roles", "support")];
+        let json_type = ("content-type", "application/json");
+        // The control: the same list, readable, is filtered for the caller.
+        *script.lock().unwrap() = raw_response("200", &[json_type], &list);
+        let resp = rpc(&envoy.mcp_url(), &auth, &list_request(1, None)).await;
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        assert_eq!(names(&listed(&resp, 1)), ["github_get_issue"]);
+        assert_eq!(stat(&envoy, "lists_rewritten"), 1);
+
+        let unparseable = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"stripe_refund_charge"},{]}}"#;
+        // (response headers, body, reason, warning logged).
+        type Case<'a> = (&'a [(&'a str, &'a str)], &'a [u8], &'a str, &'a str);
+        let cases: [Case; 3] = [
+            (
+                &[json_type, ("content-encoding", "gzip")],
+                b"\x1f\x8b\x08\x00compressed",
+                "encoded",
+                "tools/list response refused: it cannot be filtered for the caller (encoded)",
+            ),
+            (
+                &[("content-type", "text/html")],
+                &list,
+                "content_type",
+                "tools/list response refused: it cannot be filtered for the caller (content_type)",
+            ),
+            (
+                &[json_type],
+                unparseable,
+                "unparseable",
+                "tools/list response refused: it cannot be filtered for the caller (unparseable): tools/list response is not valid JSON",
+            ),
+        ];
+        for (headers, body, reason, warning) in cases {
+            *script.lock().unwrap() = raw_response("200", headers, body);
+            let resp = rpc(&envoy.mcp_url(), &auth, &list_request(1, None)).await;
+            assert_refused(&resp, 1, reason);
+            assert_eq!(resp.content_type(), "application/json", "{reason}");
+            assert_eq!(resp.header("content-encoding"), None, "{reason}");
+            assert!(!mentions(&resp.text(), "stripe_refund_charge"), "{reason}");
+            assert_eq!(stat(&envoy, &format!("passthrough.{reason}")), 1, "{reason}");
+            assert_logged(&envoy, warning).await;
+        }
+        *script.lock().unwrap() = raw_response("500", &[json_type], &list);
+        let resp = rpc(&envoy.mcp_url(), &auth, &list_request(1, None)).await;
+        assert_eq!((resp.status, resp.body.as_slice()), (500, list.as_slice()));
+        assert_eq!(stat(&envoy, "passthrough.status"), 1);
+        assert_eq!(stat(&envoy, "lists_rewritten"), 1);
+    })
+    .await;
+}
+
 /// A JSON-RPC batch (protocol 2025-03-26) of `tools/list` and a search-tool call: the filter
-/// cannot split it and lets it go upstream, but the listing in the answer must still be
-/// filtered for a restricted caller. The upstream here is catalog-server's `/other`, which
-/// answers any request with the whole list (as id 1), standing in for a batch-capable server.
+/// cannot split it, so under a policy it refuses it whole before the upstream (README
+/// "Authorization"). A batch of `tools/list` and an upstream call goes upstream, and the listing
+/// in the answer is still filtered for the restricted caller. The upstream here is
+/// catalog-server's `/other`, which answers any request with the whole list (as id 1), standing
+/// in for a batch-capable server.
 #[tokio::test]
 async fn mixed_batch_does_not_bypass_the_policy() {
     let mut config = plugin_config(json!({"source": "header", "header": "x-user-roles"}));
@@ -1067,6 +1252,7 @@ async fn mixed_batch_does_not_bypass_the_policy() {
         let other = stack.envoy.url("/other");
         let auth = [("x-user-roles", "support")];
         let mut seen = Exchanges::default();
+        let filtered = union(&SUPPORT_EAGER, &[TOOL_SEARCH, "list_tool_groups"]);
 
         // Control: a lone tools/list on that path is filtered.
         let single = list_request(1, None);
@@ -1074,31 +1260,44 @@ async fn mixed_batch_does_not_bypass_the_policy() {
         assert_eq!(resp.status, 200, "{}", resp.text());
         assert_eq!(
             name_set(&listed(&resp, 1)),
-            union(&SUPPORT_EAGER, &[TOOL_SEARCH, "list_tool_groups"]),
+            filtered,
             "a single tools/list on /other is rewritten"
         );
         seen.add(single.to_string(), resp.text());
 
-        // A batch: tools/list + tool_search (+ an allowed call).
-        for batch in [
+        // tools/list + tool_search: refused whole, never upstream.
+        let batch = json!([
+            list_request(1, None),
+            call_request(2, TOOL_SEARCH, json!({"query": "refund"}))
+        ]);
+        let before = stack.recorded().len();
+        let resp = rpc(&other, &auth, &batch).await;
+        seen.add(batch.to_string(), resp.text());
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        let refused = json!({"code": -32600, "message": "batch refused: it calls a tool that is not available; send the requests one by one"});
+        assert_eq!(
+            serde_json::from_slice::<Value>(&resp.body).unwrap(),
             json!([
-                list_request(1, None),
-                call_request(2, TOOL_SEARCH, json!({"query": "refund"}))
+                {"jsonrpc": "2.0", "id": 1, "error": refused},
+                {"jsonrpc": "2.0", "id": 2, "error": refused}
             ]),
-            json!([
-                list_request(1, None),
-                call_request(2, "github_get_issue", json!({}))
-            ]),
-        ] {
-            let resp = rpc(&other, &auth, &batch).await;
-            eprintln!(
-                "batch {batch}: status {} ({} bytes)",
-                resp.status,
-                resp.body.len()
-            );
-            seen.add(batch.to_string(), resp.text());
-        }
-        eprintln!("filter stats: {:?}", nonzero_stats(&stack));
+            "{}",
+            resp.text()
+        );
+        assert_eq!(stack.recorded().len(), before, "{:?}", stack.recorded());
+        assert_eq!(stat(&stack.envoy, "calls_refused"), 1);
+
+        // tools/list + an allowed upstream call: upstream, and the list is filtered.
+        let batch = json!([
+            list_request(1, None),
+            call_request(2, "github_get_issue", json!({}))
+        ]);
+        let resp = rpc(&other, &auth, &batch).await;
+        seen.add(batch.to_string(), resp.text());
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        assert_eq!(name_set(&listed(&resp, 1)), filtered, "{}", resp.text());
+        assert_eq!(stat(&stack.envoy, "lists_rewritten"), 2);
+        assert_eq!(stat(&stack.envoy, "passthrough.mixed_batch"), 0);
         seen.assert_no_forbidden(&forbidden);
     })
     .await;

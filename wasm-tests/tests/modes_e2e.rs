@@ -254,40 +254,47 @@ async fn mode_auto_follows_the_threshold() {
     .await;
 }
 
-/// `mode: "auto"` with a paginated upstream, on the very first listing (nothing learned yet):
-/// the client must get one consistent view, either every tool or the search behaviour with
-/// the search tool on page 1. A page decided with "list" followed by pages decided with
-/// "search" hides tools without ever offering the search tool.
+/// `mode: "auto"` with a paginated upstream: until a whole list has been seen its size is
+/// unknown, so the very first listing is the search view (the search tool on page 1, no page
+/// decided by "list"), whatever the threshold. Once every page has been seen the threshold
+/// decides: 301 tools are above 150 (search again) and under 400 (the list as it is).
 #[tokio::test]
 async fn mode_auto_first_paged_listing_is_consistent() {
-    let stack = Setup::new(config(json!({"mode": "auto", "search_threshold": 150})))
-        .catalog(CatalogOptions {
-            stateless: true,
-            page_size: 100,
-            ..CatalogOptions::default()
-        })
+    let paged = || CatalogOptions {
+        stateless: true,
+        page_size: 100,
+        ..CatalogOptions::default()
+    };
+    let above = Setup::new(config(json!({"mode": "auto", "search_threshold": 150})))
+        .catalog(paged())
         .start("modes_auto_paged");
+    let under = Setup::new(config(json!({"mode": "auto", "search_threshold": 400})))
+        .catalog(paged())
+        .start("modes_auto_paged_under");
     within("mode_auto_first_paged_listing_is_consistent", async {
-        let upstream = upstream_tools(&stack).await;
-        let (client, _) = connect(&stack.url(), &[]).await;
-        let first = list_through(&client).await;
-        let second = list_through(&client).await;
-        let _ = client.cancel().await;
-        eprintln!(
-            "first listing: {} tools, tool_search: {}; second: {} tools",
-            first.len(),
-            first.iter().any(|t| t["name"] == TOOL_SEARCH),
-            second.len()
-        );
-        let consistent = |tools: &[Value]| tools == upstream.as_slice() || name_set(tools) == search_view(&[]);
-        assert!(consistent(&second), "second listing: {:?}", names(&second));
-        assert!(
-            consistent(&first),
-            "first listing is neither the whole list nor the search view: {} tools, tool_search offered: {}, e.g. {:?}",
-            first.len(),
-            first.iter().any(|t| t["name"] == TOOL_SEARCH),
-            names(&first).iter().skip(95).take(10).collect::<Vec<_>>()
-        );
+        for (stack, searching_once_seen) in [(&above, true), (&under, false)] {
+            let upstream = upstream_tools(stack).await;
+            assert_eq!(upstream.len(), 301);
+            let (client, _) = connect(&stack.url(), &[]).await;
+            let first = list_through(&client).await;
+            let second = list_through(&client).await;
+            let _ = client.cancel().await;
+            assert_eq!(
+                name_set(&first),
+                search_view(&[]),
+                "first listing (nothing seen yet) must be the search view: {} tools, e.g. {:?}",
+                first.len(),
+                names(&first).iter().take(10).collect::<Vec<_>>()
+            );
+            if searching_once_seen {
+                assert_eq!(name_set(&second), search_view(&[]), "301 > 150: search");
+            } else {
+                assert_eq!(
+                    second, upstream,
+                    "301 <= 400 once the whole list was seen: the list as it is"
+                );
+            }
+        }
     })
     .await;
 }
@@ -510,8 +517,13 @@ async fn summary_story(stack: &Stack, holding: bool) {
     );
 
     // Requests the filter answers itself: with held headers, Envoy never even opens an
-    // upstream request for them; otherwise the headers have left before the body was read.
-    let before = upstream_requests(stack);
+    // upstream request for them; otherwise the headers have left before the body was read, so
+    // each costs the upstream exactly one request, reset before its body. Envoy counts such a
+    // request in `upstream_rq_total` when a pooled connection took it, or in
+    // `upstream_rq_cancelled` when it was still waiting for a connection: the sum is exact,
+    // which of the two is not.
+    let before = upstream_requests_opened(stack);
+    let posts_before = stack.recorded().len();
     for (i, (name, args)) in [
         (TOOL_SEARCH, json!({"query": "refund"})),
         ("describe_tool", json!({"names": ["stripe_refund_charge"]})),
@@ -528,21 +540,23 @@ async fn summary_story(stack: &Stack, holding: bool) {
         assert_eq!(resp.status, 200, "{}", resp.text());
         result_of(&resp, 20 + i as i64);
     }
-    let after = upstream_requests(stack);
-    eprintln!(
-        "holding={holding}: upstream requests opened for 4 local answers: {}",
-        after - before
+    let opened = upstream_requests_opened(stack) - before;
+    let expected = if holding { 0 } else { 4 };
+    assert_eq!(
+        opened, expected,
+        "holding={holding}: upstream requests opened (taken or cancelled while pending) for 4 \
+         local answers"
     );
-    if holding {
-        assert_eq!(
-            after, before,
-            "held headers: a locally answered request never reaches the upstream"
-        );
-    }
+    assert_eq!(
+        stack.recorded().len(),
+        posts_before,
+        "no body of a local answer reached the upstream: {:?}",
+        stack.recorded()
+    );
 
     // Protocol 2026-07-28 names the tool in `mcp-name`: with held headers the filter renames
     // it; otherwise the headers already went upstream, and the filter makes the call itself.
-    let before = upstream_requests(stack);
+    let before = upstream_requests_opened(stack);
     let calls_before = posts_recorded(stack);
     let body = json!({"jsonrpc": "2.0", "id": "c-2026", "method": "tools/call", "params": {
         "name": "call_tool", "arguments": {"name": "slack_post_message", "arguments": {"channel": "C1", "text": "hi"}},
@@ -567,17 +581,13 @@ async fn summary_story(stack: &Stack, holding: bool) {
         "the tool ran once: {:?}",
         stack.recorded()
     );
-    let opened = upstream_requests(stack) - before;
-    // Held headers: the renamed request. Forwarded headers: the filter's own call, and the
-    // caller's request if Envoy had opened it before the filter answered (reset, no body).
-    if holding {
-        assert_eq!(opened, 1, "held headers: one request upstream");
-    } else {
-        assert!(
-            (1..=2).contains(&opened),
-            "forwarded headers: {opened} requests upstream"
-        );
-    }
+    // Held headers: the renamed request. Forwarded headers: the caller's request (reset
+    // before its body) and the filter's own call.
+    assert_eq!(
+        upstream_requests_opened(stack) - before,
+        if holding { 1 } else { 2 },
+        "holding={holding}: upstream requests opened for one call_tool"
+    );
     stack.assert_never_called(&["call_tool"]);
     let forwarded = stack
         .envoy
@@ -598,16 +608,23 @@ fn posts_recorded(stack: &Stack) -> usize {
         .count()
 }
 
-/// Envoy's count of requests sent to the upstream cluster.
-fn upstream_requests(stack: &Stack) -> u64 {
+/// One of Envoy's counters of the upstream cluster.
+fn upstream_stat(stack: &Stack, name: &str) -> u64 {
+    let full = format!("cluster.mcp_upstream.{name}");
     stack
         .envoy
-        .stats("cluster.mcp_upstream.upstream_rq_total")
+        .stats(&full)
         .expect("admin /stats")
         .iter()
-        .find(|(n, _)| n == "cluster.mcp_upstream.upstream_rq_total")
+        .find(|(n, _)| *n == full)
         .map(|(_, v)| *v)
-        .unwrap_or_else(|| panic!("no cluster.mcp_upstream.upstream_rq_total"))
+        .unwrap_or_else(|| panic!("no {full}"))
+}
+
+/// Every upstream request Envoy opened: sent on a connection, or cancelled while it waited for
+/// one (a pending request is counted in `upstream_rq_total` only once a connection takes it).
+fn upstream_requests_opened(stack: &Stack) -> u64 {
+    upstream_stat(stack, "upstream_rq_total") + upstream_stat(stack, "upstream_rq_cancelled")
 }
 
 fn summary_config() -> Value {

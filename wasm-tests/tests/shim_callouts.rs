@@ -223,3 +223,72 @@ fn a_failed_query_embedding_falls_back_to_bm25() {
     assert_eq!(names, ["stripe_refund_charge"]);
     assert_eq!(meta["fallback"]["kind"], "unavailable");
 }
+
+/// README "Semantic ranking": `headers` and `authority` go on every embeddings call, the
+/// background batches and a search's query alike (a service behind a gateway needs both).
+#[test]
+fn configured_headers_and_authority_are_on_every_embeddings_call() {
+    const WITH_HEADERS: &str = r#"{"search":{"ranking":"vector","embeddings":{"cluster":"emb","model_id":"m","dimensions":2,
+        "path":"/openai/v1/embeddings","authority":"embed.internal:8443",
+        "headers":{"Authorization":"Bearer sk-test","x-tenant":"acme"}}}}"#;
+    fn assert_configured(call: &HttpCall, what: &str) {
+        let values = |name: &str| -> Vec<&str> {
+            call.headers
+                .iter()
+                .filter(|(n, _)| n == name)
+                .map(|(_, v)| v.as_str())
+                .collect()
+        };
+        assert_eq!(call.cluster, "emb", "{what}");
+        // One of each: a second `:authority` (the cluster name) would leave the choice to the
+        // host.
+        assert_eq!(
+            values(":authority"),
+            ["embed.internal:8443"],
+            "{what}: {call:?}"
+        );
+        assert_eq!(
+            values(":path"),
+            ["/openai/v1/embeddings"],
+            "{what}: {call:?}"
+        );
+        assert_eq!(values(":method"), ["POST"], "{what}: {call:?}");
+        // Header names are lowercased (HTTP/2 refuses uppercase ones), values kept.
+        assert_eq!(
+            values("authorization"),
+            ["Bearer sk-test"],
+            "{what}: {call:?}"
+        );
+        assert_eq!(values("x-tenant"), ["acme"], "{what}: {call:?}");
+        assert_eq!(
+            values("content-type"),
+            ["application/json"],
+            "{what}: {call:?}"
+        );
+    }
+
+    let mut env = ShimEnv::new(WITH_HEADERS);
+    exchange(
+        &mut env,
+        native_post(),
+        LIST,
+        ("200", "application/json", &[TOOLS]),
+    );
+    assert!(env.vm.tick().unwrap());
+    let calls = env.vm.pending_http_calls();
+    assert_eq!(calls.len(), 1, "one batch in flight");
+    assert_configured(&calls[0], "the tools' batch");
+    env.vm
+        .complete_http_call(calls[0].token, ok_headers(), &answer(&calls[0]), vec![])
+        .unwrap();
+
+    let view = search(&mut env, "weather tomorrow", |env, call| {
+        assert_configured(call, "the query");
+        env.vm
+            .complete_http_call(call.token, ok_headers(), &answer(call), vec![])
+            .unwrap();
+    });
+    let (names, meta) = result(&view);
+    assert_eq!(names[0], "get_weather");
+    assert_eq!(meta["strategy"], "vector", "the configured calls were used");
+}

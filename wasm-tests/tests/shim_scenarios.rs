@@ -619,3 +619,76 @@ fn stats_are_envoy_s_one_per_name_whichever_worker_counted() {
     );
     assert_eq!(a, b);
 }
+
+/// Under a policy, a list refused before its body (compressed, another content type) reaches the
+/// client as the JSON error with headers that say so: a `content-encoding: gzip` left over the
+/// plain error would make the client fail to decode it. Each refusal is logged at warning.
+#[test]
+fn under_a_policy_a_list_refused_at_its_headers_as_the_host_sees_it() {
+    let config = r#"{"eager_patterns":["*"],"authorization":{
+        "identity":{"source":"header","header":"x-user-roles"},
+        "rules":[{"claim":"roles","values":["support"],"tools":["get_*"]}],
+        "default":"deny"}}"#;
+    let mut env = ShimEnv::new(config);
+    let as_support = request(&post("/mcp"), LIST).header("x-user-roles", "support");
+    let error = |reason: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"error":{{"code":-32603,"message":"the tool list could not be filtered for this caller ({reason}); ask the operator"}}}}"#
+        )
+        .into_bytes()
+    };
+    let gz = b"\x1f\x8b\x08\x00compressed";
+    let cases = [
+        (
+            response("200", "application/json", &[gz]).header("content-encoding", "gzip"),
+            "encoded",
+            PassReason::Encoded,
+        ),
+        (
+            response("200", "text/html", &[TOOLS]),
+            "content_type",
+            PassReason::ContentType,
+        ),
+    ];
+    for (resp, reason_name, reason) in cases {
+        env.vm.clear_logs();
+        let (out, x) = exchange_full(&mut env, &as_support, &resp);
+        assert_eq!(
+            out,
+            native::Outcome::Upstream {
+                body: error(reason_name),
+                rewritten: true
+            },
+            "{reason_name}: {}",
+            String::from_utf8_lossy(out.body())
+        );
+        assert_eq!(x.client.status(), Some(200), "{reason_name}");
+        assert_eq!(
+            x.client.header("content-type"),
+            Some("application/json"),
+            "{reason_name}"
+        );
+        assert_eq!(x.client.header("content-encoding"), None, "{reason_name}");
+        assert_eq!(env.count(Event::PassedThrough(reason)), 1, "{reason_name}");
+        assert_eq!(
+            env.vm.log_messages(LogLevel::Warn),
+            [format!(
+                "mcp-tool-search: tools/list response refused: it cannot be filtered for the caller ({reason_name})"
+            )],
+            "{reason_name}"
+        );
+    }
+    // The same caller's readable list is filtered, not refused: the refusals above are the
+    // policy's, not a filter that refuses everything.
+    let (out, _) = exchange_full(
+        &mut env,
+        &as_support,
+        &response("200", "application/json", &[TOOLS]),
+    );
+    let v: Value = serde_json::from_slice(out.body()).unwrap();
+    assert_eq!(
+        v["result"],
+        serde_json::json!({"tools": [{"name": "get_weather", "description": "Weather forecast for a city"}], "cacheScope": "private"})
+    );
+    assert_eq!(env.count(Event::ListRewritten), 1);
+}

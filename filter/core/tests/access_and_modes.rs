@@ -9,7 +9,7 @@
 mod support;
 
 use mcp_tool_search_core::config::policy::Caller;
-use mcp_tool_search_core::stream::{Event, RequestHead};
+use mcp_tool_search_core::stream::{Event, PassReason, RequestHead};
 use serde_json::{json, Value};
 use support::*;
 
@@ -486,7 +486,6 @@ fn paging_covers_the_match_and_threshold_drops_weak_results() {
 #[test]
 fn a_list_that_cannot_be_filtered_is_refused_under_authorization() {
     let config = format!(r#"{{"max_body_bytes":1024,{POLICY}}}"#);
-    let mut env = TestEnv::new(&config);
     let defs: Vec<Value> = (0..30)
         .map(|i| json!({"name": format!("stripe_tool_{i}"), "description": "a tool for billing"}))
         .collect();
@@ -494,39 +493,53 @@ fn a_list_that_cannot_be_filtered_is_refused_under_authorization() {
         serde_json::to_vec(&json!({"jsonrpc":"2.0","id":1,"result":{"tools": defs}})).unwrap();
     assert!(body.len() > 1024);
     let chunks: Vec<&[u8]> = body.chunks(300).collect();
-    let out = exchange(
-        &mut env,
-        as_role("support"),
-        LIST,
-        ("200", "application/json", &chunks),
-    );
-    let v: Value = serde_json::from_slice(out.body()).unwrap();
-    assert_eq!(v["error"]["code"], -32603, "{v}");
-    assert!(!String::from_utf8_lossy(out.body()).contains("stripe"));
+    let error = |reason: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"error":{{"code":-32603,"message":"the tool list could not be filtered for this caller ({reason}); ask the operator"}}}}"#
+        )
+    };
     let sse = format!(
         "event: message\ndata: {}\n\n",
         String::from_utf8(body.clone()).unwrap()
     );
-    let out = exchange(
-        &mut env,
-        as_role("support"),
-        LIST,
-        ("200", "text/event-stream", &[sse.as_bytes()]),
-    );
-    assert!(
-        !String::from_utf8_lossy(out.body()).contains("stripe"),
-        "whole oversized event"
-    );
-    let out = exchange(
-        &mut env,
-        as_role("support"),
-        LIST,
-        ("200", "text/plain", &[&body]),
-    );
-    assert!(
-        !String::from_utf8_lossy(out.body()).contains("stripe"),
-        "other content type"
-    );
+    let sse_chunks: Vec<&[u8]> = sse.as_bytes().chunks(300).collect();
+    // (content type, body pieces, what the client gets, why, warnings logged).
+    type Case<'a> = (&'a str, &'a [&'a [u8]], String, PassReason, &'a [&'a str]);
+    let cases: [Case; 3] = [
+        (
+            "application/json",
+            &chunks,
+            error("too_large"),
+            PassReason::TooLarge,
+            &["tools/list response refused: it cannot be filtered for the caller (too_large)"],
+        ),
+        (
+            "text/event-stream",
+            &sse_chunks,
+            format!("event: message\ndata: {}\n\n", error("too_large")),
+            PassReason::TooLarge,
+            &["tools/list response refused: it cannot be filtered for the caller (too_large)"],
+        ),
+        (
+            "text/plain",
+            &[&body],
+            error("content_type"),
+            PassReason::ContentType,
+            &["tools/list response refused: it cannot be filtered for the caller (content_type)"],
+        ),
+    ];
+    for (content_type, pieces, want, reason, warnings) in cases {
+        let mut env = TestEnv::new(&config);
+        let out = exchange(
+            &mut env,
+            as_role("support"),
+            LIST,
+            ("200", content_type, pieces),
+        );
+        assert_eq!(out.text(), want, "{content_type}");
+        assert_eq!(env.events, [Event::PassedThrough(reason)], "{content_type}");
+        assert_eq!(env.warnings, warnings, "{content_type}");
+    }
     // Without authorization the same list passes unchanged.
     let mut open = TestEnv::new(r#"{"max_body_bytes":1024}"#);
     let out = exchange(
@@ -536,11 +549,14 @@ fn a_list_that_cannot_be_filtered_is_refused_under_authorization() {
         ("200", "application/json", &chunks),
     );
     assert_eq!(out.body(), body.as_slice());
+    assert_eq!(open.events, [Event::PassedThrough(PassReason::TooLarge)]);
 }
 
 #[test]
 fn a_list_in_a_mixed_batch_is_still_filtered() {
     let mut env = env_with(&format!(r#"{{{POLICY}}}"#));
+    let events_before = env.events.len();
+    // With our search tool in it, the batch cannot be split: refused whole, never upstream.
     let batch = br#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"x"}}}]"#;
     let response = format!("[{}]", String::from_utf8(catalog()).unwrap());
     let out = exchange(
@@ -549,7 +565,50 @@ fn a_list_in_a_mixed_batch_is_still_filtered() {
         batch,
         ("200", "application/json", &[response.as_bytes()]),
     );
-    assert!(!String::from_utf8_lossy(out.body()).contains("stripe"));
+    let refused = r#"{"code":-32600,"message":"batch refused: it calls a tool that is not available; send the requests one by one"}"#;
+    let Outcome::Local {
+        status: 200, body, ..
+    } = &out
+    else {
+        panic!("{out:?}")
+    };
+    assert_eq!(
+        String::from_utf8_lossy(body),
+        format!(
+            r#"[{{"jsonrpc":"2.0","id":1,"error":{refused}}},{{"jsonrpc":"2.0","id":2,"error":{refused}}}]"#
+        )
+    );
+    assert_eq!(sent_upstream(), None);
+    assert_eq!(env.events[events_before..], [Event::CallRefused]);
+    // With an upstream call instead, the batch goes upstream and its list comes back filtered.
+    let batch = br#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"github_get_issue","arguments":{"id":1}}}]"#;
+    let response = format!(
+        r#"[{},{{"jsonrpc":"2.0","id":2,"result":{{"content":[]}}}}]"#,
+        String::from_utf8(catalog()).unwrap()
+    );
+    let out = exchange(
+        &mut env,
+        as_role("support"),
+        batch,
+        ("200", "application/json", &[response.as_bytes()]),
+    );
+    assert_eq!(sent_upstream().as_deref(), Some(&batch[..]));
+    let v: Value = serde_json::from_slice(out.body()).unwrap();
+    assert_eq!(names(&v[0]["result"]["tools"]), ["tool_search"], "{v}");
+    assert!(
+        v[0]["result"]["tools"][0]["description"]
+            .as_str()
+            .unwrap()
+            .ends_with("Tools you can find include: github_close_issue, github_create_issue, github_get_issue, slack_post_message."),
+        "{v}"
+    );
+    assert_eq!(
+        v[1],
+        json!({"jsonrpc":"2.0","id":2,"result":{"content":[]}})
+    );
+    assert!(!out.text().contains("stripe"), "{v}");
+    assert_eq!(env.count(Event::ListRewritten), 2);
+    assert!(env.warnings.is_empty(), "{:?}", env.warnings);
 }
 
 #[test]

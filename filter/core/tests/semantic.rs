@@ -196,3 +196,207 @@ fn a_failing_service_opens_the_circuit_then_one_probe_closes_it() {
     let (_, meta) = search(&mut env, "refund");
     assert_eq!(meta["strategy"], "hybrid");
 }
+
+// ---- the hybrid formula and the threshold (README "Scores") ------------------------------------
+
+/// Three tools where words and meaning disagree on "refund charge": `refund_charge` shares both
+/// terms, `refund_payment` one, `payment_undo` none but means it most.
+const FUSED_TOOLS: &[u8] = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"refund_charge","description":"Refund a charge"},{"name":"refund_payment","description":"Refund a payment"},{"name":"payment_undo","description":"Undo a payment"}]}}"#;
+const FUSED_QUERY: &str = "refund charge";
+/// The query's vector: every cosine is the tool vector's first component.
+const FUSED_QUERY_VECTOR: [f32; 2] = [1.0, 0.0];
+
+/// Unit vectors at cosine 0.3, 0.6 and 1 from the query (all at or above the 0.25 floor, so
+/// the candidates that match are exactly these three).
+fn fused_vector(text: &str) -> Vec<f32> {
+    if text.contains("refund_charge") {
+        vec![0.3, 0.953_939_2]
+    } else if text.contains("refund_payment") {
+        vec![0.6, 0.8]
+    } else {
+        vec![1.0, 0.0]
+    }
+}
+
+/// A worker that learned and embedded the three tools; `search_fields` are more `search` fields.
+fn fused_env(ranking: &str, search_fields: &str) -> TestEnv {
+    let mut env = TestEnv::new(&format!(
+        r#"{{"search":{{"ranking":"{ranking}",{EMB}{search_fields}}}}}"#
+    ));
+    exchange(
+        &mut env,
+        post("/mcp"),
+        LIST,
+        ("200", "application/json", &[FUSED_TOOLS]),
+    );
+    env.tool_embedder = Some(Rc::new(fused_vector));
+    env.embed_tools();
+    env.query_vectors = Some(Rc::new(|_: &str| FUSED_QUERY_VECTOR.to_vec()));
+    env
+}
+
+/// The same search through the core, with each result's score.
+fn fused_scores(config: &str) -> Vec<(String, f32)> {
+    use mcp_tool_search_core::config::Config;
+    use mcp_tool_search_core::index::catalog::{Catalog, CatalogIndex, Tool};
+    use mcp_tool_search_core::rank::search::{search, Query, Vectors};
+    let config = Config::parse(config).unwrap();
+    let body: Value = serde_json::from_slice(FUSED_TOOLS).unwrap();
+    let tools: Vec<Tool> = body["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let raw = serde_json::value::RawValue::from_string(t.to_string()).unwrap();
+            Tool::from_raw(&raw).unwrap()
+        })
+        .collect();
+    let index = CatalogIndex::build("ns", Catalog::from_tools(tools), &config);
+    let vectors: Vec<Vec<f32>> = index
+        .catalog
+        .tools()
+        .iter()
+        .map(|t| {
+            let mut v = fused_vector(&t.name);
+            mcp_tool_search_core::vector::normalize(&mut v).unwrap();
+            v
+        })
+        .collect();
+    let lookup = |i: usize| vectors.get(i).map(Vec::as_slice);
+    let query = Query {
+        text: FUSED_QUERY.into(),
+        limit: 10,
+        offset: 0,
+        group: None,
+    };
+    let ranked = search(
+        &index,
+        &config,
+        &query,
+        None,
+        Ok(Vectors {
+            query: &FUSED_QUERY_VECTOR,
+            tool: &lookup,
+        }),
+    );
+    ranked
+        .found
+        .iter()
+        .map(|f| (f.tool.name.clone(), f.score))
+        .collect()
+}
+
+fn score_of(scores: &[(String, f32)], name: &str) -> f32 {
+    scores
+        .iter()
+        .find(|(n, _)| n == name)
+        .unwrap_or_else(|| panic!("{name} not in {scores:?}"))
+        .1
+}
+
+fn close(a: f32, b: f32) -> bool {
+    (a - b).abs() < 1e-5
+}
+
+/// The vector weight decides the fused order: 0.9 follows the cosine (payment_undo first, the
+/// term match last), 0.1 follows BM25 (refund_charge first, the term-less tool last).
+#[test]
+fn hybrid_vector_weight_decides_the_fused_order() {
+    let weighted = |w: f32| {
+        let mut env = fused_env("hybrid", &format!(r#","hybrid_vector_weight":{w}"#));
+        let (names, meta) = search(&mut env, FUSED_QUERY);
+        assert_eq!(meta["strategy"], "hybrid", "{meta}");
+        assert!(meta.get("fallback").is_none(), "{meta}");
+        names
+    };
+    assert_eq!(
+        weighted(0.9),
+        ["payment_undo", "refund_payment", "refund_charge"]
+    );
+    assert_eq!(
+        weighted(0.1),
+        ["refund_charge", "refund_payment", "payment_undo"]
+    );
+}
+
+/// The scores themselves: vector scores are the cosine; hybrid scores are w × the cosine
+/// min-max normalized over the matching candidates + (1 − w) × BM25 over the best candidate's.
+#[test]
+fn hybrid_score_is_the_documented_formula() {
+    let config = |ranking: &str, extra: &str| {
+        format!(r#"{{"search":{{"ranking":"{ranking}",{EMB}{extra}}}}}"#)
+    };
+    let cosine = [
+        ("refund_charge", 0.3f32),
+        ("refund_payment", 0.6),
+        ("payment_undo", 1.0),
+    ];
+    let vector = fused_scores(&config("vector", ""));
+    assert_eq!(vector.len(), 3, "{vector:?}");
+    for (name, cos) in cosine {
+        assert!(close(score_of(&vector, name), cos), "{name}: {vector:?}");
+    }
+    // BM25 normalized: the best candidate scores 1, a tool sharing no term 0.
+    let bm25 = fused_scores(&config("bm25", ""));
+    assert_eq!(bm25.len(), 2, "payment_undo shares no term: {bm25:?}");
+    assert!(close(score_of(&bm25, "refund_charge"), 1.0), "{bm25:?}");
+    let partial = score_of(&bm25, "refund_payment");
+    assert!(partial > 0.0 && partial < 1.0, "{bm25:?}");
+    let bm25_of = |name: &str| match name {
+        "refund_charge" => 1.0,
+        "refund_payment" => partial,
+        _ => 0.0,
+    };
+    for w in [0.9f32, 0.1, 0.75] {
+        let hybrid = fused_scores(&config(
+            "hybrid",
+            &format!(r#","hybrid_vector_weight":{w}"#),
+        ));
+        assert_eq!(hybrid.len(), 3, "{hybrid:?}");
+        for (name, cos) in cosine {
+            let normalized = (cos - 0.3) / (1.0 - 0.3);
+            let want = w * normalized + (1.0 - w) * bm25_of(name);
+            let got = score_of(&hybrid, name);
+            assert!(close(got, want), "w {w}, {name}: {got} != {want}");
+        }
+        let mut sorted = hybrid.clone();
+        sorted.sort_by(|a, b| b.1.total_cmp(&a.1));
+        assert_eq!(hybrid, sorted, "best first");
+    }
+}
+
+/// `score_threshold` compares the score of the ranking that ran: the cosine under `vector`, the
+/// fused score under `hybrid` (neither the BM25 share nor the raw cosine).
+#[test]
+fn score_threshold_applies_to_vector_and_hybrid_scores() {
+    let names_with = |ranking: &str, fields: &str| {
+        let mut env = fused_env(ranking, fields);
+        let (names, meta) = search(&mut env, FUSED_QUERY);
+        (names, meta)
+    };
+    // Cosines 1, 0.6, 0.3: 0.5 drops refund_charge, the best BM25 match.
+    let (names, meta) = names_with("vector", "");
+    assert_eq!(names, ["payment_undo", "refund_payment", "refund_charge"]);
+    assert_eq!(meta["matches"], 3);
+    let (names, meta) = names_with("vector", r#","score_threshold":0.5"#);
+    assert_eq!(names, ["payment_undo", "refund_payment"]);
+    assert_eq!(meta["matches"], 2, "{meta}");
+    // Hybrid, w 0.9: 0.9, 0.9 × 3/7 + 0.1 × BM25 share (< 0.5), 0.1 (+ 0): only payment_undo
+    // reaches 0.5, though refund_payment's cosine (0.6) and refund_charge's BM25 (1) would.
+    let (names, meta) = names_with("hybrid", r#","hybrid_vector_weight":0.9"#);
+    assert_eq!(meta["matches"], 3);
+    assert_eq!(names.len(), 3);
+    let (names, meta) = names_with(
+        "hybrid",
+        r#","hybrid_vector_weight":0.9,"score_threshold":0.5"#,
+    );
+    assert_eq!(names, ["payment_undo"]);
+    assert_eq!(meta["matches"], 1, "{meta}");
+    // w 0.1: refund_charge 0.9 + 0; payment_undo 0.1, below 0.5 although its cosine is 1.
+    let (names, _) = names_with(
+        "hybrid",
+        r#","hybrid_vector_weight":0.1,"score_threshold":0.5"#,
+    );
+    assert_eq!(names.first().map(String::as_str), Some("refund_charge"));
+    assert!(!names.iter().any(|n| n == "payment_undo"), "{names:?}");
+}

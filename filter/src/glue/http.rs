@@ -39,6 +39,11 @@ pub(super) struct Inner {
     wait: Option<(String, usize)>,
     /// The `tools/call` the filter makes for `call_tool`, and the request body size held.
     upstream_call: Option<(u32, usize)>,
+    /// The upstream answered a request the filter is answering itself (its headers went ahead
+    /// of its body): that response waits, unsent, for the local reply to replace it.
+    response_held: bool,
+    /// This filter sent the response: it passes its own callbacks untouched.
+    replied: bool,
 }
 
 /// A request waiting on another worker's fetch of `namespace`, resumed by the root tick.
@@ -72,6 +77,8 @@ impl Http {
             fetch_call: None,
             wait: None,
             upstream_call: None,
+            response_held: false,
+            replied: false,
         })))
     }
 
@@ -112,9 +119,7 @@ pub(super) fn resume_waiters() {
         let action = inner.with_env(|stream, config, env| {
             stream.on_catalog_settled(config, env, &waiter.namespace)
         });
-        if inner.carry_out(action, waiter.body_size) == Action::Continue {
-            let _ = hostcalls::resume_http_request();
-        }
+        inner.carry_out_later(action, waiter.body_size);
         drop(inner);
         register_wait(&rc);
     }
@@ -183,6 +188,8 @@ impl Inner {
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
+        // The reply goes through this filter's own response callbacks, within this call.
+        self.replied = true;
         match hostcalls::send_http_response(reply.status, headers, Some(&reply.body)) {
             Ok(()) => Action::Pause,
             Err(status) => {
@@ -190,6 +197,17 @@ impl Inner {
                 // A reply that could not be sent may be a refusal: holding the stream (until
                 // Envoy times it out) is safe, forwarding it would not be.
                 Action::Pause
+            }
+        }
+    }
+
+    /// `carry_out` for a request that paused (for a call, a fetch, another worker): a request
+    /// going on resumes, and so does an upstream response held meanwhile.
+    fn carry_out_later(&mut self, action: RequestBodyAction, body_size: usize) {
+        if self.carry_out(action, body_size) == Action::Continue {
+            let _ = hostcalls::resume_http_request();
+            if std::mem::take(&mut self.response_held) {
+                let _ = hostcalls::resume_http_response();
             }
         }
     }
@@ -333,9 +351,7 @@ impl Inner {
                 let action = self
                     .stream
                     .on_call_answer(&shared.plugin.config, Ok(answer));
-                if self.carry_out(action, request_size) == Action::Continue {
-                    let _ = hostcalls::resume_http_request();
-                }
+                self.carry_out_later(action, request_size);
                 return;
             }
         }
@@ -355,9 +371,7 @@ impl Inner {
                     Some(FetchProgress::Finished { result, .. }) => {
                         let action = self
                             .with_env(|stream, config, env| stream.on_catalog(config, env, result));
-                        if self.carry_out(action, request_size) == Action::Continue {
-                            let _ = hostcalls::resume_http_request();
-                        }
+                        self.carry_out_later(action, request_size);
                     }
                     None => {}
                 }
@@ -380,9 +394,7 @@ impl Inner {
         );
         let action =
             self.with_env(|stream, config, env| stream.on_query_embeddings(config, env, vectors));
-        if self.carry_out(action, request_size) == Action::Continue {
-            let _ = hostcalls::resume_http_request();
-        }
+        self.carry_out_later(action, request_size);
     }
 
     fn on_request_headers(&mut self, end_of_stream: bool) -> Action {
@@ -488,6 +500,13 @@ impl Inner {
     }
 
     fn on_response_headers(&mut self, end_of_stream: bool) -> Action {
+        // Envoy replaces a response whose headers have not gone downstream with a local reply
+        // (it resets one whose headers have): held here, the upstream's early answer (a 404 for
+        // the search endpoint's path, say) never reaches the client.
+        if !self.replied && self.stream.answering_locally() {
+            self.response_held = true;
+            return Action::Pause;
+        }
         if end_of_stream || !self.stream.awaiting_response() {
             return Action::Continue;
         }
@@ -526,6 +545,10 @@ impl Inner {
     }
 
     fn on_response_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
+        // Continuing the body would let the held headers go.
+        if self.response_held {
+            return Action::Pause;
+        }
         if !self.stream.rewriting_response() {
             return Action::Continue;
         }

@@ -281,12 +281,19 @@ pub fn result_of(resp: &RawResponse, id: i64) -> Value {
         .unwrap_or_else(|| panic!("response {id} is not a result: {r}"))
 }
 
-/// The tools of a raw `tools/list` response.
+/// The tools of a raw `tools/list` response (panics, showing the body, when the result has no
+/// `tools` array: an empty list and a malformed one must not read the same).
 pub fn listed(resp: &RawResponse, id: i64) -> Vec<Value> {
     result_of(resp, id)["tools"]
         .as_array()
         .cloned()
-        .unwrap_or_default()
+        .unwrap_or_else(|| {
+            panic!(
+                "response {id} has no tools array: {} {}",
+                resp.status,
+                resp.text()
+            )
+        })
 }
 
 /// POST a body to the HTTP search endpoint: (status, headers, parsed JSON or `null`).

@@ -334,9 +334,8 @@ mod tests {
     }
 
     #[test]
-    fn groups_authorization_and_threshold() {
-        let config =
-            Config::parse(r#"{"group_separator":"_","search":{"score_threshold":0.5}}"#).unwrap();
+    fn groups_and_authorization() {
+        let config = Config::parse(r#"{"group_separator":"_"}"#).unwrap();
         let idx = index(&config);
         let no_stripe = |t: &Tool| !t.name.starts_with("stripe");
         let r = search(
@@ -469,17 +468,54 @@ mod tests {
         );
     }
 
+    /// The threshold compares BM25 scores divided by the best candidate's: the best scores 1,
+    /// and a threshold between two scores keeps exactly those at or above it.
+    #[test]
+    fn threshold_drops_results_below_the_normalized_score() {
+        let open = Config::default();
+        let idx = index(&open);
+        let all = search(&idx, &open, &q("close issue", 5, 0), None, Err(off()));
+        assert_eq!(all.matches, 3, "{:?}", names(&all));
+        let scores: Vec<f32> = all.found.iter().map(|f| f.score).collect();
+        assert_eq!(names(&all)[0], "github_close_issue");
+        assert!((scores[0] - 1.0).abs() < 1e-6, "{scores:?}");
+        let second = scores[1];
+        assert!(second < 1.0 && second > 0.0, "{scores:?}");
+        for (threshold, kept) in [
+            (second, 1 + scores.iter().filter(|&&s| s == second).count()),
+            ((1.0 + second) / 2.0, 1),
+        ] {
+            let mut config = open.clone();
+            config.search.score_threshold = Some(threshold);
+            let r = search(&idx, &config, &q("close issue", 5, 0), None, Err(off()));
+            assert_eq!(r.matches, kept, "threshold {threshold}: {scores:?}");
+            assert_eq!(r.found.len(), kept, "threshold {threshold}: {scores:?}");
+            assert_eq!(names(&r)[0], "github_close_issue");
+            assert!(
+                r.found.iter().all(|f| f.score >= threshold),
+                "{:?}",
+                r.found
+            );
+        }
+        // Over 1 nothing is left, not even the best.
+        let mut config = open.clone();
+        config.search.score_threshold = Some(1.01);
+        let r = search(&idx, &config, &q("close issue", 5, 0), None, Err(off()));
+        assert_eq!((r.matches, r.found.len()), (0, 0));
+    }
+
     #[test]
     fn exact_name_first_even_under_threshold() {
-        let config = Config::parse(r#"{"search":{"score_threshold":0.99}}"#).unwrap();
-        let idx = index(&config);
-        let r = search(
-            &idx,
-            &config,
-            &q("github_list_issues", 5, 0),
-            None,
-            Err(off()),
-        );
-        assert_eq!(names(&r)[0], "github_list_issues");
+        let open = Config::default();
+        let idx = index(&open);
+        let query = q("github_list_issues", 5, 0);
+        let unfiltered = search(&idx, &open, &query, None, Err(off()));
+        assert!(unfiltered.matches > 1, "{:?}", names(&unfiltered));
+        // 1.01: no score reaches it, yet the tool named by the query stays, alone.
+        let mut config = open.clone();
+        config.search.score_threshold = Some(1.01);
+        let r = search(&idx, &config, &query, None, Err(off()));
+        assert_eq!(names(&r), ["github_list_issues"]);
+        assert_eq!(r.matches, 1);
     }
 }

@@ -132,6 +132,19 @@ impl Stream {
         self.on_catalog(config, env, result)
     }
 
+    /// Whether the request is being answered here, whatever the upstream does meanwhile: the
+    /// search endpoint, and requests waiting for a catalog, query vectors or the call
+    /// `call_tool` stands for. An upstream response that arrives first must not reach the client.
+    pub fn answering_locally(&self) -> bool {
+        matches!(
+            self.phase,
+            Phase::SearchEndpointBody
+                | Phase::Fetching(_)
+                | Phase::Embedding(_)
+                | Phase::Calling(_)
+        )
+    }
+
     /// Whether the stream waits for a catalog fetch.
     pub fn awaiting_catalog(&self) -> bool {
         matches!(self.phase, Phase::Fetching(_))

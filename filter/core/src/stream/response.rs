@@ -21,6 +21,12 @@ impl Stream {
         }
         self.phase = Phase::Done;
         if status != Some("200") {
+            // Another success status may still carry a list a client reads: under a policy it
+            // cannot pass unfiltered. Error statuses are not list results, and a 401 must reach
+            // the client as sent (MCP authorization: its WWW-Authenticate starts the flow).
+            if status.is_some_and(|s| s.starts_with('2')) {
+                return self.cannot_filter(config, env, PassReason::Status);
+            }
             env.record(Event::PassedThrough(PassReason::Status));
             return ResponseHeadersAction::Continue;
         }
@@ -97,17 +103,31 @@ impl Stream {
         }
     }
 
-    /// Passing held bytes on, or, under authorization, the error instead (and nothing after).
+    /// Passing held bytes on, or, under authorization, the error instead (and nothing after);
+    /// logged with `detail` (why the list could not be read), and always when refused.
     pub(super) fn give_up(
         &mut self,
         config: &Config,
+        env: &mut dyn Env,
         held: Vec<u8>,
         reason: PassReason,
         sse: bool,
+        detail: Option<&str>,
     ) -> Vec<u8> {
+        let detail = detail.map(|d| format!(": {d}")).unwrap_or_default();
         if config.authorization.is_none() {
+            if !detail.is_empty() {
+                env.log_warn(&format!(
+                    "tools/list response passed through unchanged ({}){detail}",
+                    reason.name()
+                ));
+            }
             return held;
         }
+        env.log_warn(&format!(
+            "tools/list response refused: it cannot be filtered for the caller ({}){detail}",
+            reason.name()
+        ));
         self.phase = Phase::Refuse(reason, true);
         self.refusal(reason, sse)
     }
@@ -128,7 +148,7 @@ impl Stream {
                 if held.len() > config.max_body_bytes {
                     env.record(Event::PassedThrough(PassReason::TooLarge));
                     let held = std::mem::take(held);
-                    return self.give_up(config, held, PassReason::TooLarge, false);
+                    return self.give_up(config, env, held, PassReason::TooLarge, false, None);
                 }
                 if !end_of_stream {
                     self.phase = phase;
@@ -148,10 +168,15 @@ impl Stream {
                     Ok(None) => whole,
                     Err(e) => {
                         env.record(Event::PassedThrough(PassReason::Unparseable));
-                        env.log_warn(&format!(
-                            "tools/list response passed through unchanged: {e}"
-                        ));
-                        self.give_up(config, whole, PassReason::Unparseable, false)
+                        let detail = e.to_string();
+                        self.give_up(
+                            config,
+                            env,
+                            whole,
+                            PassReason::Unparseable,
+                            false,
+                            Some(&detail),
+                        )
                     }
                 }
             }
@@ -170,13 +195,13 @@ impl Stream {
                 let out = rewriter.push(chunk, end_of_stream, &mut |data| {
                     self.rewrite(config, env, data)
                 });
-                let reason = match (before, rewriter.gave_up()) {
-                    (false, Some(SseGiveUp::TooLarge)) => Some(PassReason::TooLarge),
-                    (false, Some(SseGiveUp::Unparseable(e))) => {
-                        env.log_warn(&format!("tools/list event passed through unchanged: {e}"));
-                        Some(PassReason::Unparseable)
-                    }
-                    _ => None,
+                let (reason, detail) = match (before, rewriter.gave_up()) {
+                    (false, Some(SseGiveUp::TooLarge)) => (Some(PassReason::TooLarge), None),
+                    (false, Some(SseGiveUp::Unparseable(e))) => (
+                        Some(PassReason::Unparseable),
+                        Some(format!("an event: {e}")),
+                    ),
+                    _ => (None, None),
                 };
                 if !end_of_stream {
                     self.phase = phase;
@@ -184,7 +209,7 @@ impl Stream {
                 match reason {
                     Some(reason) => {
                         env.record(Event::PassedThrough(reason));
-                        self.give_up(config, out, reason, true)
+                        self.give_up(config, env, out, reason, true, detail.as_deref())
                     }
                     None => out,
                 }

@@ -4,6 +4,7 @@
 //! host can show (headers, chunks, logs) stays with that host's own tests.
 
 use super::{messages, post, Outcome};
+use mcp_tool_search_core::config::policy::Caller;
 use mcp_tool_search_core::config::Ranking;
 use mcp_tool_search_core::mcp::headers::Mirrored;
 use mcp_tool_search_core::stream::{Event, PassReason, RequestHead};
@@ -72,6 +73,7 @@ macro_rules! scenarios {
             search_before_any_list_tells_the_agent_what_to_do,
             sse_only_clients_get_an_sse_reply_with_their_session,
             bodies_that_cannot_be_rewritten_pass_through_unchanged_and_are_counted,
+            lists_that_cannot_be_filtered_are_refused_under_a_policy,
             notifications_calls_and_other_methods_are_not_buffered_on_the_way_back,
             batches,
             paginated_lists_learn_every_page_and_only_the_first_gets_the_search_tool,
@@ -240,6 +242,127 @@ pub fn bodies_that_cannot_be_rewritten_pass_through_unchanged_and_are_counted<D:
     let out = env.exchange(post("/mcp"), LIST, ("200", "text/event-stream", &[sse]));
     assert_eq!(out.body(), sse);
     assert_eq!(env.count(Event::PassedThrough(PassReason::Unparseable)), 2);
+}
+
+/// Under a policy, a list the filter cannot read would show the caller tools it may not use: it
+/// is replaced by a JSON-RPC error instead (README "Stats": fail closed). The caller is named in
+/// `mcp-session-id`, the one free-form header every driver sends from a `RequestHead`.
+pub fn lists_that_cannot_be_filtered_are_refused_under_a_policy<D: Driver>() {
+    let config = r#"{"max_body_bytes":1024,"eager_patterns":["*"],"authorization":{
+        "identity":{"source":"header","header":"mcp-session-id"},
+        "rules":[{"claim":"roles","values":["support"],"tools":["get_*","slack_*"]}],
+        "default":"deny"}}"#;
+    let mut env = D::with_config(config);
+    let support = || RequestHead {
+        session_id: Some("support".into()),
+        caller: Caller::from_header("roles", "support"),
+        ..post("/mcp")
+    };
+    let error = |reason: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"error":{{"code":-32603,"message":"the tool list could not be filtered for this caller ({reason}); ask the operator"}}}}"#
+        )
+    };
+    let sse = |data: &str| format!("event: message\ndata: {data}\n\n");
+    let tools = std::str::from_utf8(TOOLS).unwrap();
+
+    // The control: a list it can read is filtered for the caller, not refused.
+    let out = env.exchange(support(), LIST, ("200", "application/json", &[TOOLS]));
+    let v: Value = serde_json::from_slice(out.body()).unwrap();
+    let names: Vec<&str> = v["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["get_weather", "slack_post_message"], "{v}");
+    assert_eq!(env.count(Event::ListRewritten), 1);
+
+    let unparseable =
+        r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"stripe_refund_charge"},{]}}"#;
+    let large = tools.replace(
+        r#"{"name":"stripe_refund_charge","description":"Refund a charge"}"#,
+        &vec![r#"{"name":"stripe_refund_charge","description":"Refund a charge"}"#; 20].join(","),
+    );
+    assert!(large.len() > 1024 && TOOLS.len() < 1024);
+    let large_sse = sse(&large);
+    fn pieces(s: &str) -> Vec<&[u8]> {
+        s.as_bytes().chunks(300).collect()
+    }
+    let unparseable_sse = sse(unparseable);
+    // (status, content type, body pieces, what the client gets, why).
+    type Case<'a> = (&'a str, &'a str, Vec<&'a [u8]>, String, PassReason);
+    let cases: [Case; 5] = [
+        (
+            "200",
+            "text/plain",
+            vec![TOOLS],
+            error("content_type"),
+            PassReason::ContentType,
+        ),
+        (
+            "200",
+            "application/json",
+            vec![unparseable.as_bytes()],
+            error("unparseable"),
+            PassReason::Unparseable,
+        ),
+        (
+            "200",
+            "text/event-stream",
+            vec![unparseable_sse.as_bytes()],
+            sse(&error("unparseable")),
+            PassReason::Unparseable,
+        ),
+        (
+            "200",
+            "application/json",
+            pieces(&large),
+            error("too_large"),
+            PassReason::TooLarge,
+        ),
+        (
+            "200",
+            "text/event-stream",
+            pieces(&large_sse),
+            sse(&error("too_large")),
+            PassReason::TooLarge,
+        ),
+    ];
+    for (status, content_type, chunks, want, reason) in cases {
+        let before = env.count(Event::PassedThrough(reason));
+        let out = env.exchange(support(), LIST, (status, content_type, &chunks));
+        assert_eq!(
+            out,
+            Outcome::Upstream {
+                body: want.into_bytes(),
+                rewritten: true
+            },
+            "{content_type} ({reason:?}): {}",
+            String::from_utf8_lossy(out.body())
+        );
+        assert_eq!(
+            env.count(Event::PassedThrough(reason)),
+            before + 1,
+            "{reason:?}"
+        );
+    }
+    // Under another status the code passes the list on unchanged, policy or not, although README
+    // "Stats" names "not 200" among the reasons a list is refused under a policy.
+    let out = env.exchange(support(), LIST, ("500", "application/json", &[TOOLS]));
+    assert_eq!(
+        out,
+        Outcome::Upstream {
+            body: TOOLS.to_vec(),
+            rewritten: false
+        }
+    );
+    assert_eq!(env.count(Event::PassedThrough(PassReason::Status)), 1);
+    assert_eq!(
+        env.count(Event::ListRewritten),
+        1,
+        "nothing refused was counted as rewritten"
+    );
 }
 
 pub fn notifications_calls_and_other_methods_are_not_buffered_on_the_way_back<D: Driver>() {

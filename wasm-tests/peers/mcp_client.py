@@ -1,0 +1,101 @@
+"""A real MCP client for the Envoy end-to-end tests: the official Python SDK (1.x or 2.x, whichever
+the running Python has), Streamable HTTP. It does what an agent does with a filtered server and
+prints what it saw as one JSON object on stdout, for the test to judge:
+
+1. lists the tools, following nextCursor page by page;
+2. calls the search tool with --query (and --limit), then again with the next offset;
+3. calls the first tool the first search found, by name, with --arguments.
+
+    python mcp_client.py --url http://127.0.0.1:10000/mcp --query "refund a charge"
+
+No assertion is made here: the test reads the report.
+"""
+
+import argparse
+import asyncio
+import json
+import sys
+from importlib.metadata import version
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--url", required=True)
+parser.add_argument("--query", required=True)
+parser.add_argument("--limit", type=int, default=1)
+parser.add_argument("--search-tool", default="tool_search")
+parser.add_argument("--arguments", default="{}", help="JSON arguments of the call")
+parser.add_argument(
+    "--mode", default="auto", help="2.x only: protocol negotiation ('auto', 'legacy' or a version)"
+)
+args = parser.parse_args()
+
+SDK = version("mcp")
+MAJOR = int(SDK.split(".")[0])
+
+
+def dump(model):
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def texts(result):
+    return [c.text for c in result.content if getattr(c, "type", None) == "text"]
+
+
+async def flow(list_tools, call_tool, report):
+    pages, cursor = [], None
+    while True:
+        page = await list_tools(cursor)
+        pages.append([dump(t) for t in page.tools])
+        cursor = page.nextCursor if MAJOR < 2 else page.next_cursor
+        if cursor is None or len(pages) > 20:
+            break
+    report["pages"] = pages
+
+    searches = []
+    for offset in (0, args.limit):
+        result = await call_tool(
+            args.search_tool, {"query": args.query, "limit": args.limit, "offset": offset}
+        )
+        searches.append(dump(result) | {"texts": texts(result)})
+    report["searches"] = searches
+
+    first = searches[0]["texts"]
+    found = json.loads(first[0]) if first and first[0].startswith("[") else []
+    report["found"] = [t.get("name") for t in found]
+    if found:
+        result = await call_tool(found[0]["name"], json.loads(args.arguments))
+        report["call"] = dump(result) | {"name": found[0]["name"], "texts": texts(result)}
+
+
+async def main():
+    report = {"sdk": SDK}
+    if MAJOR < 2:
+        from mcp import ClientSession
+        from mcp.client.streamable_http import streamablehttp_client
+
+        async with streamablehttp_client(args.url) as (read, write, _):
+            async with ClientSession(read, write) as session:
+                init = await session.initialize()
+                report["protocol"] = init.protocolVersion
+                report["server"] = init.serverInfo.name
+
+                async def list_tools(cursor):
+                    return await session.list_tools(cursor=cursor)
+
+                await flow(list_tools, session.call_tool, report)
+    else:
+        from mcp import Client
+
+        # No response cache: every list must reach Envoy, as the test counts on.
+        async with Client(args.url, mode=args.mode, cache=None) as client:
+            report["protocol"] = client.protocol_version
+            info = client.server_info
+            report["server"] = info.name if info else None
+
+            async def list_tools(cursor):
+                return await client.list_tools(cursor=cursor)
+
+            await flow(list_tools, client.call_tool, report)
+    json.dump(report, sys.stdout)
+
+
+asyncio.run(main())
