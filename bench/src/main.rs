@@ -60,6 +60,21 @@ pub struct Args {
     pub no_spin: bool,
 }
 
+/// The `## Chaos soak` section of a BENCHMARKS.md (up to the next `## ` heading), preceded by a
+/// blank line; empty when there is none.
+fn soak_section(doc: &str) -> String {
+    const HEADING: &str = "\n## Chaos soak\n";
+    let Some(start) = doc.find(HEADING).map(|i| i + 1) else {
+        return String::new();
+    };
+    let rest = doc.get(start..).unwrap_or_default();
+    let end = rest
+        .get(1..)
+        .and_then(|r| r.find("\n## "))
+        .map_or(rest.len(), |i| i + 2);
+    format!("\n{}", rest.get(..end).unwrap_or_default().trim_end()) + "\n"
+}
+
 fn parse_args() -> Result<Args, String> {
     let mut a = Args {
         envoy: None,
@@ -586,6 +601,12 @@ fn main() -> ExitCode {
         inproc: inproc.as_ref(),
         http: http.as_ref(),
     });
+    // `make soak` writes the "Chaos soak" section of the same file (10-minute runs only, far
+    // less often than this): a benchmark run keeps it.
+    let text = match std::fs::read_to_string(&args.out) {
+        Ok(old) => text + &soak_section(&old),
+        Err(_) => text,
+    };
     if let Err(e) = std::fs::write(&args.out, text) {
         eprintln!("mcp-tool-search-bench: {}: {e}", args.out.display());
         return ExitCode::FAILURE;
@@ -596,4 +617,23 @@ fn main() -> ExitCode {
         started.elapsed().as_secs_f64()
     ));
     ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+mod tests {
+    use super::soak_section;
+
+    #[test]
+    fn a_benchmark_run_keeps_the_soak_section() {
+        assert_eq!(soak_section("# B\n\n## One\n"), "");
+        assert_eq!(
+            soak_section("# B\n\n## Chaos soak\n\nfigures\n\n## Next\n"),
+            "\n## Chaos soak\n\nfigures\n"
+        );
+        assert_eq!(
+            soak_section("# B\n\n## Chaos soak\n\nfigures\n"),
+            "\n## Chaos soak\n\nfigures\n"
+        );
+    }
 }

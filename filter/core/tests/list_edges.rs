@@ -245,3 +245,46 @@ fn a_list_answer_depends_on_catalog_caller_and_page_only() {
     assert_eq!(answer(&mut two, ops()), first);
     assert_eq!(answer(&mut two, guest), for_guest);
 }
+
+/// An entry the filter cannot read (no string name; a lone surrogate, which no JSON reader
+/// turns into a string) names no tool a policy could allow: a caller the policy restricts never
+/// sees it, a caller it allows everything sees the list as sent.
+#[test]
+fn unreadable_entries_are_withheld_from_a_restricted_caller() {
+    let config = r#"{"eager_patterns":["*"],"authorization":{"identity":{"source":"header","header":"x-roles"},
+        "rules":[{"claim":"roles","values":["guest"],"tools":["t_1"]},
+                 {"claim":"roles","values":["ops"],"tools":["*"]}],"default":"deny"}}"#;
+    let body = concat!(
+        r#"{"jsonrpc":"2.0","id":1,"result":{"tools":["#,
+        r#"{"name":"t_1","inputSchema":{"type":"object"}},"#,
+        r#"{"description":"no name"},"#,
+        r#"{"name":"t_3","description":"half a pair \ud800","inputSchema":{"type":"object"}},"#,
+        r#"{"name":"t_2","inputSchema":{"type":"object"}}]}}"#
+    );
+    let as_role = |role: &str| RequestHead {
+        caller: Caller::from_header("roles", role),
+        ..post("/mcp")
+    };
+    let mut env = TestEnv::new(config);
+    let out = exchange(
+        &mut env,
+        as_role("guest"),
+        LIST,
+        ("200", "application/json", &[body.as_bytes()]),
+    );
+    let text = out.text();
+    assert!(text.contains(r#""name":"t_1""#), "{text}");
+    for withheld in ["no name", "t_3", "t_2"] {
+        assert!(!text.contains(withheld), "{withheld}: {text}");
+    }
+    let out = exchange(
+        &mut env,
+        as_role("ops"),
+        LIST,
+        ("200", "application/json", &[body.as_bytes()]),
+    );
+    let text = out.text();
+    for listed in ["t_1", "no name", r#"half a pair \ud800"#, "t_2"] {
+        assert!(text.contains(listed), "{listed}: {text}");
+    }
+}

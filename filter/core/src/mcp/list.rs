@@ -245,6 +245,9 @@ fn rewrite_object(
             Some(t) if !(ctx.allowed)(&t.name) || (searching && progressive(&t.name)) => {
                 outcome.hidden += 1;
             }
+            // An entry the filter cannot read (no string name, a lone surrogate) is no tool a
+            // policy could allow: a caller the policy restricts never sees it (fail closed).
+            None if ctx.audience.is_some() => outcome.hidden += 1,
             _ => kept.push(raw),
         }
     }
@@ -452,7 +455,14 @@ impl SseRewriter {
         out.extend_from_slice(&rest);
         if self.gave_up.is_none() && self.parser.pending() > self.cap {
             self.gave_up = Some(SseGiveUp::TooLarge);
-            let (_, held) = self.parser.finish();
+        }
+        if self.gave_up.is_some() {
+            // From here on chunks pass as they come: what the parser still holds of this one
+            // (the start of the next event) goes first, or it would be lost.
+            let (last, held) = self.parser.finish();
+            for event in last {
+                out.extend_from_slice(&event.raw);
+            }
             out.extend_from_slice(&held);
         }
         out

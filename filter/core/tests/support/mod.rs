@@ -474,3 +474,57 @@ impl scenarios::Driver for TestEnv {
         self.events.iter().map(|e| e.stat().1).sum()
     }
 }
+
+/// The response message's JSON text: the body, or the data of the last SSE event that has some.
+pub fn response_data(body: &[u8], sse: bool) -> Vec<u8> {
+    if !sse {
+        return body.to_vec();
+    }
+    let mut parser = mcp_tool_search_core::mcp::sse::Parser::new();
+    let mut events = parser.push(body);
+    events.extend(parser.finish().0);
+    events
+        .iter()
+        .filter_map(|e| e.data())
+        .rfind(|d| !d.is_empty())
+        .expect("an event with data")
+        .to_vec()
+}
+
+/// Each tool definition of a `tools/list` response, as the exact bytes it was written with.
+pub fn raw_tools(data: &[u8]) -> Vec<String> {
+    let message: std::collections::HashMap<String, Box<serde_json::value::RawValue>> =
+        serde_json::from_slice(data).unwrap();
+    let result: std::collections::HashMap<String, Box<serde_json::value::RawValue>> =
+        serde_json::from_str(message["result"].get()).unwrap();
+    let tools: Vec<Box<serde_json::value::RawValue>> =
+        serde_json::from_str(result["tools"].get()).unwrap();
+    tools.iter().map(|t| t.get().to_owned()).collect()
+}
+
+/// The rewritten list keeps, after the search tool, the `kept` upstream definitions byte for
+/// byte, in upstream order, and each is in the body the client receives.
+pub fn assert_definitions_kept_verbatim<K: AsRef<str> + std::fmt::Debug>(
+    name: &str,
+    original: &[u8],
+    rewritten: &[u8],
+    sse: bool,
+    kept: &[K],
+) {
+    let name_of =
+        |raw: &str| serde_json::from_str::<serde_json::Value>(raw).unwrap()["name"].clone();
+    let upstream: Vec<String> = raw_tools(&response_data(original, sse))
+        .into_iter()
+        .filter(|raw| kept.iter().any(|k| name_of(raw) == k.as_ref()))
+        .collect();
+    assert_eq!(upstream.len(), kept.len(), "{name}: {kept:?}");
+    let data = response_data(rewritten, sse);
+    let listed = raw_tools(&data);
+    assert_eq!(listed.len(), kept.len() + 1, "{name}");
+    assert_eq!(name_of(&listed[0]), "tool_search", "{name}");
+    let data = String::from_utf8(data).unwrap();
+    for (got, want) in listed[1..].iter().zip(&upstream) {
+        assert_eq!(got, want, "{name}: a kept definition changed bytes");
+        assert!(data.contains(want.as_str()), "{name}: {want}");
+    }
+}

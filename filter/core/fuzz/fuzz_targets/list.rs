@@ -1,0 +1,4 @@
+//! `cargo fuzz run list`: see `mcp_tool_search_core_fuzz::list` for what it feeds.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| mcp_tool_search_core_fuzz::list(data));

@@ -1,0 +1,4 @@
+//! `cargo fuzz run sse`: see `mcp_tool_search_core_fuzz::sse` for what it feeds.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| mcp_tool_search_core_fuzz::sse(data));
