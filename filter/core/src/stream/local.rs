@@ -22,13 +22,16 @@ impl Stream {
         };
         let mut replies = Vec::new();
         for m in incoming.messages() {
-            // One vector per valid search, in message order (`search_texts`).
-            let vector = match (&mut vectors, search_text(config, m)) {
-                (_, None) => Err(no_vectors()),
-                (Ok(all), Some(_)) => all.next().ok_or_else(|| {
-                    Fallback::new(FallbackKind::Malformed, "fewer vectors than queries")
-                }),
-                (Err(f), Some(_)) => Err(f.clone()),
+            // One vector per valid search, in message order (`search_texts`). Without vectors
+            // (BM25) no message is read twice to find out which ones are searches.
+            let vector = match &mut vectors {
+                Err(f) => Err(f.clone()),
+                Ok(all) => match search_text(config, m) {
+                    Some(_) => all.next().ok_or_else(|| {
+                        Fallback::new(FallbackKind::Malformed, "fewer vectors than queries")
+                    }),
+                    None => Err(no_vectors()),
+                },
             };
             let (id, name, arguments) = match m.kind() {
                 Kind::ToolsList { .. } => {
