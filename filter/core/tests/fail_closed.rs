@@ -380,3 +380,59 @@ fn a_list_under_another_status_is_refused_under_a_policy_only_if_it_is_a_success
         assert!(env.warnings.is_empty(), "{:?}", env.warnings);
     }
 }
+
+/// A declared `content-length` above what the filter reads is decided at the headers: the body
+/// is never held (held bytes count against Envoy's buffer limit, and Envoy answers 413 itself
+/// once one socket read pushes them past it). Under a policy the request is refused; without
+/// one it goes upstream unread; the search endpoint refuses it either way.
+#[test]
+fn a_declared_length_above_the_cap_is_decided_before_the_body() {
+    let declared = |path: &str, length: usize| RequestHead {
+        content_length: Some(length as u64),
+        ..RequestHead {
+            caller: Caller::from_header("roles", "support"),
+            ..post(path)
+        }
+    };
+    for (mut env, refused) in [(with_policy(), true), (without_policy(), false)] {
+        let config = env.config.clone();
+        let mut stream = Stream::new();
+        let action =
+            stream.on_request_headers(&config, &mut env, declared("/mcp", MAX_BODY + 1), false);
+        match (&action, refused) {
+            (RequestHeadersAction::Reply(reply), true) => {
+                assert_eq!(reply.status, 413);
+                assert!(
+                    String::from_utf8_lossy(&reply.body).contains("request too large to authorize")
+                );
+            }
+            (RequestHeadersAction::Continue, false) => {}
+            _ => panic!("refused {refused}: {action:?}"),
+        }
+        assert!(!stream.wants_request_body());
+        assert_eq!(env.count(Event::PassedThrough(PassReason::TooLarge)), 1);
+
+        // At the cap, the body is read as before.
+        let mut stream = Stream::new();
+        let action =
+            stream.on_request_headers(&config, &mut env, declared("/mcp", MAX_BODY), false);
+        assert!(
+            matches!(action, RequestHeadersAction::ReadBody { .. }),
+            "{action:?}"
+        );
+        assert!(stream.wants_request_body());
+    }
+
+    let mut env = TestEnv::new(&format!(
+        r#"{{"max_body_bytes":{MAX_BODY},"search":{{"http_path":"/search"}}}}"#
+    ));
+    let config = env.config.clone();
+    let mut stream = Stream::new();
+    let action =
+        stream.on_request_headers(&config, &mut env, declared("/search", MAX_BODY + 1), false);
+    let RequestHeadersAction::Reply(reply) = action else {
+        panic!("{action:?}")
+    };
+    assert_eq!(reply.status, 413);
+    assert!(!stream.wants_request_body());
+}

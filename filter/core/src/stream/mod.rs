@@ -183,6 +183,8 @@ pub struct RequestHead {
     /// Every `content-type` and `content-encoding` value sent.
     pub content_type: Vec<String>,
     pub content_encoding: Vec<String>,
+    /// The declared `content-length`, when it is one number.
+    pub content_length: Option<u64>,
     /// Names of the headers whose value was not UTF-8 (read lossily into this head).
     pub invalid_utf8: Vec<String>,
     pub session_id: Option<String>,
@@ -233,6 +235,10 @@ impl RequestHead {
             accept: first("accept"),
             content_type: all("content-type"),
             content_encoding: all("content-encoding"),
+            content_length: match all("content-length").as_slice() {
+                [one] => one.trim().parse().ok(),
+                _ => None,
+            },
             invalid_utf8: Vec::new(),
             session_id: first("mcp-session-id"),
             caller,
@@ -340,8 +346,9 @@ pub enum ResponseHeadersAction {
 }
 
 /// Requests larger than this are never a `tools/list` or a search: they go through unread
-/// (when no authorization needs the tool name), and Envoy's default 1 MiB buffer is never
-/// reached while the body is held.
+/// (when no authorization needs the tool name). A declared length above it is decided at the
+/// headers, since a held body counts against Envoy's buffer limit (1 MiB by default) and one
+/// socket read can add most of a megabyte to it.
 pub const REQUEST_CLASSIFY_CAP: usize = 256 * 1024;
 
 /// MCP spec 2025-11-25, "Tools", Error Handling: an unknown tool is a JSON-RPC error -32602.

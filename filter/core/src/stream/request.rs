@@ -41,11 +41,15 @@ impl Stream {
                         "the body must be a JSON object with a \"query\"",
                     ));
                 }
-                return RequestHeadersAction::ReadBody {
-                    hold: config.hold_request_headers,
-                    strip_accept_encoding: false,
-                    drop_content_length: false,
-                };
+                return self.read_body(
+                    config,
+                    env,
+                    RequestHeadersAction::ReadBody {
+                        hold: config.hold_request_headers,
+                        strip_accept_encoding: false,
+                        drop_content_length: false,
+                    },
+                );
             }
             if path.strip_prefix(search_path) == Some("/health") {
                 if head.method != "GET" {
@@ -83,10 +87,32 @@ impl Stream {
             !hold && Injected::of(config, injected::CALL) == Some(Injected::Call);
         self.head = head;
         self.phase = Phase::McpBody;
-        RequestHeadersAction::ReadBody {
-            hold,
-            strip_accept_encoding,
-            drop_content_length,
+        self.read_body(
+            config,
+            env,
+            RequestHeadersAction::ReadBody {
+                hold,
+                strip_accept_encoding,
+                drop_content_length,
+            },
+        )
+    }
+
+    /// `read` unless the declared length is already above the cap: such a body is never held
+    /// (Envoy would answer 413 itself once the held bytes pass its buffer limit).
+    fn read_body(
+        &mut self,
+        config: &Config,
+        env: &mut dyn Env,
+        read: RequestHeadersAction,
+    ) -> RequestHeadersAction {
+        let cap = u64::try_from(self.request_cap(config)).unwrap_or(u64::MAX);
+        if self.head.content_length.is_none_or(|length| length <= cap) {
+            return read;
+        }
+        match self.request_too_large(config, env) {
+            Some(reply) => RequestHeadersAction::Reply(reply),
+            None => RequestHeadersAction::Continue,
         }
     }
 
