@@ -11,7 +11,7 @@
 mod support;
 
 use mcp_tool_search_core::plugin::{fetch_secret, install_fetch_secret, HttpCall, MemoryHost};
-use mcp_tool_search_core::stream::{Event, RequestBodyAction, RequestHead, Stream};
+use mcp_tool_search_core::stream::{Env, Event, RequestBodyAction, RequestHead, Stream};
 use serde_json::{json, Value};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -558,4 +558,98 @@ fn under_a_policy_of_its_own_the_filter_keeps_one_catalog_and_filters_it() {
     assert_eq!(search(&mut env, h).unwrap(), ["stripe_refund_charge"]);
     let meta = env.plugin_env_meta("upstream");
     assert!(!meta.private);
+}
+
+/// One worker's view of the shared data, which lets another worker's fetch end at the worst
+/// moment: between this worker reading the meta (a refresh is due) and taking the lease.
+struct Interleaved<'a> {
+    host: &'a MemoryHost,
+    before_lease: RefCell<Option<Box<dyn FnOnce() + 'a>>>,
+}
+
+impl mcp_tool_search_core::store::SharedData for Interleaved<'_> {
+    fn get(
+        &self,
+        key: &str,
+    ) -> Result<(Option<Vec<u8>>, Option<u32>), mcp_tool_search_core::store::StoreError> {
+        if key.ends_with("/fetch-lease") {
+            if let Some(other_worker) = self.before_lease.borrow_mut().take() {
+                other_worker();
+            }
+        }
+        self.host.get(key)
+    }
+    fn set(
+        &self,
+        key: &str,
+        value: &[u8],
+        cas: Option<u32>,
+    ) -> Result<(), mcp_tool_search_core::store::StoreError> {
+        self.host.set(key, value, cas)
+    }
+}
+
+impl mcp_tool_search_core::plugin::Host for Interleaved<'_> {
+    fn now_ms(&self) -> u64 {
+        self.host.now_ms()
+    }
+    fn log(&self, level: mcp_tool_search_core::plugin::Level, message: &str) {
+        self.host.log(level, message)
+    }
+    fn increment(&self, stat: &'static str, by: u64) {
+        self.host.increment(stat, by)
+    }
+    fn http_call(&self, call: HttpCall) -> Result<u32, String> {
+        self.host.http_call(call)
+    }
+    fn random_u64(&self) -> u64 {
+        self.host.random_u64()
+    }
+}
+
+/// A `list_changed` makes two workers' ticks find the catalog due. One refreshes it; the other
+/// read the meta before that refresh ended and takes the lease after it: it must see the
+/// refresh and not fetch the same list again.
+#[test]
+fn a_refresh_another_worker_just_finished_is_not_repeated() {
+    let server = Server::new(&["stripe_refund_charge", "github_get_issue"]);
+    let host = Rc::new(fresh_host());
+    let mut a = env_on(&server, "", Rc::clone(&host));
+    let b = env_on(&server, "", Rc::clone(&host));
+    search(&mut a, head("", &[])).unwrap();
+    let lists = |server: &Server| {
+        methods(server)
+            .iter()
+            .filter(|m| *m == "tools/list")
+            .count()
+    };
+    let listed = lists(&server);
+    *server.tools.borrow_mut() = vec!["square_refund_payment", "github_get_issue"];
+    let namespace = a.namespace();
+    a.mark_stale(&namespace);
+    host.clock_ms.set(host.clock_ms.get() + 1_500);
+
+    let a = RefCell::new(a);
+    let b_view = Interleaved {
+        host: host.as_ref(),
+        before_lease: RefCell::new(Some(Box::new(|| {
+            let mut a = a.borrow_mut();
+            a.plugin.on_tick(host.as_ref());
+            assert_eq!(a.serve_fetches().len(), 1, "the first worker refreshes");
+        }))),
+    };
+    b.plugin.on_tick(&b_view);
+    assert!(
+        b_view.before_lease.borrow().is_none(),
+        "the interleaving ran"
+    );
+    assert!(
+        host.take_calls().is_empty(),
+        "the second worker fetched again"
+    );
+    assert_eq!(lists(&server), listed + 1);
+    assert_eq!(
+        search(&mut a.borrow_mut(), head("", &[])).unwrap()[0],
+        "square_refund_payment"
+    );
 }

@@ -56,6 +56,19 @@ impl Plugin {
 
     /// Starts fetching `namespace` as `spec` says, unless another worker already is.
     pub fn start_fetch(&self, host: &dyn Host, namespace: &str, spec: FetchSpec) -> FetchStart {
+        self.start_fetch_if(host, namespace, spec, |_| true)
+    }
+
+    /// `start_fetch`, once the lease is held, only if `still` holds for the namespace's meta
+    /// as it is then: what was read before the lease may predate another worker's fetch, which
+    /// releases the lease only after it has stored its result.
+    fn start_fetch_if(
+        &self,
+        host: &dyn Host,
+        namespace: &str,
+        spec: FetchSpec,
+        still: impl Fn(&store::CatalogMeta) -> bool,
+    ) -> FetchStart {
         let now = host.now_ms();
         match store::take_lease(
             host,
@@ -65,7 +78,12 @@ impl Plugin {
             now,
             self.fetch_lease_ms(),
         ) {
-            Ok(true) => {}
+            Ok(true) => {
+                if store::read_meta(host, namespace).is_ok_and(|meta| !still(&meta)) {
+                    let _ = store::release_fetch_lease(host, namespace, &self.vm_id);
+                    return FetchStart::Busy;
+                }
+            }
             Ok(false) => return FetchStart::Busy,
             Err(e) => {
                 host.log(
@@ -215,7 +233,7 @@ impl Plugin {
         );
         learned.private = private;
         learned.credential = credential.to_string();
-        let _ = store::release_fetch_lease(host, namespace, &self.vm_id);
+        let leased = namespace;
         let namespace = &self.learned_key(host, namespace, &learned);
         let stored = self
             .cache
@@ -227,6 +245,7 @@ impl Plugin {
                     .map_err(|e| e.to_string())
             });
         if let Err(e) = &stored {
+            let _ = store::release_fetch_lease(host, leased, &self.vm_id);
             self.fetch_failed(
                 host,
                 namespace,
@@ -253,6 +272,8 @@ impl Plugin {
             meta.set_origin(origin);
             true
         });
+        // Released once the result is stored: a worker taking the lease from here sees it.
+        let _ = store::release_fetch_lease(host, leased, &self.vm_id);
         let (stat, by) = Event::CatalogFetched(true).stat();
         host.increment(stat, by);
         self.mark_for_embedding(namespace);
@@ -316,7 +337,9 @@ impl Plugin {
                 continue;
             }
             let spec = self.fetch_spec(host, origin, Context::Own, Vec::new());
-            if let FetchStart::Started(_) = self.start_fetch(host, &namespace, spec) {
+            let max_age_ms = catalog.max_age_ms;
+            let still_due = |meta: &store::CatalogMeta| meta.due(now, max_age_ms);
+            if let FetchStart::Started(_) = self.start_fetch_if(host, &namespace, spec, still_due) {
                 host.log(
                     Level::Info,
                     &format!("catalog {namespace:?}: refreshing in the background"),
