@@ -449,6 +449,29 @@ fn without_a_notification_a_catalog_older_than_max_age_is_refreshed() {
         .all(|c| call_header(c, "authorization").is_none()));
 }
 
+/// Envoy's main thread has a VM that never gets a stream: it does no background work, which
+/// would hold up xDS and the admin API there.
+#[test]
+fn only_a_vm_that_serves_streams_refreshes_in_the_background() {
+    let server = Server::new(&["stripe_refund_charge"]);
+    let mut worker = env_for(&server, r#"{"catalog":{"max_age":"60s"}}"#);
+    search(&mut worker, head("", &[])).unwrap();
+    worker
+        .host
+        .clock_ms
+        .set(worker.host.clock_ms.get() + 61_000);
+    let main_thread =
+        mcp_tool_search_core::plugin::Plugin::new(worker.config.clone(), "main".into());
+    main_thread.on_tick(worker.host.as_ref());
+    assert!(
+        worker.host.take_calls().is_empty(),
+        "the main thread's VM fetched"
+    );
+    main_thread.stream_started();
+    main_thread.on_tick(worker.host.as_ref());
+    assert_eq!(worker.host.take_calls().len(), 1, "a serving VM refreshes");
+}
+
 #[test]
 fn the_http_endpoint_fetches_on_a_fresh_filter_without_forwarding_its_callers_headers() {
     let server = Server::new(&["stripe_refund_charge"]);

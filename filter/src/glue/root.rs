@@ -105,6 +105,7 @@ impl RootContext for Root {
 
     fn create_http_context(&self, context_id: u32) -> Option<Box<dyn HttpContext>> {
         let shared = Rc::clone(self.shared.as_ref()?);
+        shared.plugin.stream_started();
         Some(Box::new(Http::new(shared, context_id)))
     }
 

@@ -42,6 +42,8 @@ pub struct Plugin {
     fetches: RefCell<Vec<catalogs::Running>>,
     /// Names this VM in embedding and fetch leases.
     vm_id: String,
+    /// Whether this VM has had a stream: only those do background work (`on_tick`).
+    serving: std::cell::Cell<bool>,
 }
 
 impl Plugin {
@@ -54,7 +56,13 @@ impl Plugin {
             health: health::Health::default(),
             fetches: RefCell::new(Vec::new()),
             vm_id,
+            serving: std::cell::Cell::new(false),
         }
+    }
+
+    /// A stream starts on this VM.
+    pub fn stream_started(&self) {
+        self.serving.set(true);
     }
 
     /// The tick period the plugin needs, if any (background refresh and embedding).
@@ -106,8 +114,14 @@ impl Plugin {
         }
     }
 
-    /// One tick of background work: refreshes that are due, then embedding.
+    /// One tick of background work: refreshes that are due, then embedding. A VM that never
+    /// had a stream does none: Envoy runs one on its main thread, where a fetch, an index build
+    /// or an embedding batch would hold up xDS, the admin API and stats flushes, and where the
+    /// memory would be spent once more for nothing.
     pub fn on_tick(&self, host: &dyn Host) {
+        if !self.serving.get() {
+            return;
+        }
         self.refresh_due(host);
         self.embed_step(host);
     }
@@ -213,7 +227,11 @@ impl Plugin {
                     .zip(vectors)
                     .map(|((name, hash), v)| (name, hash, v))
                     .collect();
-                match store::store_vectors(host, &batch.namespace, items) {
+                let current =
+                    self.cache.try_borrow_mut().ok().and_then(|mut cache| {
+                        cache.index(host, &batch.namespace, &self.config).ok()
+                    });
+                match store::store_vectors(host, &batch.namespace, items, current.as_deref()) {
                     Ok(()) => {
                         worker.succeeded();
                         self.health.worked(host);

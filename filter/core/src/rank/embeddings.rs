@@ -219,6 +219,16 @@ impl VectorStore {
         }
     }
 
+    /// The tools that have a vector, by name.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|(name, _, _)| name.as_str())
+    }
+
+    /// Keeps the vectors of the tools `keep` names.
+    pub fn retain(&mut self, keep: impl Fn(&str) -> bool) {
+        self.entries.retain(|(name, _, _)| keep(name));
+    }
+
     /// Binary: magic, then per entry: name length (u16), name, text hash (u64), dimensions
     /// (u16), f32 values; little-endian. JSON would triple the size of 10k×384 floats.
     pub fn encode(&self) -> Vec<u8> {

@@ -303,11 +303,15 @@ fn load_vectors(shared: &dyn SharedData, namespace: &str) -> Result<VectorStore,
     }
 }
 
-/// Adds freshly embedded vectors (name, text hash, unit vector) to the namespace's store.
+/// Adds freshly embedded vectors (name, text hash, unit vector) to the namespace's store, and
+/// drops those of tools no longer in the catalog (`current`, when known): a server whose tool
+/// names change over time would otherwise grow the store, and every VM's decoded copy of it,
+/// without bound.
 pub fn store_vectors(
     shared: &dyn SharedData,
     namespace: &str,
     items: Vec<(String, u64, Vec<f32>)>,
+    current: Option<&CatalogIndex>,
 ) -> Result<(), StoreError> {
     let key = vectors_key(namespace);
     for _ in 0..MAX_CAS_RETRIES {
@@ -318,9 +322,14 @@ pub fn store_vectors(
                 .ok_or_else(|| StoreError::Corrupt("tool vectors blob".to_string()))?,
         };
         store.merge(items.clone());
-        match shared.set(&key, &store.encode(), cas) {
+        // Only a whole list says which tools are gone; a partly learned one does not.
+        if let Some(index) = current.filter(|index| index.catalog.is_complete()) {
+            store.retain(|name| index.catalog.get(name).is_some());
+        }
+        let bytes = store.encode();
+        match shared.set(&key, &bytes, cas) {
             Ok(()) => {
-                let version = format!("{:016x}", crate::index::fnv::hash(&store.encode()));
+                let version = format!("{:016x}", crate::index::fnv::hash(&bytes));
                 return shared.set(&vectors_version_key(namespace), version.as_bytes(), None);
             }
             Err(StoreError::CasMismatch) => continue,
@@ -631,6 +640,69 @@ mod tests {
     }
 
     #[test]
+    fn vectors_of_tools_gone_from_a_whole_list_are_dropped() {
+        let shared = MemorySharedData::default();
+        let config = Config::default();
+        let mut vm = CatalogCache::new();
+        let learn = |vm: &mut CatalogCache, names: &[&str], last: bool| {
+            let tools = names.iter().map(|n| tool(n, "does things")).collect();
+            vm.learn(
+                &shared,
+                "ns",
+                Learned::new(tools, Page { first: true, last }),
+            )
+            .unwrap();
+            vm.index(&shared, "ns", &config).unwrap()
+        };
+        let vector = |name: &str| (name.to_string(), 7, vec![1.0, 0.0]);
+        let stored = || {
+            let store = load_vectors(&shared, "ns").unwrap();
+            store.names().map(str::to_string).collect::<Vec<_>>()
+        };
+        let index = learn(&mut vm, &["a", "b", "gone"], true);
+        store_vectors(
+            &shared,
+            "ns",
+            vec![vector("a"), vector("gone")],
+            Some(&index),
+        )
+        .unwrap();
+        assert_eq!(stored(), ["a", "gone"]);
+
+        // The server renamed `gone` to `new`: once `new` is embedded, `gone`'s vector goes.
+        let index = learn(&mut vm, &["a", "b", "new"], true);
+        store_vectors(
+            &shared,
+            "ns",
+            vec![vector("b"), vector("new")],
+            Some(&index),
+        )
+        .unwrap();
+        assert_eq!(stored(), ["a", "b", "new"]);
+
+        // A list not seen whole does not say the others are gone.
+        let shared_partial = MemorySharedData::default();
+        let mut fresh = CatalogCache::new();
+        fresh
+            .learn(
+                &shared_partial,
+                "ns",
+                Learned::new(
+                    vec![tool("c", "does things")],
+                    Page {
+                        first: true,
+                        last: false,
+                    },
+                ),
+            )
+            .unwrap();
+        let partial = fresh.index(&shared_partial, "ns", &config).unwrap();
+        assert!(!partial.catalog.is_complete());
+        store_vectors(&shared, "ns", vec![vector("c")], Some(&partial)).unwrap();
+        assert_eq!(stored(), ["a", "b", "c", "new"]);
+    }
+
+    #[test]
     fn vectors_are_shared_and_leases_exclusive() {
         let shared = MemorySharedData::default();
         let config = Config::parse(
@@ -664,7 +736,7 @@ mod tests {
                 )
             })
             .collect();
-        store_vectors(&shared, "ns", items).unwrap();
+        store_vectors(&shared, "ns", items, None).unwrap();
         let index1 = vm1.index(&shared, "ns", &config).unwrap();
         let (vectors, missing) = vm1.vectors(&shared, &index1, &config).unwrap();
         assert_eq!((vectors.count(), missing.len()), (2, 0));

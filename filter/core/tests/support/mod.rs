@@ -67,8 +67,11 @@ impl TestEnv {
     pub fn sharing(config: &str, host: Rc<MemoryHost>) -> Self {
         let config = Config::parse(config).unwrap();
         let vm = NEXT_VM.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // A worker: it serves streams (`Plugin::on_tick` works only on those).
+        let plugin = Plugin::new(config.clone(), format!("test-vm-{vm}"));
+        plugin.stream_started();
         TestEnv {
-            plugin: Plugin::new(config.clone(), format!("test-vm-{vm}")),
+            plugin,
             config,
             host,
             events: Vec::new(),
