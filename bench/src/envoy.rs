@@ -65,10 +65,11 @@ const BUFFER_OFF: &str = r#"                typed_per_filter_config:
                     disabled: true
 "#;
 
-fn listener(name: &str, upstreams: &[Upstream], wasm_filter: Option<(&Path, &str)>) -> String {
-    let filter = match wasm_filter {
-        Some((wasm, config)) => format!(
-            r#"          - name: envoy.filters.http.wasm
+/// The filter in an HTTP connection manager's `http_filters` (as in envoy/demo.yaml: V8,
+/// `allow_on_headers_stop_iteration` for `hold_request_headers`), `config` its configuration.
+pub fn wasm_filter_yaml(wasm: &Path, config: &str) -> String {
+    format!(
+        r#"          - name: envoy.filters.http.wasm
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm
               config:
@@ -82,11 +83,15 @@ fn listener(name: &str, upstreams: &[Upstream], wasm_filter: Option<(&Path, &str
                   runtime: envoy.wasm.runtime.v8
                   code: {{ local: {{ filename: {wasm} }} }}
 "#,
-            config = quoted(config),
-            wasm = quoted(&wasm.display().to_string())
-        ),
-        None => String::new(),
-    };
+        config = quoted(config),
+        wasm = quoted(&wasm.display().to_string())
+    )
+}
+
+fn listener(name: &str, upstreams: &[Upstream], wasm_filter: Option<(&Path, &str)>) -> String {
+    let filter = wasm_filter
+        .map(|(wasm, config)| wasm_filter_yaml(wasm, config))
+        .unwrap_or_default();
     format!(
         r#"  - name: {name}
     address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }}
@@ -240,7 +245,7 @@ impl Envoy {
 
     /// Resident memory of the Envoy process (kB), from /proc.
     pub fn rss_kb(&self) -> Option<u64> {
-        rss_kb(self.pid())
+        crate::procfs::rss_kb(self.pid())
     }
 
     /// Admin `/stats` lines containing `filter`.
@@ -270,15 +275,6 @@ impl Envoy {
     pub fn stop(mut self) {
         self.proc.kill();
     }
-}
-
-pub fn rss_kb(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
 }
 
 /// A `catalog-server` (stateless; JSON or SSE responses) with `--tcp-nodelay`.

@@ -11,7 +11,7 @@
 //! ```
 
 mod client;
-mod envoy;
+use mcp_tool_search_bench::envoy;
 mod inproc;
 mod report;
 mod vmmem;

@@ -2,6 +2,7 @@
 
 use crate::client::Samples;
 use crate::{Args, HttpResults, InprocResults};
+use mcp_tool_search_bench::ms;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
@@ -93,19 +94,6 @@ pub struct Inputs<'a> {
     pub elapsed: Duration,
     pub inproc: Option<&'a InprocResults>,
     pub http: Option<&'a HttpResults>,
-}
-
-fn ms(d: Duration) -> String {
-    let v = d.as_secs_f64() * 1000.0;
-    if v >= 100.0 {
-        format!("{v:.0} ms")
-    } else if v >= 10.0 {
-        format!("{v:.1} ms")
-    } else if v >= 1.0 {
-        format!("{v:.2} ms")
-    } else {
-        format!("{:.0} µs", v * 1000.0)
-    }
 }
 
 fn ratio(a: Duration, b: Duration) -> f64 {

@@ -10,34 +10,9 @@
 const GUARD_BEFORE: u64 = 32 << 20;
 const RESERVATION: u64 = 4 << 30;
 
-struct Mapping {
-    start: u64,
-    end: u64,
-    readable_writable: bool,
-    inaccessible: bool,
-}
-
-fn mappings() -> Vec<Mapping> {
-    let text = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
-    text.lines()
-        .filter_map(|line| {
-            let mut parts = line.split_whitespace();
-            let range = parts.next()?;
-            let perms = parts.next()?;
-            let (a, b) = range.split_once('-')?;
-            Some(Mapping {
-                start: u64::from_str_radix(a, 16).ok()?,
-                end: u64::from_str_radix(b, 16).ok()?,
-                readable_writable: perms.starts_with("rw"),
-                inaccessible: perms.starts_with("---"),
-            })
-        })
-        .collect()
-}
-
 /// Every linear memory found: (start address, current size in bytes).
 pub fn linear_memories() -> Vec<(u64, u64)> {
-    let maps = mappings();
+    let maps = mcp_tool_search_bench::procfs::mappings(None);
     let mut out = Vec::new();
     let mut i = 0;
     while i < maps.len() {

@@ -349,26 +349,12 @@ static_resources:
               domains: ["*"]
               routes:
 {routes}          http_filters:
-          - name: envoy.filters.http.wasm
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm
-              config:
-                name: mcp_tool_search
-                root_id: mcp_tool_search
-                allow_on_headers_stop_iteration: true
-                configuration:
-                  "@type": type.googleapis.com/google.protobuf.StringValue
-                  value: {config}
-                vm_config:
-                  runtime: envoy.wasm.runtime.v8
-                  code: {{ local: {{ filename: {wasm} }} }}
-          - name: envoy.filters.http.router
+{filter}          - name: envoy.filters.http.router
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
   clusters:
 {clusters}"#,
-        config = quoted(&plugin_config()),
-        wasm = quoted(&wasm.display().to_string()),
+        filter = mcp_tool_search_bench::envoy::wasm_filter_yaml(wasm, &plugin_config()),
     )
 }
 

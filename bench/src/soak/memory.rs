@@ -13,34 +13,10 @@
 const RESERVATION: u64 = 8 << 30;
 const WASM_PAGE: u64 = 64 << 10;
 
-struct Mapping {
-    start: u64,
-    end: u64,
-    readable_writable: bool,
-    inaccessible: bool,
-}
-
-fn mappings(pid: u32) -> Vec<Mapping> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
-    text.lines()
-        .filter_map(|line| {
-            let mut parts = line.split_whitespace();
-            let (a, b) = parts.next()?.split_once('-')?;
-            let perms = parts.next()?;
-            Some(Mapping {
-                start: u64::from_str_radix(a, 16).ok()?,
-                end: u64::from_str_radix(b, 16).ok()?,
-                readable_writable: perms.starts_with("rw"),
-                inaccessible: perms.starts_with("---"),
-            })
-        })
-        .collect()
-}
-
 /// Every Wasm linear memory of process `pid`: (start address, current size in bytes), by
 /// address.
 pub fn linear_memories(pid: u32) -> Vec<(u64, u64)> {
-    let maps = mappings(pid);
+    let maps = mcp_tool_search_bench::procfs::mappings(Some(pid));
     let mut out = Vec::new();
     for (i, guard) in maps.iter().enumerate() {
         if !guard.inaccessible || guard.end - guard.start >= RESERVATION {
@@ -66,12 +42,4 @@ pub fn linear_memories(pid: u32) -> Vec<(u64, u64)> {
     out
 }
 
-/// Resident memory of `pid` (kB).
-pub fn rss_kb(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-}
+pub use mcp_tool_search_bench::procfs::rss_kb;

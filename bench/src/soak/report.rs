@@ -2,6 +2,7 @@
 
 use crate::load::{Kind, Outcome, Record, UPSTREAM_GRACE};
 use crate::{Args, Event, Sample, What, NAMESPACES, STOPPED};
+use mcp_tool_search_bench::ms;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -104,17 +105,6 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
         .get(rank.clamp(1, sorted.len()) - 1)
         .copied()
         .unwrap_or_default()
-}
-
-fn ms(d: Duration) -> String {
-    let v = d.as_secs_f64() * 1000.0;
-    if v >= 100.0 {
-        format!("{v:.0} ms")
-    } else if v >= 10.0 {
-        format!("{v:.1} ms")
-    } else {
-        format!("{v:.2} ms")
-    }
 }
 
 fn mib_kb(kb: u64) -> String {
