@@ -253,7 +253,7 @@ impl Playground {
     }
 
     fn needs_catalog(&self) -> bool {
-        self.env().catalog().map_or(true, |c| c.catalog.is_empty())
+        !matches!(self.env().catalog(), Ok(c) if !c.catalog.is_empty())
     }
 
     fn env(&self) -> impl Env + '_ {
