@@ -26,7 +26,7 @@ WASM_BINDGEN_VERSION := 0.2.130
 WASM_BINDGEN := .cache/tools/wasm-bindgen-$(WASM_BINDGEN_VERSION)/bin/wasm-bindgen
 CARGO_OUT := $(or $(CARGO_TARGET_DIR),target)
 PLAYGROUND_DIR := $(CARGO_OUT)/playground
-PLAYGROUND_WASM := $(CARGO_OUT)/$(PLAYGROUND_TARGET)/release/mcp_tool_search_playground.wasm
+PLAYGROUND_WASM := $(CARGO_OUT)/$(PLAYGROUND_TARGET)/playground/mcp_tool_search_playground.wasm
 SELENIUM_VERSION := 4.51.0
 VENV_BROWSER := .cache/venv-browser
 # Where `make embedder` puts the sidecar (cargo's target directory, wherever that is).
@@ -263,7 +263,7 @@ $(WASM_BINDGEN):
 # The page and what it loads: pkg/ (the .wasm and its JavaScript glue), the www/ files and
 # samples from testdata/.
 playground-build: .rust-target-$(PLAYGROUND_TARGET) $(WASM_BINDGEN)
-	cargo build --release --target $(PLAYGROUND_TARGET) -p mcp-tool-search-playground
+	cargo build --profile playground --target $(PLAYGROUND_TARGET) -p mcp-tool-search-playground
 	@rm -rf $(PLAYGROUND_DIR) && mkdir -p $(PLAYGROUND_DIR)/samples
 	$(WASM_BINDGEN) --target web --no-typescript --out-dir $(PLAYGROUND_DIR)/pkg $(PLAYGROUND_WASM)
 	@cp playground/www/index.html playground/www/app.js playground/www/style.css $(PLAYGROUND_DIR)/
