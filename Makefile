@@ -103,6 +103,7 @@ test-native:
 
 # The Envoy end-to-end tests of semantic ranking (wasm-tests/tests/embeddings_e2e.rs) run the
 # sidecar built by `embedder`, with the model from `model`.
+test: PLAYGROUND_MCP_PYTHON = $(CURDIR)/$(VENV)/bin/python
 test: wasm envoy python-peers model embedder validate test-playground
 	@rm -f $(OCI_ARCHIVE)
 	@envoy/oci-image.sh --install $(WASM) $(OCI_ARCHIVE) $(OCI_TAG) || \
@@ -294,13 +295,16 @@ $(VENV_BROWSER)/.selenium-$(SELENIUM_VERSION):
 
 # The API natively (its answers against the filter's, computed as the glue drives the core),
 # then the page in headless Chromium against `filter-answer` (the same, natively).
-# PLAYGROUND_SCREENSHOT=docs/playground.png also saves the page as the README shows it.
+# PLAYGROUND_SCREENSHOT=docs/playground.png also saves the page as the README shows it;
+# PLAYGROUND_MCP_PYTHON=python-with-mcp-1.x also has the page fetch a catalog from a real MCP
+# server (make test sets it to the test peers' venv).
 test-playground: playground-build browser
 	cargo test -p mcp-tool-search-playground
 	cargo build -p mcp-tool-search-playground --example filter-answer
 	$(VENV_BROWSER)/bin/python playground/tests/browser_test.py --site $(PLAYGROUND_DIR) \
 		--filter-answer $(CARGO_OUT)/debug/examples/filter-answer \
-		$(if $(PLAYGROUND_SCREENSHOT),--screenshot $(PLAYGROUND_SCREENSHOT))
+		$(if $(PLAYGROUND_SCREENSHOT),--screenshot $(PLAYGROUND_SCREENSHOT)) \
+		$(if $(PLAYGROUND_MCP_PYTHON),--mcp-python $(PLAYGROUND_MCP_PYTHON))
 
 clean:
 	cargo clean

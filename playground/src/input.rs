@@ -132,9 +132,10 @@ pub fn vectors(text: &str) -> Result<Vectors, Error> {
 
 /// The caller as the configured identity source would read them: for a `header` source the
 /// header's value (comma-separated), otherwise the JWT payload as JSON. Empty: nobody.
+/// Without a policy the filter reads no identity, so neither does this.
 pub fn caller(config: &Config, text: &str) -> Result<Caller, Error> {
     let text = text.trim();
-    if text.is_empty() {
+    if text.is_empty() || config.authorization.is_none() {
         return Ok(Caller::anonymous());
     }
     if let Some(IdentitySource::Header { claim, .. }) =
@@ -216,9 +217,17 @@ mod tests {
         );
         let jwt = Config::default();
         assert_eq!(caller(&jwt, "").unwrap(), Caller::anonymous());
+        assert_eq!(caller(&jwt, "admin").unwrap(), Caller::anonymous());
+        let jwt =
+            Config::parse(r#"{"authorization":{"identity":{"source":"jwt_metadata"},"rules":[]}}"#)
+                .unwrap();
         assert!(matches!(caller(&jwt, "admin"), Err(Error::Caller(_))));
+        assert_eq!(
+            caller(&jwt, r#"{"scope":"a b"}"#).unwrap().values("scope"),
+            ["a", "b"]
+        );
         assert!(caller_hint(&header).unwrap().contains("x-roles"));
-        assert!(caller_hint(&jwt).is_none());
+        assert!(caller_hint(&Config::default()).is_none());
         assert!(matches!(vectors("[1]"), Err(Error::Vectors(_))));
         assert_eq!(vectors(" ").unwrap(), Vectors::default());
     }

@@ -13,6 +13,7 @@ import http.server
 import json
 import os
 import pathlib
+import socket
 import subprocess
 import sys
 import tempfile
@@ -61,12 +62,12 @@ def browser():
     return webdriver.Chrome(service=Service(executable_path="/usr/bin/chromedriver"), options=options)
 
 
-def native_answer(tool, config, arguments, headers=()):
+def native_answer(tool, config, arguments, headers=(), list_path=None):
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         f.write(config)
     try:
-        cmd = [tool, "--config", f.name, "--list", str(ROOT / "testdata/metatool/tools.jsonl"),
-               "--search", json.dumps(arguments)]
+        list_path = list_path or str(ROOT / "testdata/metatool/tools.jsonl")
+        cmd = [tool, "--config", f.name, "--list", list_path, "--search", json.dumps(arguments)]
         for h in headers:
             cmd += ["--header", h]
         return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
@@ -83,6 +84,58 @@ def native_config_message(tool, config):
         return out.strip()
     finally:
         os.unlink(f.name)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def fetch_from_endpoint(driver, wait, args):
+    """The page lists a real MCP server's tools itself (FastMCP behind CORS), and searches them
+    as the filter does."""
+    port = free_port()
+    peer = subprocess.Popen([args.mcp_python, str(ROOT / "playground/tests/peers/cors_server.py"),
+                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if peer.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(f"MCP peer did not start: {peer.stderr.read().decode()}")
+                time.sleep(0.1)
+        set_text(driver, "config", "{}")
+        set_text(driver, "query", "")
+        set_text(driver, "list", "")
+        set_text(driver, "endpoint", f"http://127.0.0.1:{port}/mcp")
+        driver.find_element(By.ID, "fetch").click()
+        WebDriverWait(driver, 20).until(
+            lambda d: d.find_element(By.ID, "list").get_attribute("value")
+            or d.find_element(By.ID, "list-error").text,
+            "the page neither fetched the tools nor said why")
+        check(not driver.find_element(By.ID, "list-error").text,
+              driver.find_element(By.ID, "list-error").text)
+        wait.until(lambda d: "of 3 upstream tools" in
+                   " ".join(e.text for e in d.find_elements(By.CSS_SELECTOR, "#agent .tokens")))
+        fetched = driver.find_element(By.ID, "list").get_attribute("value")
+        check(json.loads(fetched)["tools"][0]["name"] == "calendar_create_event", fetched[:200])
+        set_text(driver, "query", "weather in Paris")
+        answer = wait_for_answer(driver, wait)
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            f.write(fetched)
+        try:
+            want = native_answer(args.filter_answer, "{}", {"query": "weather in Paris"}, list_path=f.name)
+        finally:
+            os.unlink(f.name)
+        check(answer == want, f"fetched catalog: page differs from the filter:\n{answer}\n{want}")
+        check(rows(driver)[:1] == ["weather_forecast"], f"fetched catalog: {rows(driver)}")
+    finally:
+        peer.terminate()
+        peer.wait(timeout=10)
 
 
 def set_text(driver, element_id, text):
@@ -118,6 +171,7 @@ def main():
     parser.add_argument("--site", required=True)
     parser.add_argument("--filter-answer", required=True)
     parser.add_argument("--screenshot")
+    parser.add_argument("--mcp-python", help="a Python with the MCP SDK 1.x: also fetch a catalog from a server")
     args = parser.parse_args()
     started = time.monotonic()
     server = serve(pathlib.Path(args.site))
@@ -182,6 +236,11 @@ def main():
         check(error.text == message, f"page says {error.text!r}, the parser {message!r}")
         check(message.startswith("plugin configuration field `search.max_allowable_results` is 0"), message)
         check(not driver.find_elements(By.CSS_SELECTOR, "#results tbody tr"), "results kept under a bad config")
+
+        if args.mcp_python:
+            fetch_from_endpoint(driver, wait, args)
+        else:
+            print("browser test: no --mcp-python, so fetching from an MCP endpoint was not tried")
     finally:
         driver.quit()
         server.shutdown()
