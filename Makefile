@@ -308,4 +308,4 @@ test-playground: playground-build browser
 
 clean:
 	cargo clean
-	rm -rf $(VENV) $(VENV_MCP2) .rust-target-*
+	rm -rf $(VENV) $(VENV_MCP2) $(VENV_BROWSER) .rust-target-*

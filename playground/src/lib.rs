@@ -260,10 +260,19 @@ impl Playground {
         self.plugin.env(&self.host, self.namespace.clone())
     }
 
+    /// An MCP path the filter handles (`catalog.path` may name another one).
+    fn path(&self) -> String {
+        self.config
+            .mcp_paths
+            .first()
+            .cloned()
+            .unwrap_or_else(|| mcp_tool_search_core::config::DEFAULT_MCP_PATH.to_string())
+    }
+
     fn head(&self, caller: Caller) -> RequestHead {
         RequestHead {
             method: "POST".into(),
-            path: self.config.catalog.path.clone(),
+            path: self.path(),
             accept: Some("application/json, text/event-stream".into()),
             content_type: vec!["application/json".into()],
             caller,
@@ -343,7 +352,7 @@ impl Playground {
             other => {
                 return Err(Error::Filter(format!(
                     "the filter does not read a tools/list on {} ({other:?})",
-                    config.catalog.path
+                    self.path()
                 )))
             }
         }
@@ -402,7 +411,7 @@ impl Playground {
             other => {
                 return Err(Error::Filter(format!(
                     "the filter does not read a tools/call on {} ({other:?})",
-                    config.catalog.path
+                    self.path()
                 )))
             }
         }

@@ -79,6 +79,7 @@ fn what_the_agent_sees_is_the_filters_list() {
         "{}",
         r#"{"eager_patterns":["Research*","*Weather*"]}"#,
         r#"{"mode":"list"}"#,
+        r#"{"mcp_paths":["/v1/MCP"],"catalog":{"path":"/other"}}"#,
     ] {
         let playground = Playground::new(config, &list, "", "").unwrap();
         let view = playground.agent_view("").unwrap();
@@ -99,6 +100,9 @@ fn what_the_agent_sees_is_the_filters_list() {
             r#"{"mode":"list"}"# => {
                 assert_eq!((view.hidden, view.outcome), (0, "unchanged"));
                 assert_eq!(view.tokens_after, view.tokens_before);
+            }
+            r#"{"mcp_paths":["/v1/MCP"],"catalog":{"path":"/other"}}"# => {
+                assert_eq!((view.hidden, view.outcome), (199, "rewritten"));
             }
             _ => {
                 assert!(view

@@ -36,7 +36,10 @@ impl Filter {
     fn head(&self, headers: &[(&str, &str)]) -> RequestHead {
         let mut all: Vec<(String, String)> = vec![
             (":method".into(), "POST".into()),
-            (":path".into(), self.config.catalog.path.clone()),
+            (
+                ":path".into(),
+                self.config.mcp_paths.first().cloned().unwrap_or_default(),
+            ),
             (":authority".into(), "mcp.example".into()),
             ("content-type".into(), "application/json".into()),
             (
