@@ -8,10 +8,15 @@
 //!     [--sizes 100,1000,10000] [--round-secs 1.5] [--rounds 4] [--eval FILE]...
 //!     [--notes FILE] [--commands FILE] [--skip-http] [--skip-inproc] [--quick] [--no-spin]
 //!     [--budget-secs S] [--perf list|list-fresh|list-sse|build|search]
+//!     [--gateway SERVERSxTOOLS]
 //! ```
+//!
+//! `--gateway 20x500` measures only the filter in front of Envoy's `mcp_router` over that many
+//! generated servers (see `gateway.rs`) and replaces only that section of `--out`.
 
 mod client;
 mod envoy;
+mod gateway;
 mod inproc;
 mod report;
 mod vmmem;
@@ -58,6 +63,8 @@ pub struct Args {
     pub perf: Option<String>,
     /// `--no-spin`: no SCHED_IDLE spinners during the HTTP benchmarks.
     pub no_spin: bool,
+    /// `--gateway SERVERSxTOOLS`: only the many-servers section (mcp_router).
+    pub gateway: Option<(usize, usize)>,
 }
 
 /// The `## Chaos soak` section of a BENCHMARKS.md (up to the next `## ` heading), preceded by a
@@ -92,6 +99,7 @@ fn parse_args() -> Result<Args, String> {
         budget: Duration::from_secs(10),
         perf: None,
         no_spin: false,
+        gateway: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -128,6 +136,7 @@ fn parse_args() -> Result<Args, String> {
             "--skip-http" => a.skip_http = true,
             "--perf" => a.perf = Some(value()?),
             "--no-spin" => a.no_spin = true,
+            "--gateway" => a.gateway = Some(gateway::parse_spec(&value()?)?),
             "--skip-inproc" => a.skip_inproc = true,
             "--quick" => {
                 a.sizes = vec![100, 1000];
@@ -537,7 +546,7 @@ fn main() -> ExitCode {
             if !e.is_empty() {
                 eprintln!("mcp-tool-search-bench: {e}");
             }
-            eprintln!("usage: mcp-tool-search-bench --envoy BIN --wasm FILE --catalog-server BIN [--out FILE] [--sizes 100,1000,10000] [--round-secs S] [--rounds N] [--budget-secs S] [--eval FILE]... [--notes FILE] [--commands FILE] [--skip-http] [--skip-inproc] [--quick] [--no-spin] [--perf list|list-fresh|list-sse|build|search]");
+            eprintln!("usage: mcp-tool-search-bench --envoy BIN --wasm FILE --catalog-server BIN [--out FILE] [--sizes 100,1000,10000] [--round-secs S] [--rounds N] [--budget-secs S] [--eval FILE]... [--notes FILE] [--commands FILE] [--skip-http] [--skip-inproc] [--quick] [--no-spin] [--perf list|list-fresh|list-sse|build|search] [--gateway SERVERSxTOOLS]");
             return ExitCode::from(2);
         }
     };
@@ -556,6 +565,9 @@ fn main() -> ExitCode {
             }
         }
         return ExitCode::SUCCESS;
+    }
+    if let Some(spec) = args.gateway {
+        return run_gateway(&args, spec);
     }
     let machine = report::Machine::probe(args.envoy.as_deref());
     let catalogs: Vec<(usize, String)> = args
@@ -603,8 +615,9 @@ fn main() -> ExitCode {
     });
     // `make soak` writes the "Chaos soak" section of the same file (10-minute runs only, far
     // less often than this): a benchmark run keeps it.
+    // ... and `--gateway` its own section, also kept.
     let text = match std::fs::read_to_string(&args.out) {
-        Ok(old) => text + &soak_section(&old),
+        Ok(old) => text + &gateway::section(&old) + &soak_section(&old),
         Err(_) => text,
     };
     if let Err(e) = std::fs::write(&args.out, text) {
@@ -615,6 +628,31 @@ fn main() -> ExitCode {
         "wrote {} in {:.0} s",
         args.out.display(),
         started.elapsed().as_secs_f64()
+    ));
+    ExitCode::SUCCESS
+}
+
+/// `--gateway`: only the many-servers section, written into `--out` in place of the old one.
+fn run_gateway(args: &Args, spec: (usize, usize)) -> ExitCode {
+    let section = TestDir::new("bench-gateway")
+        .map_err(|e| e.to_string())
+        .and_then(|dir| gateway::run(args, spec, &dir));
+    let section = match section {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("mcp-tool-search-bench: gateway benchmark failed: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    print!("{section}");
+    let old = std::fs::read_to_string(&args.out).unwrap_or_default();
+    if let Err(e) = std::fs::write(&args.out, gateway::replace_section(&old, &section)) {
+        eprintln!("mcp-tool-search-bench: {}: {e}", args.out.display());
+        return ExitCode::FAILURE;
+    }
+    log(&format!(
+        "wrote the gateway section of {}",
+        args.out.display()
     ));
     ExitCode::SUCCESS
 }
