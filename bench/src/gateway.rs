@@ -54,7 +54,7 @@ pub fn replace_section(doc: &str, new: &str) -> String {
     let without = without.trim_end().to_owned() + "\n";
     match without.find("\n## Chaos soak\n") {
         Some(i) => format!(
-            "{}\n{}\n{}",
+            "{}\n\n{}\n{}",
             without.get(..i).unwrap_or_default().trim_end(),
             new.trim(),
             without.get(i..).unwrap_or_default()
@@ -235,7 +235,11 @@ pub fn run(args: &Args, spec: (usize, usize), dir: &TestDir) -> Result<String, S
             let first: serde_json::Value =
                 serde_json::from_str(chunk.first().copied().unwrap_or("{}"))
                     .map_err(|e| e.to_string())?;
-            call_tool = format!("s{i:02}__{}", first["name"].as_str().unwrap_or("missing"));
+            let name = first
+                .get("name")
+                .and_then(|n| n.as_str())
+                .unwrap_or("missing");
+            call_tool = format!("s{i:02}__{name}");
         }
         servers.push(envoy::CatalogServer::start(
             &server_bin,
@@ -258,7 +262,18 @@ pub fn run(args: &Args, spec: (usize, usize), dir: &TestDir) -> Result<String, S
         listener_addr(envoy.admin, "one_filtered")?,
         listener_addr(envoy.admin, "one_baseline")?,
     );
+    // As the single-server sections: idle vCPUs kept awake (see `Spinners`).
+    let spinners = (!args.no_spin).then(|| {
+        crate::Spinners::start(
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2),
+        )
+    });
     let result = measure(args, [gw, gb, of, ob], &call_tool);
+    if let Some(s) = spinners {
+        s.stop();
+    }
     let rss_kb = envoy.rss_kb();
     if !envoy.running() {
         return Err(format!(
@@ -524,7 +539,7 @@ fn render(
     );
     let _ = writeln!(
         o,
-        "\nEnvoy resident memory at the end: {}. The router's aggregated list carries each tool's name, description and an `inputSchema` of `{{\"type\":\"object\"}}` only, so its bytes per tool are below the one server's.",
+        "\nEnvoy resident memory at the end: {}. `mcp_router` joins the servers' lists in the order their answers arrive, so two lists of the gateway rarely have the same bytes: the filter's memo of the last list it rewrote, which answers the one server's repeated lists, does not apply, and every gateway list is read, classified and compared with the catalog in full (the *first list* row is that cost once, for the one server too).",
         f.rss_kb
             .map_or("unknown".to_owned(), |k| format!("{:.1} MiB", k as f64 / 1024.0))
     );
