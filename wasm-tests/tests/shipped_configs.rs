@@ -232,6 +232,23 @@ fn the_gateway_config_puts_the_filter_before_mcp_and_mcp_router() {
         .map(|s| s["name"].as_str().unwrap())
         .collect();
     assert_eq!(servers, ["catalog", "python", "everything"]);
+    // A fetch waits for the router's slowest server: a hung one is left out of the list by the
+    // router when its timeout passes, which must come before the fetch's own.
+    let slowest_ms = router["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let t = s["mcp_cluster"]["timeout"].as_str().unwrap();
+            t.strip_suffix('s').unwrap().parse::<u64>().unwrap() * 1000
+        })
+        .max()
+        .unwrap();
+    assert!(
+        config.catalog.timeout_ms > slowest_ms,
+        "catalog.timeout {} ms is not above mcp_router's {slowest_ms} ms",
+        config.catalog.timeout_ms
+    );
     // The catalog fetch goes through this listener.
     let clusters = gw["static_resources"]["clusters"].as_array().unwrap();
     let own = clusters.iter().find(|c| c["name"] == "self").unwrap();
