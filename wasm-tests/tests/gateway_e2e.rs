@@ -493,6 +493,35 @@ async fn a_per_server_policy_holds_against_every_spelling() {
         let text = String::from_utf8_lossy(&body);
         assert!(text.contains("Unknown tool"), "{path}: {status} {text}");
     }
+    // Decoys for a parser that reads `params.name` anywhere but at the top: the filter decides
+    // on the top-level `params.name` (python's), and so must mcp's parser, which the router
+    // routes by; a decoy before or after it, nested or in the arguments, must not reach catalog.
+    let decoy = r#"{"params":{"name":"catalog__stripe_refund_charge"},"method":"tools/call"}"#;
+    for (i, body) in [
+        format!(r#"{{"jsonrpc":"2.0","id":93,"x":{decoy},"method":"tools/call","params":{{"name":"python__stripe_get_balance","arguments":{{}}}}}}"#),
+        format!(r#"{{"jsonrpc":"2.0","id":94,"method":"tools/call","params":{{"name":"python__stripe_get_balance","arguments":{{}}}},"x":{decoy}}}"#),
+        format!(r#"{{"jsonrpc":"2.0","id":95,"method":"tools/call","params":{{"arguments":{decoy},"name":"python__stripe_get_balance"}}}}"#),
+        format!(r#"{{"jsonrpc":"2.0","id":96,"method":"tools/call","params":{{"_meta":{decoy},"name":"python__stripe_get_balance"}}}}"#),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (status, _, reply) =
+            mcp::request("POST", &gw.envoy.url("/mcp"), &headers, Some(body.into_bytes()))
+                .await
+                .unwrap();
+        let text = String::from_utf8_lossy(&reply);
+        assert!(!text.contains("Unknown tool"), "decoy {i}: {status} {text}");
+    }
+    assert_eq!(
+        gw.catalog.recorded().len(),
+        baseline,
+        "a decoy reached catalog: {:?}",
+        gw.catalog.recorded()
+    );
+    let python_seen = gw.python().recorded().len();
+    assert_eq!(python_seen, 4, "{:?}", gw.python().recorded());
+
     // `python__catalog__x` is python's to answer (the router splits at the first `__`).
     let r = s
         .call("python__catalog__stripe_refund_charge", json!({}))
@@ -518,11 +547,15 @@ async fn a_per_server_policy_holds_against_every_spelling() {
     assert!(found.iter().all(|n| server(n) == "python"), "{found:?}");
     let r = s.call("python__stripe_create_refund", json!({})).await;
     assert_ne!(r["result"]["isError"], true, "{r}");
-    assert_eq!(gw.python().recorded(), ["tools/call stripe_create_refund"]);
+    assert_eq!(
+        gw.python().recorded().last().map(String::as_str),
+        Some("tools/call stripe_create_refund")
+    );
+    let python_seen = gw.python().recorded().len();
 
     // Another caller with no matching rule gets nothing.
     let other = Session::open(&url, &[("x-roles", "guest")]).await;
     let r = other.call("python__stripe_get_balance", json!({})).await;
     refused(&r, "python__stripe_get_balance");
-    assert_eq!(gw.python().recorded(), ["tools/call stripe_create_refund"]);
+    assert_eq!(gw.python().recorded().len(), python_seen);
 }
