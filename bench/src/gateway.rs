@@ -13,6 +13,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 pub const HEADING: &str = "## Many servers behind one endpoint";
+/// The size a full `make bench` measures: a platform team's gateway (tens of servers, each
+/// with a few hundred tools), at the 10,000 tools of the single-server sections' largest size.
+pub const FULL_RUN: (usize, usize) = (20, 500);
 
 /// `20x500` → (20, 500).
 pub fn parse_spec(text: &str) -> Result<(usize, usize), String> {
@@ -460,7 +463,12 @@ fn render(
     let _ = writeln!(o, "{HEADING}\n");
     let _ = writeln!(
         o,
-        "Written by `mcp-tool-search-bench --gateway {n_servers}x{per_server}` (`make bench-gateway`) on {} UTC; the run took {:.0} s; load average at start / end: {load_start} / {}. The filter in front of Envoy's `mcp` + `mcp_router` over {n_servers} `catalog-server`s of {per_server} generated tools each ({total} tools, the router prefixing each with `sNN__`), beside one `catalog-server` holding the same {total} tools behind the filter alone; one Envoy (`--concurrency 1`), four listeners, interleaved as above ({} rounds of {:.1} s). Servers: `catalog-server --json --stateless --tcp-nodelay`; plugin configuration as `envoy/gateway.yaml` (`group_separator` `__`, `mcp_paths` `/`), the catalog learned from a list. The searches of the twelve queries ranked tools of {} of the {n_servers} servers into their top five.\n",
+        "Written by {} on {} UTC; the run took {:.0} s; load average at start / end: {load_start} / {}. The filter in front of Envoy's `mcp` + `mcp_router` over {n_servers} `catalog-server`s of {per_server} generated tools each ({total} tools, the router prefixing each with `sNN__`), beside one `catalog-server` holding the same {total} tools behind the filter alone; one Envoy (`--concurrency 1`), four listeners, interleaved as above ({} rounds of {:.1} s). Servers: `catalog-server --json --stateless --tcp-nodelay`; plugin configuration as `envoy/gateway.yaml` (`group_separator` `__`, `mcp_paths` `/`), the catalog learned from a list. The searches of the twelve queries ranked tools of {} of the {n_servers} servers into their top five.\n",
+        if args.gateway.is_some() {
+            format!("`mcp-tool-search-bench --gateway {n_servers}x{per_server}` (`make bench-gateway`)")
+        } else {
+            "`make bench`".to_owned()
+        },
         crate::report::utc_now(),
         elapsed.as_secs_f64(),
         crate::report::loadavg(),
