@@ -157,18 +157,10 @@ fn search_definition(
             "the full definitions of the best matching tools"
         }
     );
-    if !hidden.is_empty() {
-        let shown: Vec<&str> = hidden.iter().take(DESCRIBED_NAMES).copied().collect();
-        description.push_str(" Tools you can find include: ");
-        description.push_str(&shown.join(", "));
-        if hidden.len() > shown.len() {
-            description.push_str(&format!(" (and {} more)", hidden.len() - shown.len()));
-        }
-        description.push('.');
-    }
     if groups.len() > 1 {
         // Behind an aggregating router the groups are its servers: naming them tells the model
-        // where a tool can come from before it spends a search on finding out.
+        // where a tool can come from before it spends a search on finding out. Said before the
+        // tool names, which stay last (clients read that list to the end).
         let shown: Vec<&str> = groups
             .iter()
             .take(DESCRIBED_GROUPS)
@@ -184,6 +176,15 @@ fn search_definition(
                 String::new()
             }
         ));
+    }
+    if !hidden.is_empty() {
+        let shown: Vec<&str> = hidden.iter().take(DESCRIBED_NAMES).copied().collect();
+        description.push_str(" Tools you can find include: ");
+        description.push_str(&shown.join(", "));
+        if hidden.len() > shown.len() {
+            description.push_str(&format!(" (and {} more)", hidden.len() - shown.len()));
+        }
+        description.push('.');
     }
     let group = if groups.len() > 1 {
         format!(
@@ -671,8 +672,9 @@ mod tests {
             search["inputSchema"]["properties"]["group"]["enum"],
             serde_json::json!(["github", "slack"])
         );
-        assert!(search["description"].as_str().unwrap().ends_with(
-            " The tools fall into 2 groups: github, slack; pass one as group to search only it."
+        assert!(search["description"].as_str().unwrap().contains(
+            " The tools fall into 2 groups: github, slack; pass one as group to search only it. \
+             Tools you can find include: t000,"
         ));
         assert!(!d.contains("groups:"), "one group is not worth naming");
         let many: Vec<String> = (0..70).map(|i| format!("server{i:02}")).collect();
