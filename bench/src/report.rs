@@ -19,6 +19,11 @@ pub struct Machine {
     pub date: String,
 }
 
+/// The current time as the report states it.
+pub fn utc_now() -> String {
+    command_line("date", &["-u", "+%Y-%m-%d %H:%M"])
+}
+
 pub fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|t| t.split_whitespace().take(3).collect::<Vec<_>>().join(" "))

@@ -5,4 +5,5 @@ pub mod catalog;
 pub mod harness;
 pub mod jwt;
 pub mod mcp;
+pub mod node;
 pub mod python;

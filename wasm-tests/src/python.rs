@@ -70,8 +70,22 @@ impl FastMcpServer {
         Self::spawn(&python2()?, opts, 0, dir)
     }
 
+    /// [`Self::start`] on a given port: a server brought back where an Envoy cluster points.
+    pub fn start_on(opts: FastMcpOptions, port: u16, dir: &TestDir) -> Result<Self> {
+        Self::spawn_on(&python()?, opts, 0, port, dir)
+    }
+
     fn spawn(python: &Path, opts: FastMcpOptions, page_size: usize, dir: &TestDir) -> Result<Self> {
-        let port = free_port()?;
+        Self::spawn_on(python, opts, page_size, free_port()?, dir)
+    }
+
+    fn spawn_on(
+        python: &Path,
+        opts: FastMcpOptions,
+        page_size: usize,
+        port: u16,
+        dir: &TestDir,
+    ) -> Result<Self> {
         let record_path = dir.join(&format!("fastmcp-{port}.record"));
         let log_path = dir.join(&format!("fastmcp-{port}.log"));
         std::fs::write(&record_path, "")?;

@@ -1,6 +1,6 @@
 //! The configurations shipped in `envoy/` that no Envoy here loads: the Istio `WasmPlugin`s and
-//! the docker-compose file. `make validate` runs `envoy --mode validate` on `demo.yaml` and
-//! `baseline.yaml` (with the built `.wasm`, so demo's plugin configuration is checked by the
+//! the docker-compose file. `make validate` runs `envoy --mode validate` on `demo.yaml`,
+//! `gateway.yaml` and `baseline.yaml` (with the built `.wasm`, so demo's plugin configuration is checked by the
 //! filter itself); these need no cluster and no Docker. Each plugin configuration goes through
 //! the filter's own parser, the one that refuses a bad configuration in Envoy.
 
@@ -157,6 +157,105 @@ fn the_envoy_configs_carry_the_plugin_configs_the_filter_accepts() {
     assert!(
         configs.is_empty(),
         "envoy/baseline.yaml is Envoy without the filter"
+    );
+}
+
+/// `envoy/gateway.yaml` (`make gateway`, `make validate`; loaded as shipped by
+/// tests/gateway_e2e.rs): the settings the README's "Many servers behind one endpoint" relies on.
+#[test]
+fn the_gateway_config_puts_the_filter_before_mcp_and_mcp_router() {
+    let gw = yaml("envoy/gateway.yaml");
+    let mut configs = Vec::new();
+    wasm_plugin_configs(&gw, &mut configs);
+    assert_eq!(configs.len(), 1, "envoy/gateway.yaml: one Wasm filter");
+    let config = parse_plugin_config("envoy/gateway.yaml", &configs[0]);
+    assert!(config.hold_request_headers);
+    assert_eq!(
+        config.group_separator.as_deref(),
+        Some("__"),
+        "mcp_router's separator"
+    );
+    // mcp_router acts on a tools/call whatever the path: every path is authorized.
+    assert_eq!(config.mcp_paths, ["/"]);
+    assert_eq!(config.catalog.cluster.as_deref(), Some("self"));
+    assert_eq!(config.catalog.path, "/mcp");
+    let mut files = Vec::new();
+    wasm_files(&gw, &mut files);
+    assert_eq!(files, [WASM_ARTIFACT]);
+
+    let listener = &gw["static_resources"]["listeners"][0];
+    let port = &listener["address"]["socket_address"]["port_value"];
+    let hcm = &listener["filter_chains"][0]["filters"][0]["typed_config"];
+    assert_eq!(hcm["stream_idle_timeout"], "0s", "SSE streams");
+    assert_eq!(hcm["normalize_path"], true);
+    assert_eq!(hcm["merge_slashes"], true);
+    assert_eq!(
+        hcm["path_with_escaped_slashes_action"],
+        "UNESCAPE_AND_REDIRECT"
+    );
+    assert!(
+        listener["per_connection_buffer_limit_bytes"]
+            .as_u64()
+            .unwrap()
+            > 8 << 20
+    );
+    let filters: Vec<&str> = hcm["http_filters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        filters,
+        [
+            "envoy.filters.http.wasm",
+            "envoy.filters.http.mcp",
+            "envoy.filters.http.mcp_router"
+        ]
+    );
+    let wasm = &hcm["http_filters"][0]["typed_config"]["config"];
+    assert_eq!(wasm["allow_on_headers_stop_iteration"], true);
+    let routes = hcm["route_config"]["virtual_hosts"][0]["routes"]
+        .as_array()
+        .unwrap();
+    assert_eq!(routes.len(), 1, "{routes:?}");
+    assert_eq!(routes[0]["route"]["timeout"], "0s");
+    assert_eq!(
+        routes[0]["metadata"]["filter_metadata"]["mcp_tool_search"]["namespace"], "gateway",
+        "one namespace for the aggregated endpoint, named by the route"
+    );
+    let router = &hcm["http_filters"][2]["typed_config"];
+    let servers: Vec<&str> = router["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(servers, ["catalog", "python", "everything"]);
+    // A fetch waits for the router's slowest server: a hung one is left out of the list by the
+    // router when its timeout passes, which must come before the fetch's own.
+    let slowest_ms = router["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let t = s["mcp_cluster"]["timeout"].as_str().unwrap();
+            t.strip_suffix('s').unwrap().parse::<u64>().unwrap() * 1000
+        })
+        .max()
+        .unwrap();
+    assert!(
+        config.catalog.timeout_ms > slowest_ms,
+        "catalog.timeout {} ms is not above mcp_router's {slowest_ms} ms",
+        config.catalog.timeout_ms
+    );
+    // The catalog fetch goes through this listener.
+    let clusters = gw["static_resources"]["clusters"].as_array().unwrap();
+    let own = clusters.iter().find(|c| c["name"] == "self").unwrap();
+    assert_eq!(
+        own["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]["address"]
+            ["socket_address"]["port_value"],
+        *port
     );
 }
 

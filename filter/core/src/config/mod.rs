@@ -317,6 +317,20 @@ impl Config {
             },
         };
         obj.finish()?;
+        if let Some(policy) = config.authorization.as_mut() {
+            if let Some(i) = policy.rules.iter().position(|r| r.servers.is_some()) {
+                let Some(separator) = config.group_separator.clone() else {
+                    return Err(ConfigError::missing(
+                        "group_separator",
+                        &format!(
+                            "the separator between server and tool names, \"__\" behind Envoy's \
+                             mcp_router, since `authorization.rules[{i}].servers` names servers"
+                        ),
+                    ));
+                };
+                policy.server_separator = Some(separator);
+            }
+        }
         Ok(config)
     }
 

@@ -25,12 +25,15 @@ pub enum Effect {
 }
 
 /// One rule: when the caller's `claim` holds one of `values` (or any value, for `*`), the
-/// tools matching `namespaces` × `tools` get `effect`.
+/// tools matching `namespaces` × `servers` × `tools` get `effect`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rule {
     pub claim: String,
     pub values: Vec<String>,
     pub namespaces: Vec<Glob>,
+    /// Globs of the server a tool name routes to behind an aggregating router (the part before
+    /// the first `group_separator`); `None`: any tool, prefixed or not.
+    pub servers: Option<Vec<Glob>>,
     pub tools: Vec<Glob>,
     pub effect: Effect,
 }
@@ -40,6 +43,18 @@ pub struct Policy {
     pub identity: IdentitySource,
     pub rules: Vec<Rule>,
     pub default: Effect,
+    /// The configuration's `group_separator`, which splits a tool name into server and tool
+    /// for `servers` rules (set by `Config::parse`, which validates that rules need it).
+    pub server_separator: Option<String>,
+}
+
+/// The server a prefixed tool name reaches, split the way Envoy's `mcp_router` splits it: at
+/// the first separator, the prefix kept even when empty (the router then finds no server
+/// and refuses the call). No separator in the name: no server, so no `servers` rule matches
+/// (a router with several servers refuses such a call; one with a single server sends it
+/// there, and only a rule without `servers` should decide it).
+pub fn server_of<'n>(name: &'n str, separator: &str) -> Option<&'n str> {
+    name.split_once(separator).map(|(server, _)| server)
 }
 
 /// The caller's claim values, as read from their identity.
@@ -163,7 +178,12 @@ impl Policy {
                     .any(|want| (want == "*" && !have.is_empty()) || have.contains(want))
                     && rule.namespaces.iter().any(|g| g.matches(namespace))
             })
-            .map(|(i, rule)| (i, rule.tools.as_slice(), rule.effect))
+            .map(|(i, rule)| ScopedRule {
+                position: i,
+                servers: rule.servers.as_deref(),
+                tools: rule.tools.as_slice(),
+                effect: rule.effect,
+            })
             .collect();
         // A caller nobody identified (no token, a repeated identity header) cannot be told
         // apart from one a deny rule names: with any deny rule, the default does not apply.
@@ -174,39 +194,69 @@ impl Policy {
         } else {
             self.default
         };
-        Scope { rules, default }
+        Scope {
+            rules,
+            default,
+            separator: self.server_separator.as_deref(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct ScopedRule<'p> {
+    position: usize,
+    servers: Option<&'p [Glob]>,
+    tools: &'p [Glob],
+    effect: Effect,
+}
+
+impl ScopedRule<'_> {
+    fn matches(&self, name: &str, separator: Option<&str>) -> bool {
+        let server_matches = match self.servers {
+            None => true,
+            // Parsing refuses `servers` without a separator; should one get here, it matches
+            // nothing rather than everything.
+            Some(servers) => separator
+                .and_then(|sep| server_of(name, sep))
+                .is_some_and(|server| servers.iter().any(|g| g.matches(server))),
+        };
+        server_matches && self.tools.iter().any(|g| g.matches(name))
+    }
+
+    fn matches_everything(&self) -> bool {
+        self.servers.is_none() && self.tools.iter().any(Glob::matches_everything)
     }
 }
 
 /// A policy narrowed to one caller and namespace.
 #[derive(Debug, Clone)]
 pub struct Scope<'p> {
-    /// (position in the policy, tool globs, effect).
-    rules: Vec<(usize, &'p [Glob], Effect)>,
+    rules: Vec<ScopedRule<'p>>,
     default: Effect,
+    separator: Option<&'p str>,
 }
 
 impl Scope<'_> {
     pub fn allows(&self, name: &str) -> bool {
         self.rules
             .iter()
-            .find(|(_, tools, _)| tools.iter().any(|g| g.matches(name)))
-            .map_or(self.default, |&(_, _, effect)| effect)
+            .find(|rule| rule.matches(name, self.separator))
+            .map_or(self.default, |rule| rule.effect)
             == Effect::Allow
     }
 
     /// Which rules apply, by position: two callers with the same rules see the same tools.
     pub fn rules(&self) -> Vec<usize> {
-        self.rules.iter().map(|&(i, _, _)| i).collect()
+        self.rules.iter().map(|rule| rule.position).collect()
     }
 
     /// Whether every tool is allowed, as far as the rules show without a name: an allow-all
     /// rule reached before any deny rule, or no deny rule and an allowing default.
     pub fn allows_everything(&self) -> bool {
-        for (_, tools, effect) in &self.rules {
-            match effect {
+        for rule in &self.rules {
+            match rule.effect {
                 Effect::Deny => return false,
-                Effect::Allow if tools.iter().any(Glob::matches_everything) => return true,
+                Effect::Allow if rule.matches_everything() => return true,
                 Effect::Allow => {}
             }
         }
@@ -250,6 +300,7 @@ impl Policy {
             identity,
             rules,
             default,
+            server_separator: None,
         })
     }
 }
@@ -339,6 +390,20 @@ fn parse_rule(path: &str, value: &Value) -> Result<Rule, ConfigError> {
         })
     };
     let namespaces = globs(&mut obj, "namespaces")?;
+    let servers = match obj.take("servers") {
+        Some(v) => {
+            let names = string_list(&format!("{path}.servers"), v)?;
+            if names.is_empty() {
+                return Err(ConfigError::invalid(
+                    &format!("{path}.servers"),
+                    v,
+                    "a non-empty list of server names or `*` globs (leave the field out for every server)",
+                ));
+            }
+            Some(names.iter().map(|p| Glob::new(p)).collect())
+        }
+        None => None,
+    };
     let tools = globs(&mut obj, "tools")?;
     let effect = match obj.take("effect") {
         None => Effect::Allow,
@@ -349,6 +414,7 @@ fn parse_rule(path: &str, value: &Value) -> Result<Rule, ConfigError> {
         claim,
         values,
         namespaces,
+        servers,
         tools,
         effect,
     })
@@ -418,6 +484,107 @@ mod tests {
         assert!(open.scope(&support, "demo").allows_everything());
         let x = Caller::from_payload(json!({"roles": ["x"]}));
         assert!(open.scope(&x, "demo").allows_everything());
+    }
+
+    /// Behind `mcp_router` (servers `alpha` and `beta`, separator `__`), a caller allowed only
+    /// `alpha` tries to reach `beta` by every spelling of a tool name; the router splits at the
+    /// first `__` and routes by the exact prefix, so each name must be decided by that prefix.
+    #[test]
+    fn a_servers_rule_holds_against_every_spelling_of_another_server() {
+        let config = crate::config::Config::parse(
+            r#"{"group_separator": "__",
+                "authorization": {"identity": {"source": "header", "header": "x-roles"},
+                  "rules": [{"claim": "roles", "values": ["pay"], "servers": ["alpha"]}]}}"#,
+        )
+        .unwrap();
+        let policy = config.authorization.as_ref().unwrap();
+        let pay = Caller::from_header("roles", "pay");
+        let scope = policy.scope(&pay, "gateway");
+        assert!(scope.allows("alpha__stripe_refund_charge"));
+        // The router sends this to `alpha` (tool `beta__x`): alpha's business, not beta's.
+        assert!(scope.allows("alpha__beta__x"));
+        for name in [
+            "beta__square_refund_payment",
+            "beta___x",       // server `beta`, tool `_x`
+            "BETA__x",        // no server `BETA`: the router refuses, and so do we
+            "Alpha__x",       // server names are compared exactly, as the router does
+            "alpha_x",        // no separator: no server
+            "alpha",          // no separator
+            "__alpha__x",     // server `` (empty)
+            "_alpha__x",      // server `_alpha`
+            "alpha \u{0}__x", // not `alpha`
+            "beta__alpha__x", // server `beta`
+            "",
+        ] {
+            assert!(!scope.allows(name), "{name:?} must be refused");
+        }
+        assert!(!scope.allows_everything());
+        // A deny rule by server holds the same way; other servers stay allowed.
+        let config = crate::config::Config::parse(
+            r#"{"group_separator": "__",
+                "authorization": {"identity": {"source": "header", "header": "x-roles"},
+                  "rules": [{"claim": "roles", "values": ["*"], "servers": ["beta", "gam*"], "effect": "deny"},
+                            {"claim": "roles", "values": ["*"], "tools": ["*"]}]}}"#,
+        )
+        .unwrap();
+        let policy = config.authorization.as_ref().unwrap();
+        let scope = policy.scope(&pay, "gateway");
+        assert!(!scope.allows("beta__x"));
+        assert!(!scope.allows("gamma__x"));
+        assert!(!scope.allows("beta____x"));
+        assert!(scope.allows("alpha__beta__x"));
+        assert!(scope.allows("betamax__x"));
+        assert!(scope.allows("plain"));
+        assert!(!scope.allows_everything());
+    }
+
+    #[test]
+    fn servers_and_tools_both_narrow_a_rule() {
+        let config = crate::config::Config::parse(
+            r#"{"group_separator": "__",
+                "authorization": {"identity": {"source": "header", "header": "x-roles"},
+                  "rules": [{"claim": "roles", "values": ["r"], "servers": ["alpha"], "tools": ["*_get_*"]},
+                            {"claim": "roles", "values": ["r"], "servers": ["*"], "tools": ["*__echo"]}],
+                  "default": "deny"}}"#,
+        )
+        .unwrap();
+        let policy = config.authorization.as_ref().unwrap();
+        let scope = policy.scope(&Caller::from_header("roles", "r"), "gateway");
+        assert!(scope.allows("alpha__github_get_issue"));
+        assert!(!scope.allows("alpha__github_create_issue"));
+        assert!(!scope.allows("beta__github_get_issue"));
+        assert!(scope.allows("beta__echo"));
+        // `*` over servers still needs a server: an unprefixed name is not one.
+        assert!(!scope.allows("echo"));
+    }
+
+    #[test]
+    fn servers_rules_need_a_separator_and_names() {
+        let err = |text: &str| crate::config::Config::parse(text).unwrap_err().to_string();
+        let e = err(
+            r#"{"authorization": {"identity": {"source": "header", "header": "x"},
+            "rules": [{"claim": "roles", "values": ["a"]}, {"claim": "roles", "values": ["a"], "servers": ["alpha"]}]}}"#,
+        );
+        assert!(e.contains("`group_separator` is missing"), "{e}");
+        assert!(
+            e.contains("`authorization.rules[1].servers` names servers"),
+            "{e}"
+        );
+        let e = err(
+            r#"{"group_separator": "__", "authorization": {"identity": {"source": "header", "header": "x"},
+            "rules": [{"claim": "roles", "values": ["a"], "servers": []}]}}"#,
+        );
+        assert!(e.contains("`authorization.rules[0].servers` is []"), "{e}");
+        let e = err(
+            r#"{"group_separator": "__", "authorization": {"identity": {"source": "header", "header": "x"},
+            "rules": [{"claim": "roles", "values": ["a"], "servers": "alpha"}]}}"#,
+        );
+        assert!(e.contains("`authorization.rules[0].servers`"), "{e}");
+        let e = err(
+            r#"{"authorization": {"identity": {"source": "header", "header": "x"},
+            "rules": [{"claim": "roles", "values": ["a"], "server": ["alpha"]}]}}"#,
+        );
+        assert!(e.contains("servers"), "the known fields are named: {e}");
     }
 
     #[test]

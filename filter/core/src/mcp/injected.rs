@@ -20,6 +20,9 @@ pub const DESCRIBED_NAMES: usize = 256;
 pub const MAX_DESCRIBE: usize = 20;
 
 pub const LIST_GROUPS: &str = "list_tool_groups";
+/// How many group names the search tool's description carries: every server of a large
+/// gateway (tens), without letting a catalog of thousands of one-tool groups fill the context.
+const DESCRIBED_GROUPS: usize = 64;
 pub const DESCRIBE: &str = "describe_tool";
 pub const CALL: &str = "call_tool";
 /// How the cursors of lists answered for a query begin (the offset of the page follows).
@@ -154,6 +157,26 @@ fn search_definition(
             "the full definitions of the best matching tools"
         }
     );
+    if groups.len() > 1 {
+        // Behind an aggregating router the groups are its servers: naming them tells the model
+        // where a tool can come from before it spends a search on finding out. Said before the
+        // tool names, which stay last (clients read that list to the end).
+        let shown: Vec<&str> = groups
+            .iter()
+            .take(DESCRIBED_GROUPS)
+            .map(String::as_str)
+            .collect();
+        description.push_str(&format!(
+            " The tools fall into {} groups: {}{}; pass one as group to search only it.",
+            groups.len(),
+            shown.join(", "),
+            if groups.len() > shown.len() {
+                format!(" (and {} more)", groups.len() - shown.len())
+            } else {
+                String::new()
+            }
+        ));
+    }
     if !hidden.is_empty() {
         let shown: Vec<&str> = hidden.iter().take(DESCRIBED_NAMES).copied().collect();
         description.push_str(" Tools you can find include: ");
@@ -649,6 +672,20 @@ mod tests {
             search["inputSchema"]["properties"]["group"]["enum"],
             serde_json::json!(["github", "slack"])
         );
+        assert!(search["description"].as_str().unwrap().contains(
+            " The tools fall into 2 groups: github, slack; pass one as group to search only it. \
+             Tools you can find include: t000,"
+        ));
+        assert!(!d.contains("groups:"), "one group is not worth naming");
+        let many: Vec<String> = (0..70).map(|i| format!("server{i:02}")).collect();
+        let wide: Value =
+            serde_json::from_str(&definitions(&config, &refs, &many, true)[0]).unwrap();
+        let d = wide["description"].as_str().unwrap();
+        assert!(
+            d.contains("70 groups: server00, server01,") && d.contains("server63 (and 6 more);"),
+            "{d}"
+        );
+        assert!(!d.contains("server64"));
         for d in &defs {
             let v: Value = serde_json::from_str(d).unwrap();
             assert_eq!(v["annotations"]["readOnlyHint"], v["name"] != CALL);
