@@ -730,7 +730,12 @@ mod tests {
         Ranked {
             found: tools
                 .iter()
-                .map(|tool| Found { tool, score: 1.0 })
+                .zip(0..)
+                .map(|(tool, doc)| Found {
+                    tool,
+                    score: 1.0,
+                    doc,
+                })
                 .collect(),
             matches,
             candidates: 300,
@@ -739,6 +744,7 @@ mod tests {
                 crate::rank::search::FallbackKind::Timeout,
                 "embeddings service timed out",
             )),
+            scoring: Default::default(),
         }
     }
 
