@@ -290,7 +290,7 @@ fn embed_cached(
             .filter_map(|c| <[u8; 4]>::try_from(c).ok())
             .map(f32::from_le_bytes)
             .collect();
-        if !texts.is_empty() && floats.len() % texts.len() == 0 {
+        if !texts.is_empty() && floats.len().is_multiple_of(texts.len()) {
             let dim = floats.len() / texts.len();
             return Ok(floats.chunks(dim).map(<[f32]>::to_vec).collect());
         }
