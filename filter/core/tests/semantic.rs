@@ -279,6 +279,28 @@ fn fused_scores(config: &str) -> Vec<(String, f32)> {
             tool: &lookup,
         }),
     );
+    // Every result's explanation arrives at the score it was ranked by.
+    for f in &ranked.found {
+        let why = mcp_tool_search_core::rank::explain::explain(
+            &index,
+            FUSED_QUERY,
+            &ranked.scoring,
+            f.doc,
+        );
+        assert_eq!(why.name, f.tool.name);
+        assert_eq!(why.ranking, ranked.strategy.name());
+        assert!(close(why.score, f.score), "{why:?} vs {}", f.score);
+        match &why.vector {
+            Some(v) => {
+                assert!(close(v.fused, f.score), "{why:?}");
+                let cos = vectors[f.doc as usize][0];
+                assert!(close(v.cosine, cos), "{why:?}");
+            }
+            None => assert_eq!(ranked.strategy.name(), "bm25", "{why:?}"),
+        }
+        let terms: f32 = why.bm25.terms.iter().map(|t| t.score).sum();
+        assert!(close(terms, why.bm25.score), "{why:?}");
+    }
     ranked
         .found
         .iter()
