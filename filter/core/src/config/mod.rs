@@ -132,8 +132,8 @@ pub struct FieldWeights {
 
 impl Default for FieldWeights {
     fn default() -> Self {
-        // The name says what a tool does in the fewest words; argument names describe how to
-        // call it, not what for, and would drown intent when indexed by default.
+        // The name says what a tool does in the fewest words; arguments count for less (see
+        // `DEFAULT_INPUT_SCHEMA_WEIGHT`).
         FieldWeights {
             name: 2.0,
             description: 1.0,
@@ -143,9 +143,11 @@ impl Default for FieldWeights {
 }
 
 /// Argument names and descriptions say much of what a real tool does ("attendees", "refund
-/// amount"), but also repeat words every tool of a service shares ("owner", "repo", "limit"):
-/// low enough that they decide only between tools their name and description leave tied.
-/// Chosen on the schema set (`testdata/schema-tools`, README "Retrieval quality").
+/// reason: fraudulent"), but also repeat words every tool of a service shares ("owner",
+/// "repo", "limit"): weighted at a quarter of a name, so that they find what only they name
+/// without outranking a tool whose name and description say it. The best of 0 to 1 on the first
+/// half of the schema set (`testdata/schema-tools`, README "Retrieval quality"); at 1 the plain
+/// queries there lose to shared argument words.
 pub const DEFAULT_INPUT_SCHEMA_WEIGHT: f32 = 0.5;
 
 /// How BM25 scores and re-ranks, beyond the field weights. Not plugin configuration: the
