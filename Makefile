@@ -145,11 +145,12 @@ fmt:
 	cargo fmt --all
 
 # EMBEDDINGS=1 adds the vector and hybrid rankers, with the sidecar started (and stopped) here.
+# Every ranker is printed for the whole set and for each half (parameters are chosen on the first).
 eval:
 ifeq ($(EMBEDDINGS),1)
 	$(MAKE) --no-print-directory model embedder
 	cargo build --release --quiet -p mcp-tool-search-core --example eval
-	embedder/with-sidecar.sh sh -c 'target/release/examples/eval "$$0" --embeddings "$$EMBEDDINGS_URL" $(if $(MIN_NDCG),--min-ndcg $(MIN_NDCG))' $(DATA)
+	EMBEDDER_BIN=$(EMBEDDER_BIN) embedder/with-sidecar.sh sh -c '$(or $(CARGO_TARGET_DIR),target)/release/examples/eval "$$0" --embeddings "$$EMBEDDINGS_URL" $(if $(MIN_NDCG),--min-ndcg $(MIN_NDCG))' $(DATA)
 else
 	cargo run --release --quiet -p mcp-tool-search-core --example eval -- $(DATA) $(if $(MIN_NDCG),--min-ndcg $(MIN_NDCG))
 endif

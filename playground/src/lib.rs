@@ -223,8 +223,11 @@ impl Playground {
         let host = MemoryHost::default();
         host.clock_ms.set(CLOCK_MS);
         let upstream_tools = upstream_tools(&list)?;
+        let plugin = Plugin::new(config.clone(), "playground".to_string());
+        // A worker's plugin: it serves this page's requests, so it embeds in the background.
+        plugin.stream_started();
         let playground = Playground {
-            plugin: Plugin::new(config.clone(), "playground".to_string()),
+            plugin,
             config,
             namespace,
             host,
@@ -539,21 +542,7 @@ impl Playground {
                 "no tool vectors yet",
             )),
         };
-        let explain_vectors = vectors.as_ref().ok().map(|v| search::Vectors {
-            query: v.query,
-            tool: v.tool,
-        });
         let ranked = search::search(&index, &self.config, &args.query, allowed, vectors);
-        let found: Vec<&str> = ranked.found.iter().map(|f| f.tool.name.as_str()).collect();
-        let explained = explain::explain(
-            &index,
-            &self.config,
-            &args.query,
-            allowed,
-            explain_vectors.as_ref(),
-            ranked.strategy,
-            &found,
-        );
         view.rows = ranked
             .found
             .iter()
@@ -562,10 +551,12 @@ impl Playground {
                 rank: args.query.offset + i + 1,
                 name: f.tool.name.clone(),
                 score: f.score,
-                explain: explained
-                    .iter()
-                    .find(|e| e.name == f.tool.name)
-                    .map(explain_view),
+                explain: Some(explain_view(&explain::explain(
+                    &index,
+                    &args.query.text,
+                    &ranked.scoring,
+                    f.doc,
+                ))),
             })
             .collect();
         view.strategy = Some(ranked.strategy.name());
@@ -589,9 +580,10 @@ fn no_query_vector() -> Fallback {
 
 fn explain_view(e: &Explanation) -> ExplainView {
     ExplainView {
-        bm25: e.bm25,
-        bm25_normalized: e.bm25_normalized,
+        bm25: e.bm25.score,
+        bm25_normalized: e.bm25.normalized,
         terms: e
+            .bm25
             .terms
             .iter()
             .map(|t| TermView {

@@ -7,8 +7,18 @@
 //! `queries.jsonl` (`{"id","query","relevant":[names]}` one a line). With `--embeddings` (an
 //! OpenAI-compatible `/v1/embeddings` URL, e.g. the embedder sidecar) it also prints the
 //! `vector` and `hybrid` rankers; `--sweep` prints hybrid at other vector weights on stderr.
+//!
+//! The split: every parameter of the shipped ranking is chosen on the first half of
+//! `queries.jsonl` (by line order), and each figure is also printed for each half
+//! (`split=first|second ranker=...`), so the second half shows what the choice is worth on
+//! queries it never saw. `--set key=value` (repeatable) changes one parameter from the shipped
+//! default, for ablations and sweeps: `k1`, `b` (every field), `b_name`, `b_description`,
+//! `b_input_schema`, `per_field` (0/1), `feedback_docs`, `feedback_terms`,
+//! `feedback_weight`, `name`, `description`, `input_schema` (field weights), `hybrid` (the
+//! vector weight). `--vectors FILE` keeps the embeddings of tools and queries in FILE and reads
+//! them from there next time (same texts only).
 
-use mcp_tool_search_core::config::{Config, Ranking};
+use mcp_tool_search_core::config::{Config, Ranking, Tuning};
 use mcp_tool_search_core::index::catalog::{Catalog, CatalogIndex, Tool};
 use mcp_tool_search_core::rank::embeddings;
 use mcp_tool_search_core::rank::search::{self, Fallback, FallbackKind, Query};
@@ -184,11 +194,113 @@ fn evaluate(
 
 /// The figures rank every tool: no cosine floor (its effect is reported on its own).
 fn with_ranking(ranking: Ranking, weight: f32) -> Config {
-    let mut config = Config::default();
+    let mut config = base_config();
     config.search.ranking = ranking;
     config.search.hybrid_vector_weight = weight;
     config.search.min_cosine = None;
     config
+}
+
+thread_local! {
+    static OVERRIDES: std::cell::RefCell<Vec<(String, f32)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The shipped configuration with `--set` applied.
+fn base_config() -> Config {
+    let mut config = Config::default();
+    OVERRIDES.with(|o| {
+        for (key, value) in o.borrow().iter() {
+            apply(&mut config, key, *value);
+        }
+    });
+    config
+}
+
+const KEYS: &[&str] = &[
+    "k1",
+    "b",
+    "b_name",
+    "b_description",
+    "b_input_schema",
+    "per_field",
+    "feedback_docs",
+    "feedback_terms",
+    "feedback_weight",
+    "name",
+    "description",
+    "input_schema",
+    "hybrid",
+];
+
+fn apply(config: &mut Config, key: &str, v: f32) {
+    let t: &mut Tuning = &mut config.search.tuning;
+    match key {
+        "k1" => t.k1 = v,
+        "b" => t.b = [v; 3],
+        "b_name" => t.b[0] = v,
+        "b_description" => t.b[1] = v,
+        "b_input_schema" => t.b[2] = v,
+        "per_field" => t.per_field = v != 0.0,
+        "feedback_docs" => t.feedback_docs = v as usize,
+        "feedback_terms" => t.feedback_terms = v as usize,
+        "feedback_weight" => t.feedback_weight = v,
+        "name" => config.search.weights.name = v,
+        "description" => config.search.weights.description = v,
+        "input_schema" => config.search.weights.input_schema = v,
+        "hybrid" => config.search.hybrid_vector_weight = v,
+        _ => {}
+    }
+}
+
+/// The whole set's line, then each half's.
+fn report(
+    index: &CatalogIndex,
+    config: &Config,
+    queries: &[Labeled],
+    vectors: Option<(&ToolVectors, &[Vec<f32>])>,
+    ranker: &str,
+) -> Metrics {
+    let whole = evaluate(index, config, queries, vectors);
+    println!("{}", whole.line(ranker));
+    let half = queries.len() / 2;
+    let (first, second) = queries.split_at(half);
+    let split_vectors = vectors.map(|(t, q)| {
+        let (a, b) = q.split_at(half.min(q.len()));
+        ((t, a), (t, b))
+    });
+    let a = evaluate(index, config, first, split_vectors.map(|(a, _)| a));
+    let b = evaluate(index, config, second, split_vectors.map(|(_, b)| b));
+    println!("split=first {}", a.line(ranker));
+    println!("split=second {}", b.line(ranker));
+    whole
+}
+
+/// Vectors for `texts`, from `cache` when it holds exactly these texts, else from the service
+/// (and then stored in `cache`).
+fn embed_cached(
+    url: &str,
+    texts: &[String],
+    cache: Option<&Path>,
+) -> Result<Vec<Vec<f32>>, String> {
+    let key = mcp_tool_search_core::index::fnv::hash(texts.join("\n").as_bytes());
+    let path = cache.map(|c| c.with_extension(format!("{key:016x}.bin")));
+    if let Some(bytes) = path.as_ref().and_then(|p| std::fs::read(p).ok()) {
+        let floats: Vec<f32> = bytes
+            .chunks_exact(4)
+            .filter_map(|c| <[u8; 4]>::try_from(c).ok())
+            .map(f32::from_le_bytes)
+            .collect();
+        if !texts.is_empty() && floats.len().is_multiple_of(texts.len()) {
+            let dim = floats.len() / texts.len();
+            return Ok(floats.chunks(dim).map(<[f32]>::to_vec).collect());
+        }
+    }
+    let out = embed(url, texts)?;
+    if let Some(p) = path {
+        let bytes: Vec<u8> = out.iter().flatten().flat_map(|f| f.to_le_bytes()).collect();
+        std::fs::write(&p, bytes).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    Ok(out)
 }
 
 /// Queries no tool answers, to see what the floor keeps out.
@@ -306,6 +418,7 @@ fn run(
     embeddings_url: Option<&str>,
     sweep: bool,
     min_ndcg: Option<f64>,
+    cache: Option<&Path>,
 ) -> Result<(), String> {
     let tools_path = folder.join("tools.jsonl");
     let mut tools = Vec::new();
@@ -323,10 +436,15 @@ fn run(
             .map_err(|e| format!("{}:{}: {e}", queries_path.display(), i + 1))?;
         queries.push(q);
     }
-    let config = Config::default();
+    let config = base_config();
     let index = CatalogIndex::build("eval", Catalog::from_tools(tools), &config);
-    let bm25 = evaluate(&index, &config, &queries, None);
-    println!("{}", bm25.line("bm25"));
+    let half = queries.len() / 2;
+    println!(
+        "split: parameters chosen on the first half (queries 1 to {half}); second half {} to {} held out",
+        half + 1,
+        queries.len()
+    );
+    let bm25 = report(&index, &config, &queries, None, "bm25");
     // A quality floor for CI: a ranking change that loses NDCG@10 fails the run.
     if let Some(floor) = min_ndcg {
         let ndcg = bm25.ndcg10 / bm25.queries.max(1) as f64;
@@ -347,35 +465,35 @@ fn run(
         .map(embeddings::tool_text)
         .collect();
     let tool_vectors = ToolVectors {
-        by_position: embed(url, &texts)?.into_iter().map(Some).collect(),
+        by_position: embed_cached(url, &texts, cache)?
+            .into_iter()
+            .map(Some)
+            .collect(),
     };
     let query_texts: Vec<String> = queries.iter().map(|q| q.query.clone()).collect();
-    let query_vectors = embed(url, &query_texts)?;
+    let query_vectors = embed_cached(url, &query_texts, cache)?;
     let vectors = Some((&tool_vectors, query_vectors.as_slice()));
     let vector = with_ranking(Ranking::Vector, 1.0);
-    println!(
-        "{}",
-        evaluate(&index, &vector, &queries, vectors).line("vector")
-    );
-    let hybrid = with_ranking(
-        Ranking::Hybrid,
-        mcp_tool_search_core::config::DEFAULT_HYBRID_VECTOR_WEIGHT,
-    );
-    println!(
-        "{}",
-        evaluate(&index, &hybrid, &queries, vectors).line("hybrid")
-    );
+    report(&index, &vector, &queries, vectors, "vector");
+    let hybrid = with_ranking(Ranking::Hybrid, config.search.hybrid_vector_weight);
+    report(&index, &hybrid, &queries, vectors, "hybrid");
     let nonsense = embed(
         url,
         &NONSENSE.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
     )?;
     floor_report(&index, &queries, &tool_vectors, &query_vectors, &nonsense);
     if sweep {
-        for w in [0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9] {
+        // On the first half only: the weight is a parameter like any other.
+        let (first, first_v) = (
+            queries.get(..half).unwrap_or_default(),
+            query_vectors.get(..half).unwrap_or_default(),
+        );
+        for w in [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9] {
             let c = with_ranking(Ranking::Hybrid, w);
             eprintln!(
-                "{}",
-                evaluate(&index, &c, &queries, vectors).line(&format!("hybrid(w={w})"))
+                "split=first {}",
+                evaluate(&index, &c, first, Some((&tool_vectors, first_v)))
+                    .line(&format!("hybrid(w={w})"))
             );
         }
     }
@@ -395,6 +513,33 @@ fn main() -> ExitCode {
         .position(|a| a == "--embeddings")
         .and_then(|i| args.get(i + 1));
     let sweep = args.iter().any(|a| a == "--sweep");
+    let cache = args
+        .iter()
+        .position(|a| a == "--vectors")
+        .and_then(|i| args.get(i + 1))
+        .map(Path::new);
+    let mut overrides = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        if a != "--set" {
+            continue;
+        }
+        let parsed = args
+            .get(i + 1)
+            .and_then(|kv| kv.split_once('='))
+            .and_then(|(k, v)| Some((k.to_string(), v.parse::<f32>().ok()?)))
+            .filter(|(k, _)| KEYS.contains(&k.as_str()));
+        match parsed {
+            Some(kv) => overrides.push(kv),
+            None => {
+                eprintln!(
+                    "eval: --set needs key=number, key one of {}",
+                    KEYS.join(", ")
+                );
+                return ExitCode::from(2);
+            }
+        }
+    }
+    OVERRIDES.with(|o| *o.borrow_mut() = overrides);
     let min_ndcg = match args.iter().position(|a| a == "--min-ndcg") {
         None => None,
         Some(i) => match args.get(i + 1).and_then(|v| v.parse::<f64>().ok()) {
@@ -405,7 +550,13 @@ fn main() -> ExitCode {
             }
         },
     };
-    match run(Path::new(folder), url.map(String::as_str), sweep, min_ndcg) {
+    match run(
+        Path::new(folder),
+        url.map(String::as_str),
+        sweep,
+        min_ndcg,
+        cache,
+    ) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("eval: {e}");

@@ -178,3 +178,87 @@ fn false_removes_the_endpoint_and_its_health() {
     assert_passes(&mut env, post("/search"), SEARCH);
     assert_passes(&mut env, get("/health"), b"");
 }
+
+fn search_json(env: &mut TestEnv, body: &[u8]) -> (u32, Value) {
+    let out = exchange(
+        env,
+        post("/mcp/search"),
+        body,
+        ("200", "application/json", &[UPSTREAM]),
+    );
+    let Outcome::Local { status, body, .. } = &out else {
+        panic!("POST /mcp/search was not answered by the filter: {out:?}")
+    };
+    (*status, serde_json::from_slice(body).unwrap())
+}
+
+#[test]
+fn explain_true_explains_each_result_term_by_term_and_field_by_field() {
+    let mut env = env_with("{}");
+    let (status, v) = search_json(
+        &mut env,
+        br#"{"query":"refund a charge message","limit":3,"explain":true}"#,
+    );
+    assert_eq!(status, 200, "{v}");
+    let tools = v["tools"].as_array().unwrap();
+    let explained = v["explanations"].as_array().unwrap();
+    assert_eq!(explained.len(), tools.len(), "{v}");
+    for (tool, why) in tools.iter().zip(explained) {
+        assert_eq!(tool["name"], why["name"], "{v}");
+        assert_eq!(why["ranking"], "bm25", "{v}");
+        // The terms' scores add up to the BM25 score, and the normalized score is the result's.
+        let terms = why["bm25"]["terms"].as_array().unwrap();
+        let sum: f64 = terms.iter().map(|t| t["score"].as_f64().unwrap()).sum();
+        assert!(
+            (sum - why["bm25"]["score"].as_f64().unwrap()).abs() < 1e-4,
+            "{why}"
+        );
+        let best = why["bm25"]["best"].as_f64().unwrap();
+        assert!(
+            (why["score"].as_f64().unwrap() - sum / best).abs() < 1e-4,
+            "{why}"
+        );
+        // Each term's field shares add up to its score.
+        for t in terms {
+            let fields = t["fields"].as_array().unwrap();
+            let share: f64 = fields.iter().map(|f| f["score"].as_f64().unwrap()).sum();
+            assert!((share - t["score"].as_f64().unwrap()).abs() < 1e-4, "{t}");
+        }
+    }
+    // stripe_refund_charge: "refund" in name and description, "charg" likewise; in that order
+    // (query order), each with the name field first.
+    let first = &explained[0];
+    assert_eq!(first["name"], "stripe_refund_charge", "{v}");
+    let terms: Vec<&str> = first["bm25"]["terms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["term"].as_str().unwrap())
+        .collect();
+    assert_eq!(terms, ["refund", "charg"], "{first}");
+    let fields: Vec<&str> = first["bm25"]["terms"][0]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["name", "description"], "{first}");
+    assert_eq!(first["score"], 1.0, "{first}");
+    assert!(first.get("vector").is_none(), "{first}");
+    // The second result matched only "message".
+    assert_eq!(explained[1]["name"], "slack_post_message", "{v}");
+    assert_eq!(explained[1]["bm25"]["terms"][0]["term"], "messag", "{v}");
+
+    // Without it, no explanations; a non-boolean is refused with the field named.
+    let (_, plain) = search_json(&mut env, br#"{"query":"refund","explain":false}"#);
+    assert!(plain.get("explanations").is_none(), "{plain}");
+    let (status, bad) = search_json(&mut env, br#"{"query":"refund","explain":"yes"}"#);
+    assert_eq!(status, 400, "{bad}");
+    assert!(
+        bad["error"]
+            .as_str()
+            .unwrap()
+            .contains("\"explain\" must be true or false"),
+        "{bad}"
+    );
+}

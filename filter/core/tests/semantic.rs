@@ -21,11 +21,11 @@ const TOOLS: &[u8] = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"get
 const EMB: &str = r#""embeddings":{"cluster":"emb","model_id":"m","dimensions":2}"#;
 
 /// Vectors by tool (catalog order: get_weather, slack_post_message, stripe_refund_charge), as
-/// the embeddings service answers for each tool's text.
+/// the embeddings service answers for each tool's text (which ends with its name's words).
 fn tool_service(text: &str) -> Vec<f32> {
-    if text.contains("get_weather") {
+    if text.contains("(get weather)") {
         vec![1.0, 0.0]
-    } else if text.contains("slack_post_message") {
+    } else if text.contains("(slack post message)") {
         vec![0.0, 1.0]
     } else {
         vec![0.6, 0.8]
@@ -209,9 +209,9 @@ const FUSED_QUERY_VECTOR: [f32; 2] = [1.0, 0.0];
 /// Unit vectors at cosine 0.3, 0.6 and 1 from the query (all at or above the 0.25 floor, so
 /// the candidates that match are exactly these three).
 fn fused_vector(text: &str) -> Vec<f32> {
-    if text.contains("refund_charge") {
+    if text.contains("(refund charge)") {
         vec![0.3, 0.953_939_2]
-    } else if text.contains("refund_payment") {
+    } else if text.contains("(refund payment)") {
         vec![0.6, 0.8]
     } else {
         vec![1.0, 0.0]
@@ -257,7 +257,7 @@ fn fused_scores(config: &str) -> Vec<(String, f32)> {
         .tools()
         .iter()
         .map(|t| {
-            let mut v = fused_vector(&t.name);
+            let mut v = fused_vector(&mcp_tool_search_core::rank::embeddings::tool_text(t));
             mcp_tool_search_core::vector::normalize(&mut v).unwrap();
             v
         })
@@ -279,6 +279,28 @@ fn fused_scores(config: &str) -> Vec<(String, f32)> {
             tool: &lookup,
         }),
     );
+    // Every result's explanation arrives at the score it was ranked by.
+    for f in &ranked.found {
+        let why = mcp_tool_search_core::rank::explain::explain(
+            &index,
+            FUSED_QUERY,
+            &ranked.scoring,
+            f.doc,
+        );
+        assert_eq!(why.name, f.tool.name);
+        assert_eq!(why.ranking, ranked.strategy.name());
+        assert!(close(why.score, f.score), "{why:?} vs {}", f.score);
+        match &why.vector {
+            Some(v) => {
+                assert!(close(v.fused, f.score), "{why:?}");
+                let cos = vectors[f.doc as usize][0];
+                assert!(close(v.cosine, cos), "{why:?}");
+            }
+            None => assert_eq!(ranked.strategy.name(), "bm25", "{why:?}"),
+        }
+        let terms: f32 = why.bm25.terms.iter().map(|t| t.score).sum();
+        assert!(close(terms, why.bm25.score), "{why:?}");
+    }
     ranked
         .found
         .iter()

@@ -25,8 +25,11 @@ impl Filter {
         let config = Config::parse(config).map_err(|e| e.to_string())?;
         let host = MemoryHost::default();
         host.clock_ms.set(1_767_225_600_000);
+        let plugin = Plugin::new(config.clone(), "native".into());
+        // As the glue does when a stream starts on the worker.
+        plugin.stream_started();
         Ok(Filter {
-            plugin: Plugin::new(config.clone(), "native".into()),
+            plugin,
             config,
             host,
             namespace: namespace.into(),

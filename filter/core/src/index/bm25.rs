@@ -1,16 +1,22 @@
-//! BM25 over tool fields (Robertson & Zaragoza, "The Probabilistic Relevance Framework", 2009),
-//! with per-field weights folded into term frequency and document length (the simple BM25F),
-//! and Lucene's non-negative idf. Built once per catalog; a query touches only the postings of
-//! its own terms.
+//! BM25 over tool fields (Robertson & Zaragoza, "The Probabilistic Relevance Framework: BM25
+//! and Beyond", 2009) in its BM25F form (Robertson, Zaragoza & Taylor, "Simple BM25 extension
+//! to multiple weighted fields", CIKM 2004): each field's term frequency is normalized by that
+//! field's own length, weighted, and the fields are summed before the one saturation, so a term
+//! found in name and description counts more than in one, but never twice a full BM25 term.
+//! Lucene's non-negative idf. Built once per catalog; a query touches only the postings of its
+//! own terms, whose saturating input (the pseudo term frequency) is computed at build time.
 
-use crate::config::FieldWeights;
+use crate::config::{FieldWeights, Tuning};
 use crate::index::fnv::FnvHashMap;
 use crate::index::stem::stem;
 use crate::index::tokenizer::{for_each_word, is_stop_word, terms};
 use std::cmp::Ordering;
 
-pub const K1: f32 = 1.2;
 pub const B: f32 = 0.75;
+
+/// The fields, in the order of `FIELD_NAMES` and of `Tuning::b`.
+pub const FIELDS: usize = 3;
+pub const FIELD_NAMES: [&str; FIELDS] = ["name", "description", "input_schema"];
 
 /// The text of one tool, split by field.
 #[derive(Debug, Clone, Copy)]
@@ -22,13 +28,31 @@ pub struct Fields<'a> {
     pub input_schema: &'a str,
 }
 
+impl<'a> Fields<'a> {
+    /// Each text with the field it counts in.
+    fn texts(&self) -> [(&'a str, usize); 4] {
+        [
+            (self.name, 0),
+            (self.title, 1),
+            (self.description, 1),
+            (self.input_schema, 2),
+        ]
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct Bm25Index {
     doc_count: usize,
-    doc_len: Vec<f32>,
+    weights: [f32; FIELDS],
+    tuning: Tuning,
+    /// Per document, the number of terms in each field.
+    field_len: Vec<[f32; FIELDS]>,
+    avg_field_len: [f32; FIELDS],
+    /// Weighted document lengths and their mean (the length normalization without BM25F).
     avg_len: f32,
     term_ids: FnvHashMap<String, u32>,
-    /// Per term: (document, weighted term frequency), documents ascending.
+    /// Per term: (document, pseudo term frequency: weighted and length-normalized), documents
+    /// ascending.
     postings: Vec<Vec<(u32, f32)>>,
 }
 
@@ -37,30 +61,51 @@ pub struct Bm25Index {
 pub struct TermScore {
     pub term: String,
     pub idf: f32,
+    /// The pseudo term frequency: the fields' weighted, length-normalized frequencies summed.
     pub tf: f32,
     pub score: f32,
+    /// Per field (`FIELD_NAMES` order): the raw frequency, and the field's share of `tf`.
+    pub fields: [FieldPart; FIELDS],
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct FieldPart {
+    pub tf: f32,
+    pub length: f32,
+    pub avg_length: f32,
+    pub weight: f32,
+    pub b: f32,
+    /// This field's part of the pseudo term frequency.
+    pub normalized_tf: f32,
 }
 
 impl Bm25Index {
     pub fn build<'a>(docs: impl IntoIterator<Item = Fields<'a>>, weights: FieldWeights) -> Self {
-        let mut index = Bm25Index::default();
-        // A tool has a few dozen distinct terms: a list searched linearly beats a map.
-        let mut tf: Vec<(u32, f32)> = Vec::new();
+        Self::build_tuned(docs, weights, Tuning::default())
+    }
+
+    pub fn build_tuned<'a>(
+        docs: impl IntoIterator<Item = Fields<'a>>,
+        weights: FieldWeights,
+        tuning: Tuning,
+    ) -> Self {
+        let mut index = Bm25Index {
+            weights: [weights.name, weights.description, weights.input_schema],
+            tuning,
+            ..Bm25Index::default()
+        };
+        // Per document, each term's frequency in each field; normalized once every length
+        // (and so each field's mean) is known.
+        let mut docs_tf: Vec<Vec<(u32, [f32; FIELDS])>> = Vec::new();
         // Each distinct word's term (None: a stop word), worked out once: a catalog repeats a
         // few hundred words across hundreds of thousands of tokens.
         let mut memo: FnvHashMap<String, Option<u32>> = FnvHashMap::default();
         let mut buf = String::new();
-        for (doc, fields) in docs.into_iter().enumerate() {
-            let doc = u32::try_from(doc).unwrap_or(u32::MAX);
-            tf.clear();
-            let mut len = 0.0;
-            for (text, weight) in [
-                (fields.name, weights.name),
-                (fields.title, weights.description),
-                (fields.description, weights.description),
-                (fields.input_schema, weights.input_schema),
-            ] {
-                if weight <= 0.0 || text.is_empty() {
+        for fields in docs {
+            let mut tf: Vec<(u32, [f32; FIELDS])> = Vec::new();
+            let mut len = [0.0f32; FIELDS];
+            for (text, field) in fields.texts() {
+                if index.weights.get(field).is_none_or(|&w| w <= 0.0) || text.is_empty() {
                     continue;
                 }
                 let term_ids = &mut index.term_ids;
@@ -68,42 +113,89 @@ impl Bm25Index {
                     let id = match memo.get(word) {
                         Some(&id) => id,
                         None => {
-                            let id = (!is_stop_word(word)).then(|| {
-                                let next = u32::try_from(term_ids.len()).unwrap_or(u32::MAX);
-                                *term_ids.entry(stem(word)).or_insert(next)
-                            });
+                            let id = term_of(term_ids, word);
                             memo.insert(word.to_string(), id);
                             id
                         }
                     };
                     if let Some(id) = id {
-                        match tf.iter_mut().find(|(t, _)| *t == id) {
-                            Some((_, f)) => *f += weight,
-                            None => tf.push((id, weight)),
+                        add_tf(&mut tf, id, field, 1.0);
+                        if let Some(l) = len.get_mut(field) {
+                            *l += 1.0;
                         }
-                        len += weight;
                     }
                 });
             }
-            for &(term, freq) in &tf {
+            docs_tf.push(tf);
+            index.field_len.push(len);
+        }
+        index.doc_count = index.field_len.len();
+        let n = index.doc_count.max(1) as f32;
+        let mut total = 0.0;
+        for len in &index.field_len {
+            for (avg, l) in index.avg_field_len.iter_mut().zip(len) {
+                *avg += l / n;
+            }
+            total += index.weighted_len(len);
+        }
+        index.avg_len = (total / n).max(f32::MIN_POSITIVE);
+        for (doc, tf) in docs_tf.into_iter().enumerate() {
+            let doc = u32::try_from(doc).unwrap_or(u32::MAX);
+            let len = index
+                .field_len
+                .get(doc as usize)
+                .copied()
+                .unwrap_or_default();
+            for (term, freq) in tf {
+                let pseudo = index.pseudo_tf(&freq, &len);
                 let slot = term as usize;
                 if index.postings.len() <= slot {
                     index.postings.resize_with(slot + 1, Vec::new);
                 }
                 if let Some(list) = index.postings.get_mut(slot) {
-                    list.push((doc, freq));
+                    list.push((doc, pseudo));
                 }
             }
-            index.doc_len.push(len);
         }
-        index.doc_count = index.doc_len.len();
-        let total: f32 = index.doc_len.iter().sum();
-        index.avg_len = if index.doc_count == 0 {
-            1.0
-        } else {
-            (total / index.doc_count as f32).max(f32::MIN_POSITIVE)
-        };
         index
+    }
+
+    fn weighted_len(&self, len: &[f32; FIELDS]) -> f32 {
+        self.weights.iter().zip(len).map(|(w, l)| w * l).sum()
+    }
+
+    /// Each field's part of the pseudo term frequency of a term found `freq` times per field in
+    /// a document of field lengths `len`.
+    fn field_parts(&self, freq: &[f32; FIELDS], len: &[f32; FIELDS]) -> [f32; FIELDS] {
+        let mut out = [0.0; FIELDS];
+        if self.tuning.per_field {
+            for (f, slot) in out.iter_mut().enumerate() {
+                let (tf, l, avg, w, b) = (
+                    freq.get(f).copied().unwrap_or(0.0),
+                    len.get(f).copied().unwrap_or(0.0),
+                    self.avg_field_len.get(f).copied().unwrap_or(0.0),
+                    self.weights.get(f).copied().unwrap_or(0.0),
+                    self.tuning.b.get(f).copied().unwrap_or(B),
+                );
+                if tf > 0.0 && avg > 0.0 {
+                    *slot = w * tf / (1.0 - b + b * l / avg);
+                }
+            }
+        } else {
+            // One normalization by the weighted length of the whole tool (the simple BM25F,
+            // with the name's `b`).
+            let b = self.tuning.b.first().copied().unwrap_or(B);
+            let norm = 1.0 - b + b * self.weighted_len(len) / self.avg_len;
+            for (f, slot) in out.iter_mut().enumerate() {
+                let tf = freq.get(f).copied().unwrap_or(0.0);
+                *slot = self.weights.get(f).copied().unwrap_or(0.0) * tf / norm;
+            }
+        }
+        out
+    }
+
+    fn pseudo_tf(&self, freq: &[f32; FIELDS], len: &[f32; FIELDS]) -> f32 {
+        self.field_parts(freq, len).iter().sum()
     }
 
     pub fn len(&self) -> usize {
@@ -120,26 +212,22 @@ impl Bm25Index {
         (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
     }
 
-    fn term_score(&self, idf: f32, tf: f32, doc: u32) -> f32 {
-        let dl = self.doc_len.get(doc as usize).copied().unwrap_or(0.0);
-        idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / self.avg_len))
+    fn saturate(&self, idf: f32, tf: f32) -> f32 {
+        let k1 = self.tuning.k1;
+        idf * tf * (k1 + 1.0) / (tf + k1)
     }
 
-    /// The query's distinct terms that the index knows, with their postings.
-    fn query_postings(&self, query: &str) -> Vec<(String, &Vec<(u32, f32)>)> {
-        let mut seen: Vec<String> = Vec::new();
+    /// The query's distinct terms that the index knows, with their ids, in query order.
+    pub fn query_terms(&self, query: &str) -> Vec<(String, u32)> {
+        let mut seen: Vec<(String, u32)> = Vec::new();
         for t in terms(query) {
-            if !seen.contains(&t) {
-                seen.push(t);
+            if let Some(&id) = self.term_ids.get(&t) {
+                if !seen.iter().any(|(_, i)| *i == id) {
+                    seen.push((t, id));
+                }
             }
         }
-        seen.into_iter()
-            .filter_map(|t| {
-                let id = *self.term_ids.get(&t)?;
-                let list = self.postings.get(id as usize)?;
-                Some((t, list))
-            })
-            .collect()
+        seen
     }
 
     /// The BM25 score of every document for `query` (0 where no term matches).
@@ -152,37 +240,204 @@ impl Bm25Index {
     pub fn scores_and_matches(&self, query: &str) -> (Vec<f32>, Vec<u32>) {
         let mut scores = vec![0.0; self.doc_count];
         let mut matched = Vec::new();
-        for (_, list) in self.query_postings(query) {
+        let ids: Vec<(u32, f32)> = self
+            .query_terms(query)
+            .into_iter()
+            .map(|(_, id)| (id, 1.0))
+            .collect();
+        self.add_scores(&ids, &mut scores, Some(&mut matched));
+        (scores, matched)
+    }
+
+    /// Adds each weighted term's BM25 score to `scores`; documents scored for the first time
+    /// go to `matched` when given.
+    pub fn add_scores(
+        &self,
+        terms: &[(u32, f32)],
+        scores: &mut [f32],
+        mut matched: Option<&mut Vec<u32>>,
+    ) {
+        for &(id, weight) in terms {
+            let Some(list) = self.postings.get(id as usize) else {
+                continue;
+            };
             let idf = self.idf(list.len());
             for &(doc, tf) in list {
                 if let Some(s) = scores.get_mut(doc as usize) {
                     if *s == 0.0 {
-                        matched.push(doc);
+                        if let Some(m) = matched.as_deref_mut() {
+                            m.push(doc);
+                        }
                     }
-                    *s += self.term_score(idf, tf, doc);
+                    *s += weight * self.saturate(idf, tf);
                 }
             }
         }
-        (scores, matched)
     }
 
-    /// How `doc`'s score for `query` comes about, term by term.
-    pub fn explain(&self, query: &str, doc: u32) -> Vec<TermScore> {
-        self.query_postings(query)
+    /// The score one term adds to `doc` (0 when absent).
+    pub fn term_score(&self, id: u32, doc: u32) -> f32 {
+        let Some(list) = self.postings.get(id as usize) else {
+            return 0.0;
+        };
+        match list.binary_search_by_key(&doc, |&(d, _)| d) {
+            Ok(at) => list
+                .get(at)
+                .map_or(0.0, |&(_, tf)| self.saturate(self.idf(list.len()), tf)),
+            Err(_) => 0.0,
+        }
+    }
+
+    /// The terms of one document with their pseudo term frequencies, read again from its
+    /// fields (`fields` must be what the document was built from).
+    pub fn doc_terms(&self, doc: u32, fields: Fields<'_>) -> Vec<(u32, f32)> {
+        let len = self
+            .field_len
+            .get(doc as usize)
+            .copied()
+            .unwrap_or_default();
+        self.field_tf(fields)
             .into_iter()
-            .filter_map(|(term, list)| {
-                let at = list.binary_search_by_key(&doc, |&(d, _)| d).ok()?;
-                let &(_, tf) = list.get(at)?;
+            .map(|(id, freq)| (id, self.pseudo_tf(&freq, &len)))
+            .collect()
+    }
+
+    /// Each known term's raw frequency per field, as `build` counted it.
+    fn field_tf(&self, fields: Fields<'_>) -> Vec<(u32, [f32; FIELDS])> {
+        let mut tf: Vec<(u32, [f32; FIELDS])> = Vec::new();
+        let mut buf = String::new();
+        for (text, field) in fields.texts() {
+            if self.weights.get(field).is_none_or(|&w| w <= 0.0) || text.is_empty() {
+                continue;
+            }
+            for_each_word(text, &mut buf, |word| {
+                if is_stop_word(word) {
+                    return;
+                }
+                if let Some(&id) = self.term_ids.get(&stem(word)) {
+                    add_tf(&mut tf, id, field, 1.0);
+                }
+            });
+        }
+        tf
+    }
+
+    /// How `doc`'s score for `query` comes about, term by term and field by field. `fields`
+    /// must be what the document was built from.
+    pub fn explain(&self, query: &str, doc: u32, fields: Fields<'_>) -> Vec<TermScore> {
+        let found = self.field_tf(fields);
+        let len = self
+            .field_len
+            .get(doc as usize)
+            .copied()
+            .unwrap_or_default();
+        self.query_terms(query)
+            .into_iter()
+            .filter_map(|(term, id)| {
+                let (_, freq) = found.iter().find(|(t, _)| *t == id)?;
+                let list = self.postings.get(id as usize)?;
                 let idf = self.idf(list.len());
+                let parts = self.field_parts(freq, &len);
+                let tf: f32 = parts.iter().sum();
+                let mut fields = [FieldPart::default(); FIELDS];
+                for (f, part) in fields.iter_mut().enumerate() {
+                    *part = FieldPart {
+                        tf: freq.get(f).copied().unwrap_or(0.0),
+                        length: len.get(f).copied().unwrap_or(0.0),
+                        avg_length: self.avg_field_len.get(f).copied().unwrap_or(0.0),
+                        weight: self.weights.get(f).copied().unwrap_or(0.0),
+                        b: self.tuning.b.get(f).copied().unwrap_or(B),
+                        normalized_tf: parts.get(f).copied().unwrap_or(0.0),
+                    };
+                }
                 Some(TermScore {
                     term,
                     idf,
                     tf,
-                    score: self.term_score(idf, tf, doc),
+                    score: self.saturate(idf, tf),
+                    fields,
                 })
             })
             .collect()
     }
+
+    /// Whether the input schema is a field (its weight is above 0).
+    pub fn indexes_schema(&self) -> bool {
+        self.weights.get(2).is_some_and(|&w| w > 0.0)
+    }
+
+    pub fn k1(&self) -> f32 {
+        self.tuning.k1
+    }
+
+    /// The term a lowercase word stands for, when the index knows it.
+    pub fn term_id(&self, term: &str) -> Option<u32> {
+        self.term_ids.get(term).copied()
+    }
+
+    /// The term text of an id (a linear scan: for explanations only).
+    pub fn term_text(&self, id: u32) -> Option<&str> {
+        self.term_ids
+            .iter()
+            .find(|(_, &i)| i == id)
+            .map(|(t, _)| t.as_str())
+    }
+}
+
+fn term_of(term_ids: &mut FnvHashMap<String, u32>, word: &str) -> Option<u32> {
+    (!is_stop_word(word)).then(|| {
+        let next = u32::try_from(term_ids.len()).unwrap_or(u32::MAX);
+        *term_ids.entry(stem(word)).or_insert(next)
+    })
+}
+
+/// A tool has a few dozen distinct terms: a list searched linearly beats a map.
+fn add_tf(tf: &mut Vec<(u32, [f32; FIELDS])>, id: u32, field: usize, n: f32) {
+    let at = match tf.iter().position(|(t, _)| *t == id) {
+        Some(at) => at,
+        None => {
+            tf.push((id, [0.0; FIELDS]));
+            tf.len() - 1
+        }
+    };
+    if let Some(slot) = tf.get_mut(at).and_then(|(_, f)| f.get_mut(field)) {
+        *slot += n;
+    }
+}
+
+/// Terms the best documents share, for pseudo-relevance feedback (RM3: Lavrenko & Croft,
+/// "Relevance-Based Language Models", SIGIR 2001; Abdul-Jaleel et al., UMass at TREC 2004):
+/// each document lends its terms in proportion to their share of it, weighted by its score.
+/// The query's own terms are left out; ties go to the lower term id (catalog order).
+pub fn feedback_terms(
+    docs: &[(f32, Vec<(u32, f32)>)],
+    exclude: &[u32],
+    count: usize,
+) -> Vec<(u32, f32)> {
+    let total: f32 = docs.iter().map(|(s, _)| *s).sum();
+    if total <= 0.0 || count == 0 {
+        return Vec::new();
+    }
+    let mut weights: FnvHashMap<u32, f32> = FnvHashMap::default();
+    for (score, terms) in docs {
+        let mass: f32 = terms.iter().map(|(_, tf)| tf).sum();
+        if mass <= 0.0 {
+            continue;
+        }
+        for &(id, tf) in terms {
+            if !exclude.contains(&id) {
+                *weights.entry(id).or_insert(0.0) += (score / total) * (tf / mass);
+            }
+        }
+    }
+    let mut out: Vec<(u32, f32)> = weights.into_iter().collect();
+    out.sort_by(|a, b| {
+        b.1.partial_cmp(&a.1)
+            .unwrap_or(Ordering::Equal)
+            .then(a.0.cmp(&b.0))
+    });
+    out.truncate(count);
+    out
 }
 
 /// A ranked document.
@@ -239,25 +494,94 @@ mod tests {
             .collect()
     }
 
+    fn tuned(k1: f32, b: [f32; 3], per_field: bool) -> Tuning {
+        Tuning {
+            k1,
+            b,
+            per_field,
+            ..Tuning::default()
+        }
+    }
+
     #[test]
-    fn scores_follow_bm25() {
+    fn scores_follow_bm25f() {
         let docs = [
             ("weather_forecast", "Get the weather forecast for a city."),
             ("stock_quote", "Get a stock quote."),
             ("flight_search", "Search flights between two cities."),
         ];
-        let index = Bm25Index::build(fields(&docs), FieldWeights::default());
+        let index = Bm25Index::build_tuned(
+            fields(&docs),
+            FieldWeights::default(),
+            tuned(1.2, [0.75, 0.5, 0.75], true),
+        );
         let s = index.scores("weather in Paris");
         assert!(s[0] > 0.0 && s[1] == 0.0 && s[2] == 0.0);
-        // weather: tf = 2 (name) + 1 (description); dl = 2*2 + 4 ("get weather forecast city").
-        let avg = index.avg_len;
+        // Name lengths 2, 2, 2 (mean 2); descriptions 4 ("get weather forecast city"), 3, 4
+        // ("search flights two cities"; "between" is a stop word), mean 11/3. weather: once in
+        // the name (weight 2, b 0.75), once in the description (weight 1, b 0.5).
+        let name_part = 2.0 * 1.0 / (0.25 + 0.75 * 2.0 / 2.0);
+        let desc_part = 1.0 * 1.0 / (0.5 + 0.5 * 4.0 / (11.0 / 3.0));
+        let tf = name_part + desc_part;
+        let idf = (1.0f32 + (3.0 - 1.0 + 0.5) / (1.0 + 0.5)).ln();
+        let expected = idf * tf * 2.2 / (tf + 1.2);
+        assert!((s[0] - expected).abs() < 1e-5, "{} vs {expected}", s[0]);
+        let explained = index.explain("weather in Paris", 0, fields(&docs)[0]);
+        assert_eq!(explained.len(), 1);
+        let w = &explained[0];
+        assert_eq!(w.term, "weather");
+        assert!((w.score - s[0]).abs() < 1e-6);
+        assert!((w.fields[0].normalized_tf - name_part).abs() < 1e-6);
+        assert!((w.fields[1].normalized_tf - desc_part).abs() < 1e-6);
+        assert_eq!(
+            (w.fields[0].tf, w.fields[1].tf, w.fields[2].tf),
+            (1.0, 1.0, 0.0)
+        );
+        assert_eq!((w.fields[1].length, w.fields[1].b), (4.0, 0.5));
+    }
+
+    /// Without BM25F, one normalization by the weighted length of the whole tool (the scorer
+    /// before per-field normalization), kept for the ablation.
+    #[test]
+    fn whole_document_normalization_when_not_per_field() {
+        let docs = [
+            ("weather_forecast", "Get the weather forecast for a city."),
+            ("stock_quote", "Get a stock quote."),
+            ("flight_search", "Search flights between two cities."),
+        ];
+        let index = Bm25Index::build_tuned(
+            fields(&docs),
+            FieldWeights::default(),
+            tuned(1.2, [0.75; 3], false),
+        );
+        let s = index.scores("weather in Paris");
+        // tf = 2 (name) + 1 (description); dl = 2*2 + 4; the mean of 8, 7, 8.
+        let avg = 23.0 / 3.0;
         let idf = (1.0f32 + (3.0 - 1.0 + 0.5) / (1.0 + 0.5)).ln();
         let expected = idf * 3.0 * 2.2 / (3.0 + 1.2 * (0.25 + 0.75 * 8.0 / avg));
         assert!((s[0] - expected).abs() < 1e-5, "{} vs {expected}", s[0]);
-        let explained = index.explain("weather in Paris", 0);
-        assert_eq!(explained.len(), 1);
-        assert_eq!(explained[0].term, "weather");
-        assert!((explained[0].score - s[0]).abs() < 1e-6);
+    }
+
+    /// A term in two fields scores above the same term in either, but below the two added:
+    /// the fields are combined before the saturation, which is concave.
+    #[test]
+    fn fields_combine_before_saturation() {
+        // Equal field lengths, so that only where "refund" is differs.
+        let docs = [
+            ("refund", "Refund charges."),
+            ("refund_", "Undo charges."),
+            ("undo", "Refund charges."),
+        ];
+        for k1 in [1.2, 8.0] {
+            let index = Bm25Index::build_tuned(
+                fields(&docs),
+                FieldWeights::default(),
+                tuned(k1, [0.75, 0.0, 0.75], true),
+            );
+            let s = index.scores("refund");
+            assert!(s[0] > s[1] && s[1] > s[2] && s[2] > 0.0, "k1 {k1}: {s:?}");
+            assert!(s[0] < s[1] + s[2], "k1 {k1}: {s:?}");
+        }
     }
 
     #[test]
@@ -279,16 +603,37 @@ mod tests {
             description: "Create an event.",
             input_schema: "attendees Email addresses of attendees",
         }];
-        let off = Bm25Index::build(docs, FieldWeights::default());
-        assert_eq!(off.scores("attendees")[0], 0.0);
-        let on = Bm25Index::build(
+        let off = Bm25Index::build(
             docs,
             FieldWeights {
-                input_schema: 0.5,
+                input_schema: 0.0,
                 ..FieldWeights::default()
             },
         );
+        assert_eq!(off.scores("attendees")[0], 0.0);
+        assert!(!off.indexes_schema());
+        let on = Bm25Index::build(docs, FieldWeights::default());
+        assert!(on.indexes_schema());
         assert!(on.scores("attendees")[0] > 0.0);
+        let why = on.explain("attendees", 0, docs[0]);
+        assert_eq!(why[0].fields[2].tf, 2.0);
+        assert_eq!(why[0].fields[0].tf + why[0].fields[1].tf, 0.0);
+    }
+
+    #[test]
+    fn feedback_terms_follow_the_best_documents() {
+        // Two documents: the better one lends more; the query's own term is left out; ties go
+        // to the lower id.
+        let docs = vec![
+            (3.0, vec![(0u32, 1.0), (1, 1.0), (2, 2.0)]),
+            (1.0, vec![(0u32, 1.0), (3, 1.0)]),
+        ];
+        let lent = feedback_terms(&docs, &[0], 3);
+        let ids: Vec<u32> = lent.iter().map(|(id, _)| *id).collect();
+        assert_eq!(ids, [2, 1, 3]);
+        assert!((lent[0].1 - 0.75 * 0.5).abs() < 1e-6, "{lent:?}");
+        assert!(feedback_terms(&docs, &[], 0).is_empty());
+        assert!(feedback_terms(&[], &[], 3).is_empty());
     }
 
     #[test]

@@ -119,6 +119,13 @@ impl Tool {
         {
             collect_schema_text(&schema, 0, &mut out);
         }
+        if out.len() > MAX_SCHEMA_TEXT_BYTES {
+            let cut = (0..=MAX_SCHEMA_TEXT_BYTES)
+                .rev()
+                .find(|&i| out.is_char_boundary(i))
+                .unwrap_or(0);
+            out.truncate(cut);
+        }
         out
     }
 
@@ -133,16 +140,25 @@ impl Tool {
     }
 }
 
-/// Property names and descriptions, nested objects included, a few levels deep: enough to
-/// index "what can I pass" without walking pathological schemas.
+/// The most schema text read per tool: a few dozen arguments with their descriptions. Past it
+/// an upstream's schema would cost index memory and build time without saying more about what
+/// the tool is for.
+pub const MAX_SCHEMA_TEXT_BYTES: usize = 4096;
+
+/// Property names and descriptions, nested objects included, a few levels deep and at most
+/// `MAX_SCHEMA_TEXT_BYTES`: enough to index "what can I pass" without walking pathological
+/// schemas.
 fn collect_schema_text(schema: &Value, depth: usize, out: &mut String) {
-    if depth > 3 {
+    if depth > 3 || out.len() >= MAX_SCHEMA_TEXT_BYTES {
         return;
     }
     let Some(props) = schema.get("properties").and_then(Value::as_object) else {
         return;
     };
     for (name, prop) in props {
+        if out.len() >= MAX_SCHEMA_TEXT_BYTES {
+            return;
+        }
         out.push_str(name);
         out.push(' ');
         if let Some(d) = prop.get("description").and_then(Value::as_str) {
@@ -372,13 +388,14 @@ impl CatalogIndex {
         } else {
             Vec::new()
         };
-        let bm25 = Bm25Index::build(
+        let bm25 = Bm25Index::build_tuned(
             catalog
                 .tools()
                 .iter()
                 .enumerate()
                 .map(|(i, t)| t.fields(schemas.get(i).map(String::as_str).unwrap_or(""))),
             weights,
+            config.search.tuning,
         );
         let name_of = |d: u32| {
             catalog

@@ -767,7 +767,12 @@ mod tests {
         Ranked {
             found: tools
                 .iter()
-                .map(|tool| Found { tool, score: 1.0 })
+                .zip(0..)
+                .map(|(tool, doc)| Found {
+                    tool,
+                    score: 1.0,
+                    doc,
+                })
                 .collect(),
             matches,
             candidates: 300,
@@ -776,6 +781,7 @@ mod tests {
                 crate::rank::search::FallbackKind::Timeout,
                 "embeddings service timed out",
             )),
+            scoring: Default::default(),
         }
     }
 

@@ -148,15 +148,24 @@ pub fn list<'t>(
 }
 
 /// `{"tools": [definitions…], "metadata": {…}}`: the HTTP search endpoint's answer.
-pub fn http_search(tools: &RawValue, meta: SearchMeta<'_>) -> String {
+/// `{"tools": [...], "metadata": {...}, "explanations"?: [...]}`, the explanations in the
+/// order of the tools.
+pub fn http_search(
+    tools: &RawValue,
+    meta: SearchMeta<'_>,
+    explanations: Option<&[crate::rank::explain::Explanation]>,
+) -> String {
     #[derive(Serialize)]
     struct Body<'a> {
         tools: &'a RawValue,
         metadata: SearchMeta<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        explanations: Option<&'a [crate::rank::explain::Explanation]>,
     }
     to_json(&Body {
         tools,
         metadata: meta,
+        explanations,
     })
 }
 

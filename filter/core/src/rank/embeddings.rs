@@ -13,11 +13,20 @@ use serde::Deserialize;
 /// on the request size whatever the upstream declares.
 pub const MAX_TOOL_TEXT_BYTES: usize = 2000;
 
-/// What a tool is embedded from: its name (split into words, then as written), title,
-/// description, and input-schema property names and descriptions, capped at 2000 bytes.
+/// What a tool is embedded from: its title and description, then its name split into words in
+/// parentheses, then its input-schema property names and descriptions, capped at 2000 bytes.
+/// The name as written (`ndricks_sports_api`) is no English for a sentence encoder: dropped, it
+/// raised all-MiniLM-L6-v2's NDCG@10 on the first half of MetaTool from 0.592 to 0.640, and
+/// the description first with the words after it measured best of the orders tried (README,
+/// "Retrieval quality").
 pub fn tool_text(tool: &Tool) -> String {
     let words = crate::index::tokenizer::words(&tool.name).join(" ");
-    let mut text = format!("{words} ({}): {}", tool.name, tool.about());
+    let about = tool.about();
+    let mut text = if about.is_empty() {
+        words
+    } else {
+        format!("{about} ({words})")
+    };
     let schema = tool.schema_text();
     if !schema.is_empty() {
         text.push_str(" Arguments: ");
@@ -340,11 +349,16 @@ mod tests {
     }
 
     #[test]
-    fn tool_text_is_words_name_about_and_arguments_capped() {
+    fn tool_text_is_about_words_and_arguments_capped() {
         let t = tool(
             r#"{"name":"github_createIssue","title":"Create","description":"Open one.","inputSchema":{"properties":{"repo":{"description":"Repository"}}}}"#,
         );
-        assert_eq!(tool_text(&t), "github create issue (github_createIssue): Create. Open one. Arguments: repo Repository");
+        assert_eq!(
+            tool_text(&t),
+            "Create. Open one. (github create issue) Arguments: repo Repository"
+        );
+        // Without title or description, the name's words alone.
+        assert_eq!(tool_text(&tool(r#"{"name":"getWeather"}"#)), "get weather");
         let long = tool(&format!(
             r#"{{"name":"x","description":"{}"}}"#,
             "é".repeat(1500)

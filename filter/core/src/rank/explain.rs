@@ -1,358 +1,209 @@
-//! Why a tool scores what it scores in a search: its BM25 score term by term and field by field,
-//! and under vector or hybrid ranking the parts of the fused score. For operators tuning
-//! weights (the playground); the filter's own answers never carry it.
-//!
-//! The BM25 parts come from the index's own `explain`; the fusion is recomputed here over the
-//! same pool `search::search` ranks, and the tests hold both to the same scores.
+//! How one result's score came about: per query term its idf and per field its frequency,
+//! length normalization and weight; the feedback terms; with vectors the cosine and the fused
+//! score. The model is a search engine's `explain` (Lucene's `Explanation`, tantivy's
+//! `Searcher::explain`), as plain data: it serializes with serde, its fields in declaration
+//! order and its lists in query, field and feedback order, so the same search explains the
+//! same way everywhere.
 
-use crate::config::{Config, Ranking};
-use crate::index::catalog::{base_namespace, CatalogIndex, Tool};
-use crate::index::tokenizer::terms;
-use crate::rank::search::{Query, Vectors};
-use crate::vector;
+use crate::config::Ranking;
+use crate::index::bm25::FIELD_NAMES;
+use crate::index::catalog::CatalogIndex;
+use crate::rank::search::{hybrid_score, Scoring};
+use serde::Serialize;
 
-/// One field's share of a term's score.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FieldShare {
-    /// `name`, `title`, `description` or `input_schema`.
-    pub field: &'static str,
-    /// Occurrences of the term in the field times the field's weight.
-    pub tf: f32,
-    /// The term's score split in proportion to `tf`: BM25F folds the fields into one
-    /// saturated frequency, so a proportional split is the only one that adds up.
-    pub score: f32,
-}
-
-/// One query term's part in a tool's BM25 score.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TermPart {
-    /// The term as indexed (lowercased, stemmed).
-    pub term: String,
-    pub idf: f32,
-    /// Weighted term frequency over every field.
-    pub tf: f32,
-    pub score: f32,
-    pub fields: Vec<FieldShare>,
-}
-
-/// The vector side of a vector or hybrid score.
-#[derive(Debug, Clone, PartialEq)]
-pub struct VectorPart {
-    pub cosine: f32,
-    /// Hybrid: the cosine min-max normalized over the matching tools; vector: the cosine.
-    pub normalized: f32,
-    /// The vector share of the score (`hybrid_vector_weight`, or 1 under vector ranking).
-    pub weight: f32,
-}
-
-/// How one tool's score comes about under `strategy`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Explanation {
     pub name: String,
-    /// The raw BM25 score (the sum of `terms`).
-    pub bm25: f32,
-    /// `bm25` divided by the best BM25 score among the matching tools.
-    pub bm25_normalized: f32,
-    pub terms: Vec<TermPart>,
-    /// Present when vectors ranked.
-    pub vector: Option<VectorPart>,
-    /// The score the ranking gives the tool.
+    /// `bm25`, `vector` or `hybrid`: the ranking that ran.
+    pub ranking: &'static str,
+    /// The result's score as ranked (see the README, "Scores").
+    pub score: f32,
+    /// The query is this tool's name: it comes first whatever its score.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub exact_name: bool,
+    pub bm25: LexicalExplanation,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vector: Option<VectorExplanation>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LexicalExplanation {
+    /// The BM25 score: the query terms' scores plus the feedback terms' scores.
+    pub score: f32,
+    /// `score` divided by the best matching tool's (`best`).
+    pub normalized: f32,
+    pub best: f32,
+    pub k1: f32,
+    pub terms: Vec<TermExplanation>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub feedback: Vec<FeedbackExplanation>,
+}
+
+/// One query term: `score = idf × tf × (k1 + 1) / (tf + k1)`, where `tf` is the fields'
+/// normalized frequencies summed (BM25F).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TermExplanation {
+    /// The term as indexed (lowercase, stemmed).
+    pub term: String,
+    pub idf: f32,
+    pub tf: f32,
+    pub score: f32,
+    /// The fields the term was found in, in the order name, description, input_schema.
+    pub fields: Vec<FieldExplanation>,
+}
+
+/// One field's part: `normalized_tf = weight × tf / (1 - b + b × length / avg_length)`;
+/// `score` is the term's score split in proportion to `normalized_tf` (the saturation applies
+/// to the fields together, so this is a share, not a score of its own).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FieldExplanation {
+    pub field: &'static str,
+    pub tf: f32,
+    pub length: f32,
+    pub avg_length: f32,
+    pub weight: f32,
+    pub b: f32,
+    pub normalized_tf: f32,
     pub score: f32,
 }
 
-/// Explains `names` (tools of `index`) for a search that ran as `strategy` with these inputs,
-/// the ones given to `search::search`. Names not in the catalog are skipped.
-pub fn explain(
-    index: &CatalogIndex,
-    config: &Config,
-    query: &Query,
-    allowed: Option<&dyn Fn(&Tool) -> bool>,
-    vectors: Option<&Vectors<'_>>,
-    strategy: Ranking,
-    names: &[&str],
-) -> Vec<Explanation> {
-    let tools = index.catalog.tools();
-    let namespace = base_namespace(&index.namespace);
-    let in_scope = |t: &Tool| {
-        allowed.is_none_or(|allowed| allowed(t))
-            && query
-                .group
-                .as_deref()
-                .is_none_or(|g| config.group_of(namespace, &t.name) == g)
-    };
-    let (bm25, _) = index.bm25.scores_and_matches(&query.text);
-    let raw = |d: usize| bm25.get(d).copied().unwrap_or(0.0);
-    let cosine = |d: usize| -> Option<f32> {
-        let v = vectors?;
-        let t = (v.tool)(d)?;
-        (t.len() == v.query.len()).then(|| vector::dot(v.query, t))
-    };
-    let vectors_ranked = matches!(strategy, Ranking::Vector | Ranking::Hybrid) && vectors.is_some();
-    // The pool `search::search` normalizes over: the tools in scope that match.
-    let pool: Vec<usize> = (0..tools.len())
-        .filter(|&d| tools.get(d).is_some_and(in_scope))
-        .filter(|&d| {
-            raw(d) > 0.0
-                || (vectors_ranked
-                    && config
-                        .search
-                        .min_cosine
-                        .is_none_or(|floor| cosine(d).is_some_and(|c| c >= floor)))
-        })
-        .collect();
-    let max_bm25 = pool.iter().map(|&d| raw(d)).fold(0.0f32, f32::max);
-    let (lo, hi) = pool
-        .iter()
-        .filter_map(|&d| cosine(d))
-        .fold((f32::MAX, f32::MIN), |(lo, hi), x| (lo.min(x), hi.max(x)));
-    let span = if hi > lo { hi - lo } else { 1.0 };
-
-    names
-        .iter()
-        .filter_map(|name| {
-            let doc = tools.binary_search_by(|t| t.name.as_str().cmp(name)).ok()?;
-            let tool = tools.get(doc)?;
-            let bm25 = raw(doc);
-            let bm25_normalized = if max_bm25 > 0.0 { bm25 / max_bm25 } else { 0.0 };
-            let terms = term_parts(index, config, tool, &query.text, doc);
-            let (vector, score) = match (strategy, vectors_ranked) {
-                (Ranking::Vector, true) => {
-                    let c = cosine(doc).unwrap_or(-1.0);
-                    let part = VectorPart {
-                        cosine: c,
-                        normalized: c,
-                        weight: 1.0,
-                    };
-                    (Some(part), c)
-                }
-                (Ranking::Hybrid, true) => {
-                    let c = cosine(doc).unwrap_or(lo);
-                    let w = config.search.hybrid_vector_weight;
-                    let normalized = (c - lo) / span;
-                    let part = VectorPart {
-                        cosine: c,
-                        normalized,
-                        weight: w,
-                    };
-                    (Some(part), w * normalized + (1.0 - w) * bm25_normalized)
-                }
-                _ => (None, bm25_normalized),
-            };
-            Some(Explanation {
-                name: tool.name.clone(),
-                bm25,
-                bm25_normalized,
-                terms,
-                vector,
-                score,
-            })
-        })
-        .collect()
+/// A term lent by pseudo-relevance feedback: its weight and what it adds to this tool.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FeedbackExplanation {
+    pub term: String,
+    pub weight: f32,
+    pub score: f32,
 }
 
-/// The index's term-by-term explanation of `doc`, each term split over the fields it was
-/// found in, counted as the index counts them (the same words, stop words and stems).
-fn term_parts(
-    index: &CatalogIndex,
-    config: &Config,
-    tool: &Tool,
-    query: &str,
-    doc: usize,
-) -> Vec<TermPart> {
-    let weights = config.search.weights;
-    let schema = if weights.input_schema > 0.0 {
-        tool.schema_text()
-    } else {
-        String::new()
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VectorExplanation {
+    pub cosine: f32,
+    /// Hybrid: the cosine min-max normalized over the matching tools (`cosine_min`,
+    /// `cosine_max`); vector: the cosine.
+    pub normalized: f32,
+    pub cosine_min: f32,
+    pub cosine_max: f32,
+    /// The vector share of the hybrid score (1 under vector ranking).
+    pub weight: f32,
+    /// `weight × normalized + (1 - weight) × bm25.normalized` under hybrid ranking.
+    pub fused: f32,
+}
+
+/// Explains the score of the tool at catalog position `doc` for `query`, as the search that
+/// produced `scoring` (`Ranked::scoring`) ranked it. The schema field is read again from the
+/// tool's definition when the index weights it.
+pub fn explain(index: &CatalogIndex, query: &str, scoring: &Scoring, doc: u32) -> Explanation {
+    let tool = index.catalog.tools().get(doc as usize);
+    let schema = match tool {
+        Some(t) if index.bm25.indexes_schema() => t.schema_text(),
+        _ => String::new(),
     };
-    let fields: Vec<(&'static str, Vec<String>, f32)> = [
-        ("name", tool.name.as_str(), weights.name),
-        ("title", tool.title.as_str(), weights.description),
-        (
-            "description",
-            tool.description.as_str(),
-            weights.description,
-        ),
-        ("input_schema", schema.as_str(), weights.input_schema),
-    ]
-    .into_iter()
-    .filter(|(_, text, weight)| *weight > 0.0 && !text.is_empty())
-    .map(|(field, text, weight)| (field, terms(text), weight))
-    .collect();
-    let Ok(doc) = u32::try_from(doc) else {
-        return Vec::new();
-    };
-    index
-        .bm25
-        .explain(query, doc)
-        .into_iter()
-        .map(|t| {
-            let shares = fields
-                .iter()
-                .filter_map(|(field, words, weight)| {
-                    let count = words.iter().filter(|w| **w == t.term).count();
-                    (count > 0).then(|| FieldShare {
+    let terms: Vec<TermExplanation> = match tool {
+        Some(t) => index
+            .bm25
+            .explain(query, doc, t.fields(&schema))
+            .into_iter()
+            .map(|ts| {
+                let fields = FIELD_NAMES
+                    .iter()
+                    .zip(ts.fields.iter())
+                    .filter(|(_, p)| p.tf > 0.0)
+                    .map(|(&field, p)| FieldExplanation {
                         field,
-                        tf: count as f32 * weight,
-                        score: if t.tf > 0.0 {
-                            t.score * count as f32 * weight / t.tf
+                        tf: p.tf,
+                        length: p.length,
+                        avg_length: p.avg_length,
+                        weight: p.weight,
+                        b: p.b,
+                        normalized_tf: p.normalized_tf,
+                        score: if ts.tf > 0.0 {
+                            ts.score * p.normalized_tf / ts.tf
                         } else {
                             0.0
                         },
                     })
+                    .collect();
+                TermExplanation {
+                    term: ts.term,
+                    idf: ts.idf,
+                    tf: ts.tf,
+                    score: ts.score,
+                    fields,
+                }
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let asked: f32 = terms.iter().map(|t| t.score).sum();
+    // Feedback re-ranks only the tools the query matched (see `search`).
+    let feedback: Vec<FeedbackExplanation> = if asked > 0.0 {
+        scoring
+            .feedback
+            .iter()
+            .filter_map(|&(id, weight)| {
+                let term = index.bm25.term_text(id)?.to_string();
+                Some(FeedbackExplanation {
+                    term,
+                    weight,
+                    score: weight * index.bm25.term_score(id, doc),
                 })
-                .collect();
-            TermPart {
-                term: t.term,
-                idf: t.idf,
-                tf: t.tf,
-                score: t.score,
-                fields: shares,
-            }
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::index::catalog::Catalog;
-    use crate::rank::search::{search, Fallback, FallbackKind};
-    use serde_json::value::RawValue;
-
-    fn index(config: &Config) -> CatalogIndex {
-        let tool = |name: &str, title: &str, d: &str| {
-            let raw: Box<RawValue> = serde_json::from_str(&format!(
-                r#"{{"name":"{name}","title":"{title}","description":"{d}","inputSchema":{{"properties":{{"issue_number":{{"description":"The issue"}}}}}}}}"#
-            ))
-            .unwrap();
-            Tool::from_raw(&raw).unwrap()
-        };
-        let catalog = Catalog::from_tools(vec![
-            tool("github_create_issue", "Create issue", "Open an issue"),
-            tool("github_close_issue", "", "Close an issue in a repository"),
-            tool("github_list_issues", "", "List issues"),
-            tool("slack_post_message", "", "Post a message"),
-            tool("stripe_refund_charge", "", "Refund a charge"),
-        ]);
-        CatalogIndex::build("ns", catalog, config)
-    }
-
-    fn off() -> Fallback {
-        Fallback::new(FallbackKind::Unavailable, "off")
-    }
-
-    fn q(text: &str) -> Query {
-        Query {
-            text: text.into(),
-            limit: 10,
-            offset: 0,
-            group: None,
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let lexical = asked + feedback.iter().map(|f| f.score).sum::<f32>();
+    let normalized = if scoring.max_bm25 > 0.0 {
+        lexical / scoring.max_bm25
+    } else {
+        0.0
+    };
+    let cosine = scoring
+        .cosines
+        .as_ref()
+        .and_then(|c| c.get(doc as usize).copied());
+    let vector = match (scoring.strategy, cosine) {
+        (Ranking::Vector, Some(cosine)) => Some(VectorExplanation {
+            cosine,
+            normalized: cosine,
+            cosine_min: scoring.cosine_min,
+            cosine_max: scoring.cosine_max,
+            weight: 1.0,
+            fused: cosine,
+        }),
+        (Ranking::Hybrid, Some(cosine)) => {
+            let (lo, hi) = (scoring.cosine_min, scoring.cosine_max);
+            let w = scoring.vector_weight;
+            let fused = hybrid_score(w, cosine, lo, hi, normalized);
+            Some(VectorExplanation {
+                cosine,
+                normalized: if hi > lo {
+                    (cosine - lo) / (hi - lo)
+                } else {
+                    0.0
+                },
+                cosine_min: lo,
+                cosine_max: hi,
+                weight: w,
+                fused,
+            })
         }
-    }
-
-    #[test]
-    fn bm25_terms_and_fields_add_up_to_the_score_search_gives() {
-        let config = Config::parse(r#"{"search":{"weights":{"input_schema":0.5}}}"#).unwrap();
-        let idx = index(&config);
-        let query = q("create issue number");
-        let ranked = search(&idx, &config, &query, None, Err(off()));
-        let names: Vec<&str> = ranked.found.iter().map(|f| f.tool.name.as_str()).collect();
-        assert_eq!(names.len(), 5, "{names:?}");
-        let explained = explain(&idx, &config, &query, None, None, Ranking::Bm25, &names);
-        assert_eq!(explained.len(), 5);
-        for (e, f) in explained.iter().zip(&ranked.found) {
-            assert_eq!(e.name, f.tool.name);
-            assert!((e.score - f.score).abs() < 1e-6, "{e:?} vs {}", f.score);
-            let sum: f32 = e.terms.iter().map(|t| t.score).sum();
-            assert!((sum - e.bm25).abs() < 1e-5, "{e:?}");
-            for t in &e.terms {
-                let tf: f32 = t.fields.iter().map(|s| s.tf).sum();
-                let score: f32 = t.fields.iter().map(|s| s.score).sum();
-                assert!((tf - t.tf).abs() < 1e-5, "{t:?}");
-                assert!((score - t.score).abs() < 1e-5, "{t:?}");
-            }
-        }
-        let create = &explained[0];
-        assert_eq!(create.name, "github_create_issue");
-        assert_eq!((create.bm25_normalized, create.vector.clone()), (1.0, None));
-        // "issue": twice the name weight, once each in title and description, and the
-        // schema's "issue_number" and "The issue" at 0.5 each.
-        let issue = &terms("issue")[0];
-        let issue = create.terms.iter().find(|t| t.term == *issue).unwrap();
-        let fields: Vec<(&str, f32)> = issue.fields.iter().map(|s| (s.field, s.tf)).collect();
-        assert_eq!(
-            fields,
-            [
-                ("name", 2.0),
-                ("title", 1.0),
-                ("description", 1.0),
-                ("input_schema", 1.0)
-            ]
-        );
-        let number = &terms("number")[0];
-        let number = create.terms.iter().find(|t| t.term == *number).unwrap();
-        assert_eq!(number.fields.len(), 1);
-        assert_eq!(number.fields[0].field, "input_schema");
-        // Names outside the catalog are skipped.
-        assert!(explain(&idx, &config, &query, None, None, Ranking::Bm25, &["nope"]).is_empty());
-    }
-
-    #[test]
-    fn hybrid_and_vector_parts_give_the_scores_search_gives() {
-        for ranking in ["hybrid", "vector"] {
-            let config = Config::parse(&format!(
-                r#"{{"search":{{"ranking":"{ranking}","embeddings":{{"cluster":"c","model_id":"m","dimensions":2}}}}}}"#
-            ))
-            .unwrap();
-            let idx = index(&config);
-            let vecs: Vec<Vec<f32>> = vec![
-                vec![1.0, 0.0],
-                vec![0.8, 0.6],
-                vec![0.6, 0.8],
-                vec![0.0, 1.0],
-                vec![-1.0, 0.0],
-            ];
-            let lookup = |i: usize| vecs.get(i).map(Vec::as_slice);
-            let qv = [0.6f32, 0.8];
-            let vectors = Vectors {
-                query: &qv,
-                tool: &lookup,
-            };
-            let query = q("issue");
-            let no_slack = |t: &Tool| !t.name.starts_with("slack");
-            let allowed: Option<&dyn Fn(&Tool) -> bool> = Some(&no_slack);
-            let ranked = search(
-                &idx,
-                &config,
-                &query,
-                allowed,
-                Ok(Vectors {
-                    query: &qv,
-                    tool: &lookup,
-                }),
-            );
-            assert_eq!(ranked.strategy.name(), ranking);
-            let names: Vec<&str> = ranked.found.iter().map(|f| f.tool.name.as_str()).collect();
-            assert!(names.len() >= 3, "{names:?}");
-            let explained = explain(
-                &idx,
-                &config,
-                &query,
-                allowed,
-                Some(&vectors),
-                ranked.strategy,
-                &names,
-            );
-            for (e, f) in explained.iter().zip(&ranked.found) {
-                assert_eq!(e.name, f.tool.name);
-                assert!(
-                    (e.score - f.score).abs() < 1e-6,
-                    "{ranking}: {e:?} vs {}",
-                    f.score
-                );
-                assert!(e.vector.is_some());
-            }
-        }
+        _ => None,
+    };
+    let score = vector.as_ref().map_or(normalized, |v| v.fused);
+    Explanation {
+        name: tool.map(|t| t.name.clone()).unwrap_or_default(),
+        ranking: scoring.strategy.name(),
+        score,
+        exact_name: scoring.exact == Some(doc),
+        bm25: LexicalExplanation {
+            score: lexical,
+            normalized,
+            best: scoring.max_bm25,
+            k1: index.bm25.k1(),
+            terms,
+            feedback,
+        },
+        vector,
     }
 }

@@ -3,7 +3,7 @@
 //! HTTP endpoint so that both give the same answer.
 
 use crate::config::{Config, Ranking};
-use crate::index::bm25::{top_k, Hit};
+use crate::index::bm25::{feedback_terms, top_k, Hit};
 use crate::index::catalog::{CatalogIndex, Tool};
 use crate::vector;
 
@@ -12,6 +12,8 @@ use crate::vector;
 pub struct Found<'a> {
     pub tool: &'a Tool,
     pub score: f32,
+    /// Its position in the catalog (what `explain` takes).
+    pub doc: u32,
 }
 
 /// What was asked.
@@ -99,6 +101,26 @@ pub struct Ranked<'a> {
     pub strategy: Ranking,
     /// Why the configured ranking did not run, when it did not.
     pub fallback: Option<Fallback>,
+    /// What the scores were normalized and fused with, for `explain`.
+    pub scoring: Scoring,
+}
+
+/// The per-search quantities a result's score depends on besides its own terms: the best BM25
+/// score (scores are divided by it), the cosine range (hybrid min-max normalizes cosines over
+/// the matching tools), the feedback terms, and the tool the query names.
+#[derive(Debug, Clone, Default)]
+pub struct Scoring {
+    pub strategy: Ranking,
+    pub max_bm25: f32,
+    /// Cosine of every tool with the query, by catalog position (vector and hybrid ranking).
+    pub cosines: Option<Vec<f32>>,
+    pub cosine_min: f32,
+    pub cosine_max: f32,
+    pub vector_weight: f32,
+    /// Pseudo-relevance feedback: each lent term and its weight.
+    pub feedback: Vec<(u32, f32)>,
+    /// The tool the query names, ranked first whatever its score.
+    pub exact: Option<u32>,
 }
 
 /// Runs a search. `allowed` is `None` when the caller may see every tool; `vectors` is `Err`
@@ -144,7 +166,17 @@ pub fn search<'a>(
         },
     };
 
-    let (bm25, matched) = index.bm25.scores_and_matches(&query.text);
+    let (mut bm25, matched) = index.bm25.scores_and_matches(&query.text);
+    let name_of = |d: u32| tools.get(d as usize).map(|t| t.name.as_str()).unwrap_or("");
+    let feedback = feedback(
+        index,
+        config,
+        &query.text,
+        &mut bm25,
+        &matched,
+        |d| !restricted || in_scope(d),
+        name_of,
+    );
     let raw = |doc: u32| bm25.get(doc as usize).copied().unwrap_or(0.0);
     // The tools that can rank: under BM25 those in scope sharing a term with the query.
     let pool: Vec<u32> = match (scoped, strategy) {
@@ -177,6 +209,7 @@ pub fn search<'a>(
             0.0
         }
     };
+    let (mut cosine_min, mut cosine_max) = (0.0, 0.0);
     let score: Box<dyn Fn(u32) -> f32> = match (&strategy, &cosines) {
         (Ranking::Vector, Some(c)) => Box::new(|doc| c.get(doc as usize).copied().unwrap_or(-1.0)),
         (Ranking::Hybrid, Some(c)) => {
@@ -184,11 +217,16 @@ pub fn search<'a>(
                 .iter()
                 .filter_map(|&d| c.get(d as usize).copied())
                 .fold((f32::MAX, f32::MIN), |(lo, hi), x| (lo.min(x), hi.max(x)));
-            let span = if hi > lo { hi - lo } else { 1.0 };
+            (cosine_min, cosine_max) = (lo, hi);
             let w = config.search.hybrid_vector_weight;
             Box::new(move |doc| {
-                let cos = c.get(doc as usize).copied().unwrap_or(lo);
-                w * (cos - lo) / span + (1.0 - w) * bm25_norm(doc)
+                hybrid_score(
+                    w,
+                    c.get(doc as usize).copied().unwrap_or(lo),
+                    lo,
+                    hi,
+                    bm25_norm(doc),
+                )
             })
         }
         _ => Box::new(bm25_norm),
@@ -205,7 +243,6 @@ pub fn search<'a>(
         .collect();
     let matches = matching.len() + usize::from(exact.is_some());
 
-    let name_of = |d: u32| tools.get(d as usize).map(|t| t.name.as_str()).unwrap_or("");
     let end = query.offset.saturating_add(query.limit);
     let mut ordered: Vec<Hit> = exact
         .map(|doc| Hit {
@@ -228,16 +265,97 @@ pub fn search<'a>(
             tools.get(h.doc as usize).map(|tool| Found {
                 tool,
                 score: h.score,
+                doc: h.doc,
             })
         })
         .collect();
+    drop(score);
     Ranked {
         found,
         matches,
         candidates,
         strategy,
         fallback,
+        scoring: Scoring {
+            strategy,
+            max_bm25,
+            cosines,
+            cosine_min,
+            cosine_max,
+            vector_weight: config.search.hybrid_vector_weight,
+            feedback,
+            exact,
+        },
     }
+}
+
+/// `w × cosine (min-max normalized over the matching tools) + (1 - w) × normalized BM25`.
+pub fn hybrid_score(w: f32, cosine: f32, lo: f32, hi: f32, bm25_norm: f32) -> f32 {
+    let span = if hi > lo { hi - lo } else { 1.0 };
+    w * (cosine - lo) / span + (1.0 - w) * bm25_norm
+}
+
+/// Pseudo-relevance feedback: the best tools' other terms re-rank the tools the query matched
+/// (they add no matches: a tool sharing no term with the query, nor reaching the cosine floor,
+/// is still no answer to it). Tool descriptions are a sentence or two, so a query's wording
+/// often misses the one a tool uses; the best few tools say how the catalog words it. The
+/// feedback tools are those the caller may see, so a hidden tool's words never shape a result.
+fn feedback<'n>(
+    index: &CatalogIndex,
+    config: &Config,
+    text: &str,
+    bm25: &mut [f32],
+    matched: &[u32],
+    visible: impl Fn(u32) -> bool,
+    name_of: impl Fn(u32) -> &'n str,
+) -> Vec<(u32, f32)> {
+    let tuning = config.search.tuning;
+    if tuning.feedback_docs == 0 || tuning.feedback_terms == 0 || tuning.feedback_weight <= 0.0 {
+        return Vec::new();
+    }
+    let raw = |d: u32| bm25.get(d as usize).copied().unwrap_or(0.0);
+    let best = top_k(
+        matched.iter().copied().filter(|&d| visible(d)),
+        raw,
+        name_of,
+        tuning.feedback_docs,
+    );
+    let tools = index.catalog.tools();
+    let with_schema = config.search.weights.input_schema > 0.0;
+    let docs: Vec<(f32, Vec<(u32, f32)>)> = best
+        .iter()
+        .filter_map(|h| {
+            let tool = tools.get(h.doc as usize)?;
+            let schema = if with_schema {
+                tool.schema_text()
+            } else {
+                String::new()
+            };
+            Some((h.score, index.bm25.doc_terms(h.doc, tool.fields(&schema))))
+        })
+        .collect();
+    let asked: Vec<u32> = index
+        .bm25
+        .query_terms(text)
+        .into_iter()
+        .map(|(_, id)| id)
+        .collect();
+    let mut lent = feedback_terms(&docs, &asked, tuning.feedback_terms);
+    let top = lent.first().map_or(0.0, |&(_, w)| w);
+    if top <= 0.0 {
+        return Vec::new();
+    }
+    for (_, w) in &mut lent {
+        *w = tuning.feedback_weight * *w / top;
+    }
+    let mut extra = vec![0.0; bm25.len()];
+    index.bm25.add_scores(&lent, &mut extra, None);
+    for &d in matched {
+        if let (Some(s), Some(e)) = (bm25.get_mut(d as usize), extra.get(d as usize)) {
+            *s += e;
+        }
+    }
+    lent
 }
 
 /// Cosine of every candidate (indexed by catalog position), or why vectors cannot rank them

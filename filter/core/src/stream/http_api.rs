@@ -4,6 +4,7 @@
 use super::reply::{bad_request, error_json};
 use super::*;
 use crate::mcp::result::{self, SearchMeta};
+use crate::rank::explain::{explain, Explanation};
 
 impl Stream {
     pub(super) fn on_search_endpoint(
@@ -66,8 +67,19 @@ impl Stream {
         }
         let ranked = self.rank(config, env, &index, &request.query, vector);
         let tools = result::definitions(ranked.found.iter().map(|f| f.tool));
+        let explanations: Option<Vec<Explanation>> = request.explain.then(|| {
+            ranked
+                .found
+                .iter()
+                .map(|f| explain(&index, &request.query.text, &ranked.scoring, f.doc))
+                .collect()
+        });
         let body = match RawValue::from_string(tools) {
-            Ok(tools) => result::http_search(&tools, SearchMeta::of(&ranked, request.query.offset)),
+            Ok(tools) => result::http_search(
+                &tools,
+                SearchMeta::of(&ranked, request.query.offset),
+                explanations.as_deref(),
+            ),
             Err(e) => {
                 env.record(Event::Error);
                 return LocalReply::json(500, error_json(&format!("stored definitions: {e}")));
@@ -77,26 +89,33 @@ impl Stream {
     }
 }
 
-/// `{"query": "...", "limit": N, "namespace": "...", "offset": N, "group": "..."}`.
+/// `{"query": "...", "limit": N, "namespace": "...", "offset": N, "group": "...", "explain":
+/// bool}`.
 pub(super) fn parse_http_search(body: &[u8], config: &Config) -> Result<HttpSearch, String> {
-    let value: Value =
+    let mut value: Value =
         serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
-    let Value::Object(map) = &value else {
+    let Value::Object(map) = &mut value else {
         return Err("the body must be a JSON object with a \"query\"".to_string());
     };
     for key in map.keys() {
-        if !["query", "limit", "namespace", "offset", "group"].contains(&key.as_str()) {
+        if !["query", "limit", "namespace", "offset", "group", "explain"].contains(&key.as_str()) {
             return Err(format!(
-                "unknown field \"{key}\"; allowed: query, limit, offset, namespace, group"
+                "unknown field \"{key}\"; allowed: query, limit, offset, namespace, group, explain"
             ));
         }
     }
+    let explain = match map.remove("explain") {
+        None | Some(Value::Bool(false)) => false,
+        Some(Value::Bool(true)) => true,
+        Some(other) => return Err(format!("\"explain\" must be true or false, not {other}")),
+    };
     let raw = RawValue::from_string(value.to_string()).map_err(|e| e.to_string())?;
     // The same rules as the search tool, worded for an HTTP client.
     let args = injected::parse_search(Some(&raw), config, injected::Asker::Http)?;
     Ok(HttpSearch {
         query: args.query,
         namespace: args.namespace,
+        explain,
     })
 }
 

@@ -391,6 +391,8 @@ enum Pending {
 struct HttpSearch {
     query: Query,
     namespace: Option<String>,
+    /// Answer with each result's score explained (`rank::explain`).
+    explain: bool,
 }
 
 /// The state of one stream.
