@@ -88,10 +88,9 @@ pub fn wasm_filter_yaml(wasm: &Path, config: &str) -> String {
     )
 }
 
-fn listener(name: &str, upstreams: &[Upstream], wasm_filter: Option<(&Path, &str)>) -> String {
-    let filter = wasm_filter
-        .map(|(wasm, config)| wasm_filter_yaml(wasm, config))
-        .unwrap_or_default();
+/// A listener on a free port with an HTTP connection manager: `routes` and `filters` are the
+/// YAML of its route list and its `http_filters` (indented as they go).
+pub fn http_listener(name: &str, routes: &str, filters: &str) -> String {
     format!(
         r#"  - name: {name}
     address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }}
@@ -110,12 +109,21 @@ fn listener(name: &str, upstreams: &[Upstream], wasm_filter: Option<(&Path, &str
               domains: ["*"]
               routes:
 {routes}          http_filters:
-{filter}{BUFFER_FILTER}          - name: envoy.filters.http.router
+{filters}"#
+    )
+}
+
+fn listener(name: &str, upstreams: &[Upstream], wasm_filter: Option<(&Path, &str)>) -> String {
+    let filter = wasm_filter
+        .map(|(wasm, config)| wasm_filter_yaml(wasm, config))
+        .unwrap_or_default();
+    let filters = format!(
+        r#"{filter}{BUFFER_FILTER}          - name: envoy.filters.http.router
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-"#,
-        routes = routes(upstreams),
-    )
+"#
+    );
+    http_listener(name, &routes(upstreams), &filters)
 }
 
 /// The bootstrap YAML.

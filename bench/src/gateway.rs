@@ -6,6 +6,7 @@
 use crate::client::{self, Request, Samples};
 use crate::envoy::{self, BUFFER_LIMIT};
 use crate::{inproc, interleaved, log, round_figures, search_requests, Args, QUERIES};
+use mcp_tool_search_bench::ms;
 use mcp_tool_search_wasm_tests::harness::{http_get, TestDir};
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -34,15 +35,7 @@ pub fn parse_spec(text: &str) -> Result<(usize, usize), String> {
 /// The `## Many servers behind one endpoint` section of a BENCHMARKS.md (up to the next `## `
 /// heading), preceded by a blank line; empty when there is none.
 pub fn section(doc: &str) -> String {
-    let Some(start) = doc.find(&format!("\n{HEADING}")).map(|i| i + 1) else {
-        return String::new();
-    };
-    let rest = doc.get(start..).unwrap_or_default();
-    let end = rest
-        .get(1..)
-        .and_then(|r| r.find("\n## "))
-        .map_or(rest.len(), |i| i + 2);
-    format!("\n{}", rest.get(..end).unwrap_or_default().trim_end()) + "\n"
+    mcp_tool_search_bench::markdown_section(doc, HEADING)
 }
 
 /// `doc` with its gateway section replaced by `new` (or `new` added before `## Chaos soak`,
@@ -79,57 +72,16 @@ struct Figures {
     rss_kb: Option<u64>,
 }
 
-fn quoted(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
-}
-
-fn wasm_filter(wasm: &Path, config: &str) -> String {
-    format!(
-        r#"          - name: envoy.filters.http.wasm
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm
-              config:
-                name: mcp_tool_search
-                root_id: mcp_tool_search
-                allow_on_headers_stop_iteration: true
-                configuration:
-                  "@type": type.googleapis.com/google.protobuf.StringValue
-                  value: {config}
-                vm_config:
-                  runtime: envoy.wasm.runtime.v8
-                  code: {{ local: {{ filename: {wasm} }} }}
-"#,
-        config = quoted(config),
-        wasm = quoted(&wasm.display().to_string())
-    )
-}
-
 fn listener(name: &str, route_cluster: &str, filters: &str) -> String {
-    format!(
-        r#"  - name: {name}
-    address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }}
-    per_connection_buffer_limit_bytes: {BUFFER_LIMIT}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: {name}
-          stream_idle_timeout: 0s
-          route_config:
-            name: {name}
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-              - match: {{ prefix: "/" }}
+    let routes = format!(
+        r#"              - match: {{ prefix: "/" }}
                 route: {{ cluster: {route_cluster}, timeout: 0s }}
                 metadata:
                   filter_metadata:
                     mcp_tool_search: {{ namespace: {name} }}
-          http_filters:
-{filters}"#
-    )
+"#
+    );
+    envoy::http_listener(name, &routes, filters)
 }
 
 fn cluster(name: &str, addr: SocketAddr) -> String {
@@ -188,9 +140,9 @@ fn bootstrap(servers: &[SocketAddr], one: SocketAddr, wasm: &Path) -> String {
     clusters.push_str(&cluster("one", one));
     format!(
         "admin:\n  address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }}\nstatic_resources:\n  listeners:\n{}{}{}{}  clusters:\n{}",
-        listener("filtered", "s00", &(wasm_filter(wasm, gw_config) + &router)),
+        listener("filtered", "s00", &(crate::envoy::wasm_filter_yaml(wasm, gw_config) + &router)),
         listener("baseline", "s00", &router),
-        listener("one_filtered", "one", &(wasm_filter(wasm, one_config) + plain)),
+        listener("one_filtered", "one", &(crate::envoy::wasm_filter_yaml(wasm, one_config) + plain)),
         listener("one_baseline", "one", plain),
         clusters
     )
@@ -418,19 +370,6 @@ fn measure(args: &Args, addrs: [SocketAddr; 4], call_tool: &str) -> Result<Figur
         servers_in_results,
         rss_kb: None,
     })
-}
-
-fn ms(d: Duration) -> String {
-    let v = d.as_secs_f64() * 1000.0;
-    if v >= 100.0 {
-        format!("{v:.0} ms")
-    } else if v >= 10.0 {
-        format!("{v:.1} ms")
-    } else if v >= 1.0 {
-        format!("{v:.2} ms")
-    } else {
-        format!("{:.0} µs", v * 1000.0)
-    }
 }
 
 fn signed_ms(s: f64) -> String {

@@ -7,6 +7,21 @@ pub mod procfs;
 
 use std::time::Duration;
 
+/// The section of the Markdown `doc` under `heading` (a `## ` line, without its newline), up to
+/// the next `## ` heading, preceded by a blank line; empty when there is none. The bench keeps
+/// the sections other runs wrote (`make soak`, `make bench-gateway`) when it rewrites the file.
+pub fn markdown_section(doc: &str, heading: &str) -> String {
+    let Some(start) = doc.find(&format!("\n{heading}\n")).map(|i| i + 1) else {
+        return String::new();
+    };
+    let rest = doc.get(start..).unwrap_or_default();
+    let end = rest
+        .get(1..)
+        .and_then(|r| r.find("\n## "))
+        .map_or(rest.len(), |i| i + 2);
+    format!("\n{}", rest.get(..end).unwrap_or_default().trim_end()) + "\n"
+}
+
 /// A duration as reports write it: three significant digits, µs below a millisecond.
 pub fn ms(d: Duration) -> String {
     let v = d.as_secs_f64() * 1000.0;

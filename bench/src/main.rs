@@ -70,19 +70,9 @@ pub struct Args {
     pub skip_gateway: bool,
 }
 
-/// The `## Chaos soak` section of a BENCHMARKS.md (up to the next `## ` heading), preceded by a
-/// blank line; empty when there is none.
+/// The `## Chaos soak` section `make soak` wrote into an earlier BENCHMARKS.md, kept.
 fn soak_section(doc: &str) -> String {
-    const HEADING: &str = "\n## Chaos soak\n";
-    let Some(start) = doc.find(HEADING).map(|i| i + 1) else {
-        return String::new();
-    };
-    let rest = doc.get(start..).unwrap_or_default();
-    let end = rest
-        .get(1..)
-        .and_then(|r| r.find("\n## "))
-        .map_or(rest.len(), |i| i + 2);
-    format!("\n{}", rest.get(..end).unwrap_or_default().trim_end()) + "\n"
+    mcp_tool_search_bench::markdown_section(doc, "## Chaos soak")
 }
 
 fn parse_args() -> Result<Args, String> {
