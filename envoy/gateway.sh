@@ -80,7 +80,7 @@ step "list_tool_groups: one group per server"
 call '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_tool_groups","arguments":{}}}' \
   | python3 -c 'import json, sys; print("    " + json.load(sys.stdin)["result"]["content"][0]["text"])'
 
-query="add two numbers"
+query="the sum of two numbers"
 step "tool_search {\"query\": \"$query\"} across every server"
 call "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"tool_search\",\"arguments\":{\"query\":\"$query\"}}}" \
   | python3 -c '

@@ -328,7 +328,7 @@ async fn three_servers_behind_one_endpoint_list_search_call_and_a_server_comes_b
         found.contains(&"catalog__github_get_issue".to_owned()),
         "{found:?}"
     );
-    let found = s.search(json!({"query": "add two numbers"})).await;
+    let found = s.search(json!({"query": "the sum of two numbers"})).await;
     assert_eq!(
         found.first().map(String::as_str),
         Some("everything__get-sum"),
