@@ -292,3 +292,30 @@ fn configured_headers_and_authority_are_on_every_embeddings_call() {
     assert_eq!(names[0], "get_weather");
     assert_eq!(meta["strategy"], "vector", "the configured calls were used");
 }
+
+/// Envoy starts its workers' VMs together: two VMs started in the same millisecond, whose root
+/// contexts have the same id, must still be two lease holders. A catalog missing on both is
+/// fetched once: the second worker's search waits for the first worker's fetch.
+#[test]
+fn workers_started_in_the_same_millisecond_fetch_a_missing_catalog_once() {
+    let first = ShimEnv::new("{}");
+    let mut workers = [ShimEnv::sharing("{}", &first), first];
+    let search = br#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"refund"}}}"#;
+    let mut fetching = Vec::new();
+    for worker in &mut workers {
+        let req = request(&native_post(), search);
+        let id = worker.vm.new_stream().unwrap();
+        worker
+            .vm
+            .send_request_headers(id, req.headers.clone(), false)
+            .unwrap();
+        worker
+            .vm
+            .send_request_body(id, &req.body_bytes(), true)
+            .unwrap();
+        let view = worker.vm.stream_view(id).unwrap();
+        assert!(view.local_reply.is_none(), "{view:?}");
+        fetching.push(worker.vm.pending_http_calls().len());
+    }
+    assert_eq!(fetching, [1, 0], "one worker fetches, the other waits");
+}

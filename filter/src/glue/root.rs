@@ -69,14 +69,17 @@ impl RootContext for Root {
             }
         };
         let host = ProxyHost::new();
-        let plugin = Plugin::new(
-            config,
-            format!(
-                "{:x}-{}",
-                mcp_tool_search_core::plugin::Host::now_ms(&host),
-                self.context_id
-            ),
-        );
+        // Envoy starts every worker's VM at once, and each VM numbers its contexts from the
+        // same start: neither the clock nor the context id tells two workers' leases apart.
+        let mut random = [0u8; 8];
+        let vm_id = match getrandom::fill(&mut random) {
+            Ok(()) => u64::from_le_bytes(random),
+            Err(e) => {
+                log::warn!("no randomness to name this VM: workers may fetch a catalog twice: {e}");
+                mcp_tool_search_core::plugin::Host::now_ms(&host)
+            }
+        };
+        let plugin = Plugin::new(config, format!("{vm_id:016x}-{}", self.context_id));
         if let Some(period) = plugin.tick_period_ms() {
             if let Err(status) = hostcalls::set_tick_period(Duration::from_millis(period)) {
                 log::error!("could not start the background timer: {status:?}");
