@@ -14,6 +14,7 @@ pub(crate) mod metadata;
 pub mod paths;
 pub mod policy;
 mod read;
+pub mod routing;
 
 pub use read::ConfigError;
 use read::{
@@ -213,6 +214,9 @@ pub struct SearchConfig {
     /// with the query reaches this (`None`: every tool matches).
     pub min_cosine: Option<f32>,
     pub embeddings: Option<EmbeddingsConfig>,
+    /// Flat or hierarchical (groups first) search, and stage 1's limits.
+    pub strategy: routing::Strategy,
+    pub routing: routing::RoutingConfig,
     /// Scorer parameters (not read from the plugin configuration).
     pub tuning: Tuning,
 }
@@ -249,6 +253,8 @@ impl Default for SearchConfig {
             call_timeout_ms: DEFAULT_CALL_TIMEOUT_MS,
             list_query: true,
             embeddings: None,
+            strategy: routing::Strategy::Flat,
+            routing: routing::RoutingConfig::default(),
             tuning: Tuning::default(),
         }
     }
@@ -641,6 +647,12 @@ fn parse_search(value: &Value) -> Result<SearchConfig, ConfigError> {
             ));
         }
     }
+    if let Some(v) = obj.take("strategy") {
+        search.strategy = routing::parse_strategy(v)?;
+    }
+    if let Some(v) = obj.take("routing") {
+        search.routing = routing::parse_routing(v)?;
+    }
     if let Some(v) = obj.take("list_query") {
         search.list_query = boolean("search.list_query", v)?;
     }
@@ -900,7 +912,7 @@ mod tests {
         );
         assert_eq!(
             error(r#"{"search":{"max_results":3}}"#),
-            "plugin configuration field `search.max_results` is not known; allowed here: call_timeout, embeddings, http_path, hybrid_vector_weight, list_query, max_allowable_results, min_cosine, ranking, result_format, score_threshold, tool_name, weights"
+            "plugin configuration field `search.max_results` is not known; allowed here: call_timeout, embeddings, http_path, hybrid_vector_weight, list_query, max_allowable_results, min_cosine, ranking, result_format, routing, score_threshold, strategy, tool_name, weights"
         );
         assert_eq!(
             error(r#"{"tools":[{"disclosure_mode":"EAGER"}]}"#),

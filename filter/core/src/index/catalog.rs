@@ -12,6 +12,8 @@ use std::cell::RefCell;
 use std::fmt;
 use std::rc::Rc;
 
+pub mod groups;
+
 /// One tool: the fields search needs, and its definition exactly as the upstream declared it.
 #[derive(Debug, Clone)]
 pub struct Tool {
@@ -371,6 +373,8 @@ pub struct CatalogIndex {
     by_folded_name: Vec<u32>,
     /// The last `tools/list` rewrite against this version, to replay for the same result.
     pub list_memo: RefCell<Option<ListMemo>>,
+    /// Hierarchical search's group indexes, by the set of tools they were built from.
+    pub(crate) group_indexes: RefCell<groups::GroupIndexes>,
 }
 
 /// Names compared as `eq_ignore_ascii_case` sees them.
@@ -420,6 +424,7 @@ impl CatalogIndex {
             bm25,
             by_folded_name,
             list_memo: RefCell::new(None),
+            group_indexes: RefCell::new(Vec::new()),
         }
     }
 

@@ -782,6 +782,7 @@ mod tests {
                 "embeddings service timed out",
             )),
             scoring: Default::default(),
+            routing: None,
         }
     }
 

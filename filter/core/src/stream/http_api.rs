@@ -1,5 +1,6 @@
-//! The plain-HTTP search endpoint (`POST <http_path>`) and its health (`GET
-//! <http_path>/health`), for callers that do not speak MCP.
+//! The plain-HTTP search endpoint (`POST <http_path>`), its health (`GET <http_path>/health`)
+//! and its view of hierarchical search's stage 1 (`GET <http_path>/groups`), for callers that do
+//! not speak MCP.
 
 use super::reply::{bad_request, error_json};
 use super::*;
@@ -86,6 +87,49 @@ impl Stream {
             }
         };
         LocalReply::json(200, body)
+    }
+
+    /// `GET <http_path>/groups?query=…[&namespace=…]`: how stage 1 of hierarchical search ranks
+    /// this caller's groups for the query (whatever `search.strategy` is), from the catalog
+    /// this Envoy knows.
+    pub(super) fn answer_groups_view(&mut self, config: &Config, env: &mut dyn Env) -> LocalReply {
+        let param = |name| crate::config::paths::query_param(&self.head.path, name);
+        let Some(query) = param("query").filter(|q| !q.trim().is_empty()) else {
+            env.record(Event::SearchRejected);
+            return bad_request("the query string must have a non-empty `query` parameter");
+        };
+        let namespace = param("namespace").unwrap_or_else(|| env.namespace());
+        let key = self.catalog_key(config, env, &namespace);
+        let index = match env.catalog_of(&key) {
+            Ok(index) => index,
+            Err(e) => {
+                env.record(Event::Error);
+                return LocalReply::json(503, error_json(&format!("catalog unavailable: {e}")));
+            }
+        };
+        if index.catalog.is_empty() {
+            return LocalReply::json(
+                404,
+                error_json(&format!(
+                    "no tools are known for namespace {namespace:?} yet: a search fetches them"
+                )),
+            );
+        }
+        let scope = self.scope(config, &index.namespace);
+        let allowed = |t: &Tool| scope.as_ref().is_none_or(|s| s.allows(&t.name));
+        let groups = crate::index::catalog::groups::groups_of(
+            &index,
+            config,
+            scope
+                .is_some()
+                .then_some(&allowed as &dyn Fn(&Tool) -> bool),
+        );
+        let ranked = groups.rank(&query);
+        let chosen = crate::rank::search::chosen_groups(&ranked, &config.search.routing);
+        LocalReply::json(
+            200,
+            result::groups_view(&query, config, &groups, &ranked, &chosen),
+        )
     }
 }
 

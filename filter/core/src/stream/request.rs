@@ -51,6 +51,13 @@ impl Stream {
                     },
                 );
             }
+            if path.strip_prefix(search_path) == Some("/groups") {
+                if head.method != "GET" {
+                    return RequestHeadersAction::Reply(method_not_allowed("GET"));
+                }
+                self.head = head;
+                return RequestHeadersAction::Reply(self.answer_groups_view(config, env));
+            }
             if path.strip_prefix(search_path) == Some("/health") {
                 if head.method != "GET" {
                     return RequestHeadersAction::Reply(method_not_allowed("GET"));
