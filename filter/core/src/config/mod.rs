@@ -9,6 +9,7 @@
 //! and silently accepted a struct written as an array (`"weights": [1, 2, 3]`).
 
 pub mod catalog;
+pub mod entries;
 pub(crate) mod glob;
 pub(crate) mod metadata;
 pub mod paths;

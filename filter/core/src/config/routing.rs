@@ -37,8 +37,9 @@ pub struct RoutingConfig {
     pub descriptions: BTreeMap<String, String>,
 }
 
-pub const DEFAULT_ROUTING_GROUPS: usize = 3;
-pub const DEFAULT_MIN_GROUP_SCORE: f32 = 0.5;
+/// Chosen on the first half of `testdata/service-groups` (`make eval DATA=testdata/service-groups`).
+pub const DEFAULT_ROUTING_GROUPS: usize = 5;
+pub const DEFAULT_MIN_GROUP_SCORE: f32 = 0.0;
 /// The most groups stage 2 may search: past it hierarchical routing is flat search.
 pub const MAX_ROUTING_GROUPS: u64 = 64;
 

@@ -5,6 +5,26 @@
 use super::request::{list_query, search_text};
 use super::*;
 
+/// The error a server gives for a prompt or resource it does not have (spec 2025-11-25
+/// "Prompts" and "Resources", Error Handling: -32602 for an unknown prompt, -32002 for a
+/// resource not found).
+fn unknown_entry(id: &RawValue, entry: Entry, key: &str) -> String {
+    match entry {
+        Entry::Resource | Entry::ResourceTemplate => format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{},\"error\":{{\"code\":{RESOURCE_NOT_FOUND},\"message\":\"Resource not found\",\"data\":{{\"uri\":{}}}}}}}",
+            id.get(),
+            json::string(key)
+        ),
+        Entry::Tool | Entry::Prompt => jsonrpc::error_response(
+            Some(id),
+            jsonrpc::INVALID_PARAMS,
+            &format!("Unknown {}: {key}", entry.type_name()),
+        ),
+    }
+}
+
+const RESOURCE_NOT_FOUND: i64 = -32002;
+
 impl Stream {
     /// Answers every message of a request made only of our tools and refused calls.
     pub(super) fn answer_locally(
@@ -50,6 +70,15 @@ impl Stream {
                         continue;
                     }
                 },
+                Kind::Use { entry, key } => {
+                    // Answered as the server answers for an entry it does not have: the
+                    // caller learns nothing of entries the policy hides.
+                    env.record(Event::CallRefused);
+                    if let Some(id) = m.id.as_deref() {
+                        replies.push(unknown_entry(id, entry, &key));
+                    }
+                    continue;
+                }
                 _ => continue,
             };
             let reply = match Injected::of(config, &name) {

@@ -245,7 +245,11 @@ impl Stream {
                 Kind::ToolsList { .. } if !listing && config.authorization.is_none() => {}
                 Kind::ToolsList { first_page } => {
                     if let Some(id) = m.id_value() {
-                        self.targets.push(ListTarget { id, first_page });
+                        self.targets.push(ListTarget {
+                            id,
+                            first_page,
+                            entry: Entry::Tool,
+                        });
                     }
                 }
                 Kind::ToolsCall { name, .. } => {
@@ -259,7 +263,28 @@ impl Stream {
                     let reply = self.refuse_unreadable(env, &format!("tools/call {why}"));
                     return RequestBodyAction::Reply(reply);
                 }
-                Kind::UnreadableCall(_) | Kind::Other => {}
+                Kind::EntriesList { entry, first_page } => {
+                    // Learned for search; under a policy, filtered for the caller.
+                    if listing || config.authorization.is_some() {
+                        if let Some(id) = m.id_value() {
+                            self.targets.push(ListTarget {
+                                id,
+                                first_page,
+                                entry,
+                            });
+                        }
+                    }
+                }
+                Kind::Use { entry, key } => {
+                    if !self.entry_allowed(config, &namespace)(entry, &key) {
+                        refused += 1;
+                    }
+                }
+                Kind::UnreadableUse(why) if strict => {
+                    let reply = self.refuse_unreadable(env, &why);
+                    return RequestBodyAction::Reply(reply);
+                }
+                Kind::UnreadableCall(_) | Kind::UnreadableUse(_) | Kind::Other => {}
             }
         }
         let total = incoming.messages().len();
