@@ -600,7 +600,9 @@ pub fn measure(
     grouped.group_separator = Some("_".to_string());
     grouped.search.strategy = mcp_tool_search_core::config::routing::Strategy::Hierarchical;
     let grouped_index = CatalogIndex::build("bench", catalog.clone(), &grouped);
-    costs.groups = GroupIndex::build(&grouped_index, &grouped, |_| true).groups.len();
+    costs.groups = GroupIndex::build(&grouped_index, &grouped, |_| true)
+        .groups
+        .len();
     let mut items: Vec<Item<'_>> = vec![
         (
             "native parse",

@@ -315,10 +315,19 @@ fn routing_report(
         ((t, a), (t, b))
     });
     let ndcg = |m: &Metrics| m.ndcg10 / m.queries.max(1) as f64;
-    let mut best = (f64::MIN, shipped.search.routing.groups, shipped.search.routing.min_group_score);
+    let mut best = (
+        f64::MIN,
+        shipped.search.routing.groups,
+        shipped.search.routing.min_group_score,
+    );
     for groups in [1, 2, 3, 5, 8] {
         for min in [0.0, 0.25, 0.5, 0.75] {
-            let m = ndcg(&evaluate(index, &config(Some(groups), Some(min)), first, split.map(|(a, _)| a)));
+            let m = ndcg(&evaluate(
+                index,
+                &config(Some(groups), Some(min)),
+                first,
+                split.map(|(a, _)| a),
+            ));
             eprintln!("split=first ranker={ranking}+hierarchical groups={groups} min_group_score={min:.2} NDCG@10={m:.4}");
             if m > best.0 + 1e-9 {
                 best = (m, groups, min);
@@ -326,7 +335,12 @@ fn routing_report(
         }
     }
     let (_, groups, min) = best;
-    let chosen = evaluate(index, &config(Some(groups), Some(min)), second, split.map(|(_, b)| b));
+    let chosen = evaluate(
+        index,
+        &config(Some(groups), Some(min)),
+        second,
+        split.map(|(_, b)| b),
+    );
     println!(
         "routing chosen on the first half: groups={groups} min_group_score={min:.2}; second half {}",
         chosen.line(&format!("{ranking}+hierarchical"))
@@ -508,7 +522,8 @@ fn run(
         queries.len()
     );
     let bm25 = report(&index, &config, &queries, None, "bm25");
-    let grouped = config.group_separator.is_some() || config.tools.iter().any(|t| t.group.is_some());
+    let grouped =
+        config.group_separator.is_some() || config.tools.iter().any(|t| t.group.is_some());
     if grouped {
         routing_report(&index, &queries, None, "bm25");
     }

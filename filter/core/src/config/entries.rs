@@ -108,6 +108,15 @@ impl SearchType {
         }
     }
 
+    pub fn name(self) -> &'static str {
+        match self {
+            SearchType::Tool => "tool",
+            SearchType::Prompt => "prompt",
+            SearchType::Resource => "resource",
+            SearchType::All => "all",
+        }
+    }
+
     pub fn entries(self) -> &'static [Entry] {
         match self {
             SearchType::Tool => &[Entry::Tool],

@@ -117,20 +117,27 @@ impl Tool {
             #[serde(default, borrow)]
             description: Option<Cow<'a, str>>,
         }
-        let view: EntryView = serde_json::from_str(raw.get()).map_err(|e| CatalogError::BadTool {
-            reason: e.to_string(),
-        })?;
+        let view: EntryView =
+            serde_json::from_str(raw.get()).map_err(|e| CatalogError::BadTool {
+                reason: e.to_string(),
+            })?;
         let (key, label) = match entry {
             Entry::Resource => (view.uri, view.name),
             Entry::ResourceTemplate => (view.uri_template, view.name),
             Entry::Tool | Entry::Prompt => (view.name, None),
         };
-        let key = key.filter(|k| !k.is_empty()).ok_or_else(|| CatalogError::BadTool {
-            reason: format!("no {} string", entry.key_field()),
-        })?;
+        let key = key
+            .filter(|k| !k.is_empty())
+            .ok_or_else(|| CatalogError::BadTool {
+                reason: format!("no {} string", entry.key_field()),
+            })?;
         Ok(Tool {
             name: key.into_owned(),
-            title: view.title.or(label).map(Cow::into_owned).unwrap_or_default(),
+            title: view
+                .title
+                .or(label)
+                .map(Cow::into_owned)
+                .unwrap_or_default(),
             description: view.description.map(Cow::into_owned).unwrap_or_default(),
             definition: Rc::from(raw.get()),
         })

@@ -2,8 +2,8 @@
 //! Protocol"): single messages or, from clients of protocol 2025-03-26, batches. Ids may be
 //! numbers or strings and are echoed byte for byte.
 
-use crate::mcp::json;
 use crate::config::entries::Entry;
+use crate::mcp::json;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -141,11 +141,17 @@ pub enum Kind<'a> {
     UnreadableCall(String),
     /// A list of prompts, resources or resource templates; `first_page` when it carries no
     /// cursor.
-    EntriesList { entry: Entry, first_page: bool },
+    EntriesList {
+        entry: Entry,
+        first_page: bool,
+    },
     /// A request that uses one prompt or resource: `prompts/get` (by name), `resources/read`,
     /// `resources/subscribe` and `resources/unsubscribe` (by URI), `completion/complete` (by
     /// its `ref`). `key` is what authorization rules match (`Entry::key_field`).
-    Use { entry: Entry, key: String },
+    Use {
+        entry: Entry,
+        key: String,
+    },
     /// Such a request whose entry cannot be read in exactly one way: the method and why.
     UnreadableUse(String),
     Other,
@@ -258,7 +264,13 @@ impl Message {
                     None => Kind::Other,
                 }
             }
-            Some(method @ ("prompts/get" | "resources/read" | "resources/subscribe" | "resources/unsubscribe" | "completion/complete")) => {
+            Some(
+                method @ ("prompts/get"
+                | "resources/read"
+                | "resources/subscribe"
+                | "resources/unsubscribe"
+                | "completion/complete"),
+            ) => {
                 let unreadable = |why: String| Kind::UnreadableUse(format!("{method} {why}"));
                 let Some(raw) = self.params.as_deref() else {
                     return unreadable("no params".to_string());
@@ -269,16 +281,29 @@ impl Message {
                     "completion/complete" => {
                         match serde_json::from_str::<CompleteParams>(raw.get()) {
                             Ok(CompleteParams { reference }) => {
-                                return match (reference.kind.as_str(), reference.name, reference.uri) {
-                                    ("ref/prompt", Some(name), _) => Kind::Use { entry: Entry::Prompt, key: name },
-                                    ("ref/resource", _, Some(uri)) => Kind::Use { entry: Entry::ResourceTemplate, key: uri },
-                                    (kind, _, _) => unreadable(format!("params.ref of type {kind:?} without its name or uri")),
+                                return match (
+                                    reference.kind.as_str(),
+                                    reference.name,
+                                    reference.uri,
+                                ) {
+                                    ("ref/prompt", Some(name), _) => Kind::Use {
+                                        entry: Entry::Prompt,
+                                        key: name,
+                                    },
+                                    ("ref/resource", _, Some(uri)) => Kind::Use {
+                                        entry: Entry::ResourceTemplate,
+                                        key: uri,
+                                    },
+                                    (kind, _, _) => unreadable(format!(
+                                        "params.ref of type {kind:?} without its name or uri"
+                                    )),
                                 };
                             }
                             Err(e) => Err(e),
                         }
                     }
-                    _ => serde_json::from_str::<UriParams>(raw.get()).map(|p| (Entry::Resource, p.uri)),
+                    _ => serde_json::from_str::<UriParams>(raw.get())
+                        .map(|p| (Entry::Resource, p.uri)),
                 };
                 match used {
                     Ok((entry, key)) => Kind::Use { entry, key },

@@ -394,7 +394,11 @@ fn rewrite_entries(
         let zero = RawValue::from_string("0".to_string()).map_err(not_json)?;
         result.put("ttlMs", zero);
     }
-    set_member(&mut result, entry.list_member(), format!("[{}]", kept.join(",")))?;
+    set_member(
+        &mut result,
+        entry.list_member(),
+        format!("[{}]", kept.join(",")),
+    )?;
     let mut result_text = String::with_capacity(result.encoded_len());
     result.write(&mut result_text);
     with_result(message, result_text).map(Some)

@@ -245,6 +245,60 @@ pub fn groups_view(
     })
 }
 
+/// What a search over prompts and resources did (`_meta["mcp-tool-search/search"]`, and
+/// `metadata` over HTTP).
+#[derive(Serialize)]
+pub struct MixedMeta {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub strategy: &'static str,
+    pub candidates: usize,
+    pub matches: usize,
+    pub offset: usize,
+    pub returned: usize,
+}
+
+/// Mixed results: `[{"type": "prompt", "definition": {...}}, ...]`, each definition exactly as
+/// the upstream declared it.
+pub fn typed_definitions(found: &[crate::rank::mixed::Mixed<'_>]) -> String {
+    let mut out = String::from("[");
+    for (i, m) in found.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str("{\"type\":\"");
+        out.push_str(m.entry.type_name());
+        out.push_str("\",\"definition\":");
+        out.push_str(m.found.tool.definition());
+        out.push('}');
+    }
+    out.push(']');
+    out
+}
+
+/// The HTTP endpoint's answer to a search over prompts and resources.
+pub fn http_mixed(results: &RawValue, meta: MixedMeta) -> String {
+    #[derive(Serialize)]
+    struct Body<'a> {
+        results: &'a RawValue,
+        metadata: MixedMeta,
+    }
+    to_json(&Body {
+        results,
+        metadata: meta,
+    })
+}
+
+/// The search tool's answer to a search over prompts and resources.
+pub fn mixed(texts: &[&str], meta: MixedMeta, modern: bool) -> String {
+    #[derive(Serialize)]
+    struct Envelope {
+        #[serde(rename = "mcp-tool-search/search")]
+        search: MixedMeta,
+    }
+    result(texts, false, Some(Envelope { search: meta }), modern)
+}
+
 /// `{"error": message}`: the HTTP endpoint's errors.
 pub fn http_error(message: &str) -> String {
     #[derive(Serialize)]

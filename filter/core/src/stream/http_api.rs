@@ -44,6 +44,26 @@ impl Stream {
         vector: Result<Vec<f32>, Fallback>,
     ) -> LocalReply {
         let namespace = request.namespace.clone().unwrap_or_else(|| env.namespace());
+        if request.kind != SearchType::Tool {
+            let (results, meta) =
+                match self.mixed_search(config, env, &namespace, &request.query, request.kind) {
+                    Ok(answer) => answer,
+                    Err(e) => {
+                        env.record(Event::Error);
+                        return LocalReply::json(
+                            503,
+                            error_json(&format!("catalog unavailable: {e}")),
+                        );
+                    }
+                };
+            return match RawValue::from_string(results) {
+                Ok(results) => LocalReply::json(200, result::http_mixed(&results, meta)),
+                Err(e) => {
+                    env.record(Event::Error);
+                    LocalReply::json(500, error_json(&format!("stored definitions: {e}")))
+                }
+            };
+        }
         let key = self.catalog_key(config, env, &namespace);
         let index = match env.catalog_of(&key) {
             Ok(index) => index,
@@ -142,9 +162,19 @@ pub(super) fn parse_http_search(body: &[u8], config: &Config) -> Result<HttpSear
         return Err("the body must be a JSON object with a \"query\"".to_string());
     };
     for key in map.keys() {
-        if !["query", "limit", "namespace", "offset", "group", "explain"].contains(&key.as_str()) {
+        if ![
+            "query",
+            "limit",
+            "namespace",
+            "offset",
+            "group",
+            "explain",
+            "type",
+        ]
+        .contains(&key.as_str())
+        {
             return Err(format!(
-                "unknown field \"{key}\"; allowed: query, limit, offset, namespace, group, explain"
+                "unknown field \"{key}\"; allowed: query, limit, offset, namespace, group, explain, type"
             ));
         }
     }
@@ -159,6 +189,7 @@ pub(super) fn parse_http_search(body: &[u8], config: &Config) -> Result<HttpSear
     Ok(HttpSearch {
         query: args.query,
         namespace: args.namespace,
+        kind: args.kind,
         explain,
     })
 }

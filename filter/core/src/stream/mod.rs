@@ -4,7 +4,7 @@
 //! header checks, authorization), `local` (the answers given here), `http_api` (the plain-HTTP
 //! search endpoint), `response` (the list rewrite), `reply` (how local answers are framed).
 
-use crate::config::entries::Entry;
+use crate::config::entries::{Entry, SearchType};
 use crate::config::policy::{Caller, Scope};
 use crate::config::{Config, Mode, Ranking};
 use crate::fetch::{FetchSpec, Origin};
@@ -392,6 +392,7 @@ enum Pending {
 struct HttpSearch {
     query: Query,
     namespace: Option<String>,
+    kind: crate::config::entries::SearchType,
     /// Answer with each result's score explained (`rank::explain`).
     explain: bool,
 }

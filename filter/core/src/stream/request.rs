@@ -457,6 +457,8 @@ pub(super) fn search_text(config: &Config, m: &Message) -> Option<String> {
         {
             injected::parse_search(arguments, config, injected::Asker::Tool)
                 .ok()
+                // Prompts and resources are ranked lexically: no query vector.
+                .filter(|a| a.kind == SearchType::Tool)
                 .map(|a| a.query.text)
         }
         Kind::ToolsList { .. } => list_query(config, m)?

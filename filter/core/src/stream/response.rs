@@ -343,7 +343,10 @@ pub(super) fn learn_from(
         };
         if let Err(e) = env.learn(learned) {
             env.record(Event::Error);
-            env.log_warn(&format!("could not store the learned {}s: {e}", entry.type_name()));
+            env.log_warn(&format!(
+                "could not store the learned {}s: {e}",
+                entry.type_name()
+            ));
         }
     }
     if outcome.tools && !outcome.replayed {
