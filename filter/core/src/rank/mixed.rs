@@ -27,13 +27,16 @@ pub struct MixedRanked<'a> {
     pub candidates: usize,
 }
 
+/// Whether the caller may use an entry of a kind, by its key.
+pub type EntryAllowed<'f> = &'f dyn Fn(Entry, &str) -> bool;
+
 /// Ranks `catalogs` (one per kind) for `query`; `allowed` says which entries the caller may
 /// use (`None`: all).
 pub fn search<'a>(
     catalogs: &'a [(Entry, std::rc::Rc<CatalogIndex>)],
     config: &Config,
     query: &Query,
-    allowed: Option<&dyn Fn(Entry, &str) -> bool>,
+    allowed: Option<EntryAllowed<'_>>,
 ) -> MixedRanked<'a> {
     let mut lexical = config.clone();
     lexical.search.ranking = Ranking::Bm25;
