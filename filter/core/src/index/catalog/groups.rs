@@ -25,8 +25,7 @@ pub fn groups_of(
     allowed: Option<&dyn Fn(&Tool) -> bool>,
 ) -> Rc<GroupIndex> {
     let tools = index.catalog.tools();
-    let visible =
-        |d: u32| allowed.is_none_or(|allowed| tools.get(d as usize).is_some_and(allowed));
+    let visible = |d: u32| allowed.is_none_or(|allowed| tools.get(d as usize).is_some_and(allowed));
     // The visible set itself, not a hash of it: two roles must never share a group index.
     let key: Option<Vec<u64>> = allowed.map(|_| {
         let mut bits = vec![0u64; tools.len().div_ceil(64)];
