@@ -90,7 +90,7 @@ impl Client {
 
     /// Every entry of a list (all pages), by its key field.
     async fn list(&self, method: &str, member: &str, key: &str) -> (Vec<String>, Value) {
-        let (mut keys, mut cursor, mut last) = (Vec::new(), None::<String>, Value::Null);
+        let (mut keys, mut cursor) = (Vec::new(), None::<String>);
         loop {
             let params = cursor.as_ref().map_or(json!({}), |c| json!({"cursor": c}));
             let r = self.send(method, params).await;
@@ -100,9 +100,8 @@ impl Client {
                 .unwrap_or_else(|| panic!("{method}: {r}"));
             keys.extend(items.iter().map(|e| e[key].as_str().unwrap().to_owned()));
             cursor = result["nextCursor"].as_str().map(str::to_owned);
-            last = result;
             if cursor.is_none() {
-                return (keys, last);
+                return (keys, result);
             }
         }
     }
