@@ -280,6 +280,11 @@ pub struct Config {
     pub group_separator: Option<String>,
     pub authorization: Option<crate::config::policy::Policy>,
     pub catalog: catalog::CatalogConfig,
+    /// How `prompts/list` and `resources/list` (with `resources/templates/list`) are answered:
+    /// `Eager`, as the upstream sent them (the default); `Progressive`, empty, the entries found
+    /// through the search tool's `type`.
+    pub prompts_disclosure: DisclosureMode,
+    pub resources_disclosure: DisclosureMode,
 }
 
 pub const DEFAULT_SEARCH_THRESHOLD: usize = 40;
@@ -298,6 +303,8 @@ impl Default for Config {
             search_threshold: DEFAULT_SEARCH_THRESHOLD,
             group_separator: None,
             authorization: None,
+            prompts_disclosure: DisclosureMode::Eager,
+            resources_disclosure: DisclosureMode::Eager,
             catalog: catalog::CatalogConfig::default(),
         }
     }
@@ -324,6 +331,18 @@ impl Config {
         }
         if let Some(v) = obj.take("default_disclosure_mode") {
             config.default_disclosure_mode = DisclosureMode::parse("default_disclosure_mode", v)?;
+        }
+        for (key, slot) in [
+            ("prompts", &mut config.prompts_disclosure),
+            ("resources", &mut config.resources_disclosure),
+        ] {
+            if let Some(v) = obj.take(key) {
+                let mut kind = Object::new(key, v)?;
+                if let Some(mode) = kind.take("disclosure_mode") {
+                    *slot = DisclosureMode::parse(&format!("{key}.disclosure_mode"), mode)?;
+                }
+                kind.finish()?;
+            }
         }
         if let Some(v) = obj.take("eager_patterns") {
             config.eager_patterns = string_list("eager_patterns", v)?
@@ -395,6 +414,17 @@ impl Config {
 
     /// A tool's disclosure mode: its explicit setting (namespace-specific first), else the first
     /// eager pattern it matches, else the default.
+    /// How a kind of entry other than tools is listed.
+    pub fn entry_disclosure(&self, entry: entries::Entry) -> DisclosureMode {
+        match entry {
+            entries::Entry::Tool => self.default_disclosure_mode,
+            entries::Entry::Prompt => self.prompts_disclosure,
+            entries::Entry::Resource | entries::Entry::ResourceTemplate => {
+                self.resources_disclosure
+            }
+        }
+    }
+
     pub fn disclosure_mode(&self, namespace: &str, tool_name: &str) -> DisclosureMode {
         if let Some(mode) = self
             .tool_setting(namespace, tool_name)

@@ -305,17 +305,7 @@ fn rewrite_object(
     }
     outcome.changed = true;
     if ctx.authorizing {
-        // A list shaped by the caller's authorization must not be cached for other callers
-        // (spec 2026-07-28 "Caching": `cacheScope: "private"`); a 2026-07-28 result keeps its
-        // `ttlMs`, or gets 0 where it had none.
-        let private = RawValue::from_string("\"private\"".to_string())
-            .map_err(|e| RewriteError::NotJson(e.to_string()))?;
-        result.put("cacheScope", private);
-        if result.get("resultType").is_some() && result.get("ttlMs").is_none() {
-            let zero = RawValue::from_string("0".to_string())
-                .map_err(|e| RewriteError::NotJson(e.to_string()))?;
-            result.put("ttlMs", zero);
-        }
+        mark_private(&mut result)?;
     }
 
     let mut list = String::with_capacity(tools_len);
@@ -357,6 +347,10 @@ fn rewrite_entries(
     let has_next = result
         .get("nextCursor")
         .is_some_and(|c| c.get().trim() != "null");
+    // Progressive prompts or resources are found through the search tool, never listed (but
+    // for the kill switch, `mode: list`).
+    let progressive = ctx.config.mode != Mode::List
+        && ctx.config.entry_disclosure(entry) == DisclosureMode::Progressive;
     let mut kept = Vec::with_capacity(items.len());
     let mut learned: Vec<Tool> = Vec::with_capacity(items.len());
     let mut seen = fnv::FnvHashSet::default();
@@ -365,7 +359,7 @@ fn rewrite_entries(
         // search filters it for its caller.
         match Tool::from_entry(entry, raw) {
             Ok(e) => {
-                if (ctx.entry_allowed)(entry, &e.name) {
+                if !progressive && (ctx.entry_allowed)(entry, &e.name) {
                     kept.push(raw.get());
                 } else {
                     outcome.hidden += 1;
@@ -374,7 +368,7 @@ fn rewrite_entries(
                     learned.push(e);
                 }
             }
-            Err(_) if ctx.authorizing => outcome.hidden += 1,
+            Err(_) if ctx.authorizing || progressive => outcome.hidden += 1,
             Err(_) => kept.push(raw.get()),
         }
     }
@@ -384,24 +378,31 @@ fn rewrite_entries(
     };
     outcome.entries.push((entry, learned, page));
     outcome.rewritten += 1;
-    if !ctx.authorizing {
+    if !ctx.authorizing && !progressive {
         return Ok(Some(message_text(&message)));
     }
     outcome.changed = true;
-    let private = RawValue::from_string("\"private\"".to_string()).map_err(not_json)?;
-    result.put("cacheScope", private);
-    if result.get("resultType").is_some() && result.get("ttlMs").is_none() {
-        let zero = RawValue::from_string("0".to_string()).map_err(not_json)?;
-        result.put("ttlMs", zero);
+    if ctx.authorizing {
+        mark_private(&mut result)?;
     }
-    set_member(
-        &mut result,
-        entry.list_member(),
-        format!("[{}]", kept.join(",")),
-    )?;
+    set_member(&mut result, entry.list_member(), format!("[{}]", kept.join(",")))?;
     let mut result_text = String::with_capacity(result.encoded_len());
     result.write(&mut result_text);
     with_result(message, result_text).map(Some)
+}
+
+/// A list shaped by the caller's authorization must not be cached for other callers (spec
+/// 2026-07-28 "Caching": `cacheScope: "private"`); a 2026-07-28 result keeps its `ttlMs`, or
+/// gets 0 where it had none.
+fn mark_private(result: &mut RawObject) -> Result<(), RewriteError> {
+    let raw = |text: &str| {
+        RawValue::from_string(text.to_string()).map_err(|e| RewriteError::NotJson(e.to_string()))
+    };
+    result.put("cacheScope", raw("\"private\"")?);
+    if result.get("resultType").is_some() && result.get("ttlMs").is_none() {
+        result.put("ttlMs", raw("0")?);
+    }
+    Ok(())
 }
 
 fn message_text(message: &RawObject) -> String {
