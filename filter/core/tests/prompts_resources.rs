@@ -443,15 +443,21 @@ fn progressive_prompts_are_found_by_search_not_listed() {
     let got = learn_all(&mut env, &post("/mcp"));
     assert_eq!(got[0]["result"]["prompts"], json!([]), "{}", got[0]);
     assert_eq!(got[1]["result"]["resources"].as_array().unwrap().len(), 2);
-    let (found, _) = search(&mut env, post("/mcp"), json!({"query": "triage a ticket", "type": "prompt"}));
+    let (found, _) = search(
+        &mut env,
+        post("/mcp"),
+        json!({"query": "triage a ticket", "type": "prompt"}),
+    );
     assert_eq!(found[0], ("prompt".into(), "triage_ticket".into()));
 
-    let mut listing = TestEnv::new(r#"{"mode":"list","prompts":{"disclosure_mode":"PROGRESSIVE"}}"#);
+    let mut listing =
+        TestEnv::new(r#"{"mode":"list","prompts":{"disclosure_mode":"PROGRESSIVE"}}"#);
     let got = learn_all(&mut listing, &post("/mcp"));
     assert_eq!(got[0], serde_json::from_slice::<Value>(&prompts()).unwrap());
 
-    let bad = mcp_tool_search_core::config::Config::parse(r#"{"resources":{"disclosure_mode":"LAZY"}}"#)
-        .unwrap_err()
-        .to_string();
+    let bad =
+        mcp_tool_search_core::config::Config::parse(r#"{"resources":{"disclosure_mode":"LAZY"}}"#)
+            .unwrap_err()
+            .to_string();
     assert!(bad.contains("`resources.disclosure_mode`"), "{bad}");
 }

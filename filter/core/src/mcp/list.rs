@@ -385,7 +385,11 @@ fn rewrite_entries(
     if ctx.authorizing {
         mark_private(&mut result)?;
     }
-    set_member(&mut result, entry.list_member(), format!("[{}]", kept.join(",")))?;
+    set_member(
+        &mut result,
+        entry.list_member(),
+        format!("[{}]", kept.join(",")),
+    )?;
     let mut result_text = String::with_capacity(result.encoded_len());
     result.write(&mut result_text);
     with_result(message, result_text).map(Some)

@@ -221,8 +221,37 @@ impl Plugin {
             tools,
             private,
             ttl_ms,
+            entries,
             ..
         } = fetched;
+        // Prompts and resources, whole lists, beside the tools (not when the server shapes its
+        // lists per caller: there is no caller to keep them for).
+        if !private {
+            for (entry, list) in entries {
+                let learned = Learned {
+                    entry,
+                    ..Learned::new(
+                        list,
+                        Page {
+                            first: true,
+                            last: true,
+                        },
+                    )
+                };
+                let key = entry.catalog_key(namespace);
+                if let Ok(mut cache) = self.cache.try_borrow_mut() {
+                    if let Err(e) = cache.learn(host, &key, learned) {
+                        host.log(
+                            Level::Warn,
+                            &format!(
+                                "catalog fetch: the {}s of {namespace:?} could not be stored: {e}",
+                                entry.type_name()
+                            ),
+                        );
+                    }
+                }
+            }
+        }
         let count = tools.len();
         let mut learned = Learned::new(
             tools,
