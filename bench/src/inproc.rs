@@ -229,6 +229,33 @@ fn head() -> RequestHead {
     }
 }
 
+/// `search::search` (BM25, `limit` 5) of every query, timed together (CPU time).
+fn search_kernel(index: &CatalogIndex, config: &Config, queries: &[&str]) -> Result<Duration> {
+    let mut total = Duration::ZERO;
+    for text in queries {
+        let q = Query {
+            text: (*text).to_owned(),
+            limit: 5,
+            offset: 0,
+            group: None,
+        };
+        let (r, d) = timed(|| {
+            search::search(
+                index,
+                config,
+                &q,
+                None,
+                Err(Fallback::new(FallbackKind::Unavailable, "bm25 only")),
+            )
+        });
+        if r.found.is_empty() {
+            return Err(format!("no result for {text:?}"));
+        }
+        total += d;
+    }
+    Ok(total)
+}
+
 /// A search through `Stream`: the local reply's body.
 fn native_search(env: &mut NativeEnv, body: &[u8]) -> Result<Vec<u8>> {
     let config = env.config.clone();
@@ -623,31 +650,7 @@ pub fn measure(
         ),
         (
             "native search kernel",
-            Box::new(|| {
-                let mut total = Duration::ZERO;
-                for text in queries {
-                    let q = Query {
-                        text: (*text).to_owned(),
-                        limit: 5,
-                        offset: 0,
-                        group: None,
-                    };
-                    let (r, d) = timed(|| {
-                        search::search(
-                            &index,
-                            &config,
-                            &q,
-                            None,
-                            Err(Fallback::new(FallbackKind::Unavailable, "bm25 only")),
-                        )
-                    });
-                    if r.found.is_empty() {
-                        return Err(format!("no result for {text:?}"));
-                    }
-                    total += d;
-                }
-                Ok(per_query(total))
-            }),
+            Box::new(|| search_kernel(&index, &config, queries).map(per_query)),
         ),
         (
             "native list json",
@@ -743,31 +746,7 @@ pub fn measure(
     ];
     items.push((
         "native hierarchical search kernel",
-        Box::new(|| {
-            let mut total = Duration::ZERO;
-            for text in queries {
-                let q = Query {
-                    text: (*text).to_owned(),
-                    limit: 5,
-                    offset: 0,
-                    group: None,
-                };
-                let (r, d) = timed(|| {
-                    search::search(
-                        &grouped_index,
-                        &grouped,
-                        &q,
-                        None,
-                        Err(Fallback::new(FallbackKind::Unavailable, "bm25 only")),
-                    )
-                });
-                if r.found.is_empty() {
-                    return Err(format!("no hierarchical result for {text:?}"));
-                }
-                total += d;
-            }
-            Ok(per_query(total))
-        }),
+        Box::new(|| search_kernel(&grouped_index, &grouped, queries).map(per_query)),
     ));
     items.push((
         "native group index build",

@@ -83,6 +83,16 @@ fn tool_search(env: &mut TestEnv, head: RequestHead, query: &str) -> (Vec<String
     )
 }
 
+/// The groups of a `/groups` answer, in its order.
+fn group_names(v: &Value) -> Vec<&str> {
+    v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["group"].as_str().unwrap())
+        .collect()
+}
+
 fn get(path: &str) -> RequestHead {
     RequestHead {
         method: "GET".into(),
@@ -152,12 +162,7 @@ fn the_groups_view_shows_stage_one_for_the_caller_only() {
     assert_eq!(v["query"], "refund a charge or post a message");
     assert_eq!(v["strategy"], "hierarchical");
     assert_eq!(v["group_count"], 3);
-    let groups: Vec<&str> = v["groups"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|g| g["group"].as_str().unwrap())
-        .collect();
+    let groups = group_names(&v);
     assert_eq!(groups[..2], ["stripe", "slack"], "{v}");
     assert_eq!(v["groups"][0]["chosen"], true);
     assert_eq!(v["groups"][0]["tools"], 2);
@@ -166,12 +171,7 @@ fn the_groups_view_shows_stage_one_for_the_caller_only() {
     // The support role sees neither stripe's group nor its words.
     let (_, v) = local(&mut env, as_role(get(path), "support"), b"");
     assert_eq!(v["group_count"], 2, "{v}");
-    let groups: Vec<&str> = v["groups"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|g| g["group"].as_str().unwrap())
-        .collect();
+    let groups = group_names(&v);
     assert_eq!(groups, ["slack"], "{v}");
     let (names, meta) = tool_search(
         &mut env,

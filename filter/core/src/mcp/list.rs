@@ -197,12 +197,7 @@ fn rewrite_object(
         return Ok(None);
     };
     let tools_len = result_raw.get().len();
-    outcome.private |= result
-        .get("cacheScope")
-        .is_some_and(|c| c.get().trim() == "\"private\"");
-    let has_next = result
-        .get("nextCursor")
-        .is_some_and(|c| c.get().trim() != "null");
+    let has_next = read_page_flags(&result, outcome);
 
     let whole_page = target.first_page && !has_next;
     // A definition without a string name cannot be searched or classified: it stays in place,
@@ -341,12 +336,7 @@ fn rewrite_entries(
         return Ok(None);
     };
     let items: Vec<&RawValue> = serde_json::from_str(items.get()).map_err(not_json)?;
-    outcome.private |= result
-        .get("cacheScope")
-        .is_some_and(|c| c.get().trim() == "\"private\"");
-    let has_next = result
-        .get("nextCursor")
-        .is_some_and(|c| c.get().trim() != "null");
+    let has_next = read_page_flags(&result, outcome);
     // Progressive prompts or resources are found through the search tool, never listed (but
     // for the kill switch, `mode: list`).
     let progressive = ctx.config.mode != Mode::List
@@ -393,6 +383,16 @@ fn rewrite_entries(
     let mut result_text = String::with_capacity(result.encoded_len());
     result.write(&mut result_text);
     with_result(message, result_text).map(Some)
+}
+
+/// Notes a `cacheScope: "private"` result in `outcome`; returns whether a page follows.
+fn read_page_flags(result: &RawObject, outcome: &mut Outcome) -> bool {
+    outcome.private |= result
+        .get("cacheScope")
+        .is_some_and(|c| c.get().trim() == "\"private\"");
+    result
+        .get("nextCursor")
+        .is_some_and(|c| c.get().trim() != "null")
 }
 
 /// A list shaped by the caller's authorization must not be cached for other callers (spec

@@ -64,13 +64,9 @@ impl Stream {
                 }
             };
         }
-        let key = self.catalog_key(config, env, &namespace);
-        let index = match env.catalog_of(&key) {
+        let index = match self.endpoint_catalog(config, env, &namespace) {
             Ok(index) => index,
-            Err(e) => {
-                env.record(Event::Error);
-                return LocalReply::json(503, error_json(&format!("catalog unavailable: {e}")));
-            }
+            Err(reply) => return reply,
         };
         if let (Some(why), true) = (&self.fetch_error, index.catalog.is_empty()) {
             return LocalReply::json(
@@ -109,6 +105,20 @@ impl Stream {
         LocalReply::json(200, body)
     }
 
+    /// This caller's catalog of `namespace`, or the 503 that says why there is none to read.
+    fn endpoint_catalog(
+        &self,
+        config: &Config,
+        env: &mut dyn Env,
+        namespace: &str,
+    ) -> Result<Rc<CatalogIndex>, LocalReply> {
+        let key = self.catalog_key(config, env, namespace);
+        env.catalog_of(&key).map_err(|e| {
+            env.record(Event::Error);
+            LocalReply::json(503, error_json(&format!("catalog unavailable: {e}")))
+        })
+    }
+
     /// `GET <http_path>/groups?query=…[&namespace=…]`: how stage 1 of hierarchical search ranks
     /// this caller's groups for the query (whatever `search.strategy` is), from the catalog
     /// this Envoy knows.
@@ -119,13 +129,9 @@ impl Stream {
             return bad_request("the query string must have a non-empty `query` parameter");
         };
         let namespace = param("namespace").unwrap_or_else(|| env.namespace());
-        let key = self.catalog_key(config, env, &namespace);
-        let index = match env.catalog_of(&key) {
+        let index = match self.endpoint_catalog(config, env, &namespace) {
             Ok(index) => index,
-            Err(e) => {
-                env.record(Event::Error);
-                return LocalReply::json(503, error_json(&format!("catalog unavailable: {e}")));
-            }
+            Err(reply) => return reply,
         };
         if index.catalog.is_empty() {
             return LocalReply::json(
