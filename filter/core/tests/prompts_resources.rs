@@ -461,3 +461,27 @@ fn progressive_prompts_are_found_by_search_not_listed() {
             .to_string();
     assert!(bad.contains("`resources.disclosure_mode`"), "{bad}");
 }
+
+/// Health reports prompts and resources with their namespace's tools, not as namespaces.
+#[test]
+fn health_counts_prompts_and_resources_beside_the_tools() {
+    let mut env = TestEnv::new("{}");
+    learn_all(&mut env, &post("/mcp"));
+    let out = exchange(
+        &mut env,
+        RequestHead {
+            method: "GET".into(),
+            path: "/mcp/search/health".into(),
+            ..post("/mcp")
+        },
+        b"",
+        ("200", "", &[]),
+    );
+    let v: Value = serde_json::from_slice(out.body()).unwrap();
+    let catalogs = v["catalogs"].as_object().unwrap();
+    assert_eq!(catalogs.keys().collect::<Vec<_>>(), ["upstream"], "{v}");
+    assert_eq!(catalogs["upstream"]["tools"], 0);
+    assert_eq!(catalogs["upstream"]["prompts"], 2);
+    assert_eq!(catalogs["upstream"]["resources"], 3);
+    assert_eq!(catalogs["upstream"]["resource_templates"], 2);
+}

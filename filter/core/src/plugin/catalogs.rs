@@ -344,6 +344,12 @@ impl Plugin {
         }
         let now = host.now_ms();
         for namespace in store::namespaces(host).unwrap_or_default() {
+            // Prompts and resources come with their namespace's tools.
+            if crate::config::entries::Entry::of_catalog_key(&namespace).0
+                != crate::config::entries::Entry::Tool
+            {
+                continue;
+            }
             let Ok(meta) = store::read_meta(host, &namespace) else {
                 continue;
             };

@@ -258,6 +258,13 @@ pub(super) fn health(config: &Config, env: &mut dyn Env) -> LocalReply {
         /// The server's lists are private: each credential has its own catalog (`<ns>@private-*`).
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         private: bool,
+        /// Prompts, resources and resource templates known beside the tools.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        prompts: Option<usize>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        resources: Option<usize>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        resource_templates: Option<usize>,
     }
     fn is_zero(n: &u32) -> bool {
         *n == 0
@@ -268,7 +275,25 @@ pub(super) fn health(config: &Config, env: &mut dyn Env) -> LocalReply {
         catalogs: std::collections::BTreeMap<String, Catalog>,
     }
     let mut catalogs = std::collections::BTreeMap::new();
-    for ns in env.namespaces() {
+    let keys = env.namespaces();
+    // Prompts and resources are reported with their namespace's tools, not as namespaces.
+    let mut namespaces: Vec<String> = keys
+        .iter()
+        .map(|key| Entry::of_catalog_key(key).1.to_string())
+        .collect();
+    namespaces.sort();
+    namespaces.dedup();
+    for ns in namespaces {
+        let mut count = |entry: Entry| {
+            let key = entry.catalog_key(&ns);
+            keys.contains(&key)
+                .then(|| env.catalog_of(&key).map_or(0, |index| index.catalog.len()))
+        };
+        let (prompts, resources, resource_templates) = (
+            count(Entry::Prompt),
+            count(Entry::Resource),
+            count(Entry::ResourceTemplate),
+        );
         let (tools, embedded) = match env.catalog_of(&ns) {
             Ok(index) => {
                 let embedded = env.tool_vectors(&index).map(|v| v.count()).unwrap_or(0);
@@ -292,6 +317,9 @@ pub(super) fn health(config: &Config, env: &mut dyn Env) -> LocalReply {
                 last_error: meta.last_error,
                 failures: meta.failures,
                 private: private_base,
+                prompts,
+                resources,
+                resource_templates,
             },
         );
     }
