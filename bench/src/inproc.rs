@@ -5,6 +5,7 @@
 use crate::vmmem;
 use host_shim::{Host, HttpMessage, LogLevel, Outcome, Vm, VmOptions, WasmModule};
 use mcp_tool_search_core::config::Config;
+use mcp_tool_search_core::index::catalog::groups::GroupIndex;
 use mcp_tool_search_core::index::catalog::{Catalog, CatalogIndex, Page, Tool};
 use mcp_tool_search_core::plugin::{MemoryHost, Plugin};
 use mcp_tool_search_core::rank::search::{self, Fallback, FallbackKind, Query};
@@ -54,6 +55,11 @@ pub struct SizeCosts {
     /// Linear memory of a freshly configured VM.
     pub mem_fresh_vm: Option<u64>,
     pub found_first: String,
+    /// Hierarchical search (`group_separator` `_`): its groups, a search (group index built),
+    /// and building the group index.
+    pub groups: usize,
+    pub native_hierarchical_search: Duration,
+    pub native_group_index_build: Duration,
     /// Rounds of the round robin (samples per figure).
     pub rounds: usize,
 }
@@ -221,6 +227,33 @@ fn head() -> RequestHead {
         mcp: mcp_tool_search_core::mcp::headers::Mirrored::of(None, None, Some("2025-11-25")),
         ..RequestHead::default()
     }
+}
+
+/// `search::search` (BM25, `limit` 5) of every query, timed together (CPU time).
+fn search_kernel(index: &CatalogIndex, config: &Config, queries: &[&str]) -> Result<Duration> {
+    let mut total = Duration::ZERO;
+    for text in queries {
+        let q = Query {
+            text: (*text).to_owned(),
+            limit: 5,
+            offset: 0,
+            group: None,
+        };
+        let (r, d) = timed(|| {
+            search::search(
+                index,
+                config,
+                &q,
+                None,
+                Err(Fallback::new(FallbackKind::Unavailable, "bm25 only")),
+            )
+        });
+        if r.found.is_empty() {
+            return Err(format!("no result for {text:?}"));
+        }
+        total += d;
+    }
+    Ok(total)
 }
 
 /// A search through `Stream`: the local reply's body.
@@ -590,6 +623,13 @@ pub fn measure(
         .collect();
     let token_count = RefCell::new(0usize);
 
+    let mut grouped = config.clone();
+    grouped.group_separator = Some("_".to_string());
+    grouped.search.strategy = mcp_tool_search_core::config::routing::Strategy::Hierarchical;
+    let grouped_index = CatalogIndex::build("bench", catalog.clone(), &grouped);
+    costs.groups = GroupIndex::build(&grouped_index, &grouped, |_| true)
+        .groups
+        .len();
     let mut items: Vec<Item<'_>> = vec![
         (
             "native parse",
@@ -610,31 +650,7 @@ pub fn measure(
         ),
         (
             "native search kernel",
-            Box::new(|| {
-                let mut total = Duration::ZERO;
-                for text in queries {
-                    let q = Query {
-                        text: (*text).to_owned(),
-                        limit: 5,
-                        offset: 0,
-                        group: None,
-                    };
-                    let (r, d) = timed(|| {
-                        search::search(
-                            &index,
-                            &config,
-                            &q,
-                            None,
-                            Err(Fallback::new(FallbackKind::Unavailable, "bm25 only")),
-                        )
-                    });
-                    if r.found.is_empty() {
-                        return Err(format!("no result for {text:?}"));
-                    }
-                    total += d;
-                }
-                Ok(per_query(total))
-            }),
+            Box::new(|| search_kernel(&index, &config, queries).map(per_query)),
         ),
         (
             "native list json",
@@ -728,6 +744,18 @@ pub fn measure(
             }),
         ),
     ];
+    items.push((
+        "native hierarchical search kernel",
+        Box::new(|| search_kernel(&grouped_index, &grouped, queries).map(per_query)),
+    ));
+    items.push((
+        "native group index build",
+        Box::new(|| {
+            let (groups, d) = timed(|| GroupIndex::build(&grouped_index, &grouped, |_| true));
+            drop(groups);
+            Ok(d)
+        }),
+    ));
     let core = items.len();
     if with_breakdown {
         items.push((
@@ -834,6 +862,8 @@ pub fn measure(
     costs.wasm_list_sse = m(10);
     costs.wasm_first_search = m(11);
     costs.wasm_search_exchange = m(12);
+    costs.native_hierarchical_search = m(13);
+    costs.native_group_index_build = m(14);
     costs.rounds = samples.first().map(Vec::len).unwrap_or(0);
     costs.mem_list_vm = mem.and_then(vmmem::size_of);
     costs.mem_search_vm = search_mem.into_inner();

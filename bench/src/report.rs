@@ -612,6 +612,25 @@ pub fn render(inp: &Inputs) -> String {
             ip.sizes.iter().map(|s| format!("{} ({} tools)", s.rounds, thousands(s.tools))).collect::<Vec<_>>().join(", "),
             crate::QUERIES.len()
         );
+        let _ = writeln!(
+            o,
+            "Hierarchical search (`search.strategy: \"hierarchical\"`, `group_separator: \"_\"`: the generator's \
+             first name segment, services up to 1,000 tools and tenants beyond), natively, BM25: a search whose group \
+             index is built (it is built once per catalog version and set of visible tools), and that build.\n\n\
+             | tools | groups | flat search | hierarchical search | group index build |\n|---|---|---|---|---|"
+        );
+        for s in &ip.sizes {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {} |",
+                thousands(s.tools),
+                s.groups,
+                ms(s.native_search),
+                ms(s.native_hierarchical_search),
+                ms(s.native_group_index_build)
+            );
+        }
+        let _ = writeln!(o);
         let _ = writeln!(o, "Shim cost of an untouched exchange (subtracted for *net*): small request {}, list-sized response {} at the largest size.\n",
             ip.sizes.last().map(|s| ms(s.wasm_noop_small)).unwrap_or_default(),
             ip.sizes.last().map(|s| ms(s.wasm_noop_list)).unwrap_or_default());

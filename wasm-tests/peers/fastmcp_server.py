@@ -1,7 +1,8 @@
 """A real MCP server for the Envoy end-to-end tests: the official Python SDK's FastMCP (1.x) or
 MCPServer (2.x), whichever the running Python has; Streamable HTTP, stateless, JSON responses.
-Every tool run is appended to the file named by --record, one line "tools/call NAME", so a test
-can tell what the server executed.
+Every tool run, prompt got and resource read is appended to the file named by --record, one
+line "tools/call NAME", "prompts/get NAME" or "resources/read URI", so a test can tell what the
+server executed.
 
     python fastmcp_server.py --port 18777 --record /tmp/calls.txt
 """
@@ -74,6 +75,43 @@ def stripe_get_balance() -> str:
 def tool_search(query: str = "") -> str:
     """A tool of the server's own that happens to share the filter's search tool name."""
     return ran("tool_search")
+
+
+def used(line: str) -> None:
+    with open(args.record, "a", encoding="utf-8") as f:
+        f.write(line + "\n")
+
+
+@server.prompt()
+def triage_ticket(ticket: str = "1") -> str:
+    """Triage a support ticket: classify it by urgency and route it to a team."""
+    used("prompts/get triage_ticket")
+    return f"Triage support ticket {ticket}: how urgent is it, and which team owns it?"
+
+
+@server.prompt()
+def payroll_summary(month: str = "2026-11") -> str:
+    """Summarize the month's payroll for the finance team."""
+    used("prompts/get payroll_summary")
+    return f"Summarize the payroll of {month}."
+
+
+@server.resource("kb://refunds", name="refunds", description="How to refund a customer's charge")
+def refunds_article() -> str:
+    used("resources/read kb://refunds")
+    return "Refund a charge from the dashboard within 90 days."
+
+
+@server.resource("hr://salaries", name="salaries", description="The salary of every employee")
+def salaries() -> str:
+    used("resources/read hr://salaries")
+    return "alice,100\nbob,90"
+
+
+@server.resource("kb://articles/{slug}", name="kb_article", description="A knowledge base article by its slug")
+def kb_article(slug: str) -> str:
+    used(f"resources/read kb://articles/{slug}")
+    return f"Article {slug}"
 
 
 if args.page_size > 0:

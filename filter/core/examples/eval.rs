@@ -18,6 +18,7 @@
 //! vector weight). `--vectors FILE` keeps the embeddings of tools and queries in FILE and reads
 //! them from there next time (same texts only).
 
+use mcp_tool_search_core::config::routing::Strategy;
 use mcp_tool_search_core::config::{Config, Ranking, Tuning};
 use mcp_tool_search_core::index::catalog::{Catalog, CatalogIndex, Tool};
 use mcp_tool_search_core::rank::embeddings;
@@ -203,11 +204,13 @@ fn with_ranking(ranking: Ranking, weight: f32) -> Config {
 
 thread_local! {
     static OVERRIDES: std::cell::RefCell<Vec<(String, f32)>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The set's own plugin configuration (`config.json` in its folder), else the default.
+    static SET_CONFIG: std::cell::RefCell<Config> = std::cell::RefCell::new(Config::default());
 }
 
-/// The shipped configuration with `--set` applied.
+/// The shipped configuration (as the set's `config.json` changes it) with `--set` applied.
 fn base_config() -> Config {
-    let mut config = Config::default();
+    let mut config = SET_CONFIG.with(|c| c.borrow().clone());
     OVERRIDES.with(|o| {
         for (key, value) in o.borrow().iter() {
             apply(&mut config, key, *value);
@@ -273,6 +276,75 @@ fn report(
     println!("split=first {}", a.line(ranker));
     println!("split=second {}", b.line(ranker));
     whole
+}
+
+/// Hierarchical search (`search.strategy: hierarchical`) beside flat: the shipped routing, then
+/// stage 1's limits chosen on the first half and scored on the second.
+fn routing_report(
+    index: &CatalogIndex,
+    queries: &[Labeled],
+    vectors: Option<(&ToolVectors, &[Vec<f32>])>,
+    ranking: &str,
+) {
+    let config = |groups: Option<usize>, min: Option<f32>| {
+        let mut c = match vectors {
+            None => base_config(),
+            Some(_) => with_ranking(Ranking::Hybrid, base_config().search.hybrid_vector_weight),
+        };
+        c.search.strategy = Strategy::Hierarchical;
+        if let Some(g) = groups {
+            c.search.routing.groups = g;
+        }
+        if let Some(m) = min {
+            c.search.routing.min_group_score = m;
+        }
+        c
+    };
+    let shipped = config(None, None);
+    report(
+        index,
+        &shipped,
+        queries,
+        vectors,
+        &format!("{ranking}+hierarchical"),
+    );
+    let half = queries.len() / 2;
+    let (first, second) = queries.split_at(half);
+    let split = vectors.map(|(t, q)| {
+        let (a, b) = q.split_at(half.min(q.len()));
+        ((t, a), (t, b))
+    });
+    let ndcg = |m: &Metrics| m.ndcg10 / m.queries.max(1) as f64;
+    let mut best = (
+        f64::MIN,
+        shipped.search.routing.groups,
+        shipped.search.routing.min_group_score,
+    );
+    for groups in [1, 2, 3, 5, 8] {
+        for min in [0.0, 0.25, 0.5, 0.75] {
+            let m = ndcg(&evaluate(
+                index,
+                &config(Some(groups), Some(min)),
+                first,
+                split.map(|(a, _)| a),
+            ));
+            eprintln!("split=first ranker={ranking}+hierarchical groups={groups} min_group_score={min:.2} NDCG@10={m:.4}");
+            if m > best.0 + 1e-9 {
+                best = (m, groups, min);
+            }
+        }
+    }
+    let (_, groups, min) = best;
+    let chosen = evaluate(
+        index,
+        &config(Some(groups), Some(min)),
+        second,
+        split.map(|(_, b)| b),
+    );
+    println!(
+        "routing chosen on the first half: groups={groups} min_group_score={min:.2}; second half {}",
+        chosen.line(&format!("{ranking}+hierarchical"))
+    );
 }
 
 /// Vectors for `texts`, from `cache` when it holds exactly these texts, else from the service
@@ -436,6 +508,11 @@ fn run(
             .map_err(|e| format!("{}:{}: {e}", queries_path.display(), i + 1))?;
         queries.push(q);
     }
+    let config_path = folder.join("config.json");
+    if let Ok(text) = std::fs::read_to_string(&config_path) {
+        let set = Config::parse(&text).map_err(|e| format!("{}: {e}", config_path.display()))?;
+        SET_CONFIG.with(|c| *c.borrow_mut() = set);
+    }
     let config = base_config();
     let index = CatalogIndex::build("eval", Catalog::from_tools(tools), &config);
     let half = queries.len() / 2;
@@ -445,6 +522,11 @@ fn run(
         queries.len()
     );
     let bm25 = report(&index, &config, &queries, None, "bm25");
+    let grouped =
+        config.group_separator.is_some() || config.tools.iter().any(|t| t.group.is_some());
+    if grouped {
+        routing_report(&index, &queries, None, "bm25");
+    }
     // A quality floor for CI: a ranking change that loses NDCG@10 fails the run.
     if let Some(floor) = min_ndcg {
         let ndcg = bm25.ndcg10 / bm25.queries.max(1) as f64;
@@ -477,6 +559,9 @@ fn run(
     report(&index, &vector, &queries, vectors, "vector");
     let hybrid = with_ranking(Ranking::Hybrid, config.search.hybrid_vector_weight);
     report(&index, &hybrid, &queries, vectors, "hybrid");
+    if grouped {
+        routing_report(&index, &queries, vectors, "hybrid");
+    }
     let nonsense = embed(
         url,
         &NONSENSE.iter().map(|s| s.to_string()).collect::<Vec<_>>(),

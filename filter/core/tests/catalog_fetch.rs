@@ -26,6 +26,8 @@ struct Server {
     down: RefCell<Option<&'static str>>,
     seen: RefCell<Vec<HttpCall>>,
     page_size: usize,
+    /// Prompts, declared in `initialize` when there are any.
+    prompts: RefCell<Vec<&'static str>>,
 }
 
 impl Server {
@@ -54,8 +56,25 @@ impl Server {
             "initialize" => (
                 Some("200".into()),
                 vec![("mcp-session-id".into(), "own-session".into())],
-                serde_json::to_vec(&json!({"jsonrpc":"2.0","id":req["id"],"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"s","version":"1"}}})).unwrap(),
+                serde_json::to_vec(&json!({"jsonrpc":"2.0","id":req["id"],"result":{"protocolVersion":"2025-06-18","capabilities":if self.prompts.borrow().is_empty() {
+                    json!({"tools":{"listChanged":true}})
+                } else {
+                    json!({"tools":{"listChanged":true},"prompts":{}})
+                },"serverInfo":{"name":"s","version":"1"}}})).unwrap(),
             ),
+            "prompts/list" if !self.prompts.borrow().is_empty() => {
+                let prompts: Vec<Value> = self
+                    .prompts
+                    .borrow()
+                    .iter()
+                    .map(|n| json!({"name": n, "description": format!("{} prompt", n.replace('_', " "))}))
+                    .collect();
+                (
+                    Some("200".into()),
+                    vec![],
+                    serde_json::to_vec(&json!({"jsonrpc":"2.0","id":req["id"],"result":{"prompts":prompts}})).unwrap(),
+                )
+            }
             "notifications/initialized" => (Some("202".into()), vec![], vec![]),
             "tools/list" => {
                 let mut tools = self.tools.borrow().clone();
@@ -84,6 +103,12 @@ impl Server {
                 );
                 (Some("200".into()), vec![], body.into_bytes())
             }
+            // A server of tools only, as the MCP SDKs answer for an unregistered method.
+            "prompts/list" | "resources/list" | "resources/templates/list" => (
+                Some("200".into()),
+                vec![],
+                serde_json::to_vec(&json!({"jsonrpc":"2.0","id":req["id"],"error":{"code":-32601,"message":"Method not found"}})).unwrap(),
+            ),
             other => panic!("unexpected {other}"),
         }
     }
@@ -125,6 +150,13 @@ fn head(config: &str, headers: &[(&str, &str)]) -> RequestHead {
         || None,
     )
 }
+
+const EVERY_LIST: [&str; 4] = [
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+];
 
 const SEARCH: &[u8] =
     br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"refund a charge"}}}"#;
@@ -250,7 +282,15 @@ fn the_callers_session_and_protocol_are_used_when_it_has_them() {
         ],
     );
     search(&mut env, h).unwrap();
-    assert_eq!(methods(&server), ["tools/list"]);
+    // The tools, then the kinds a server may have besides (the caller's initialize, which
+    // says which it has, was not the filter's to read).
+    assert_eq!(methods(&server), EVERY_LIST);
+    for call in server.seen.borrow().iter() {
+        assert_eq!(
+            call_header(call, "mcp-session-id").as_deref(),
+            Some("caller-1")
+        );
+    }
     let call = server.seen.borrow()[0].clone();
     assert_eq!(
         call_header(&call, "mcp-session-id").as_deref(),
@@ -278,7 +318,7 @@ fn a_2026_caller_gets_a_stateless_fetch() {
     let out = exchange(&mut env, h, body, ("200", "application/json", &[]));
     let (reply, parsed) = local_result(&out);
     assert_eq!(parsed[0]["name"], "stripe_refund_charge", "{reply}");
-    assert_eq!(methods(&server), ["tools/list"]);
+    assert_eq!(methods(&server), EVERY_LIST);
     let call = server.seen.borrow()[0].clone();
     assert_eq!(
         call_header(&call, "mcp-method").as_deref(),
@@ -674,5 +714,47 @@ fn a_refresh_another_worker_just_finished_is_not_repeated() {
     assert_eq!(
         search(&mut a.borrow_mut(), head("", &[])).unwrap()[0],
         "square_refund_payment"
+    );
+}
+
+/// The filter's own session lists the prompts the server declares with its tools: a prompt
+/// search on a fresh worker finds them; a server that declares none is not asked.
+#[test]
+fn a_fetch_brings_the_declared_prompts_with_the_tools() {
+    let server = Server::new(&["stripe_refund_charge"]);
+    server.prompts.borrow_mut().push("weekly_report");
+    let mut env = env_for(&server, "");
+    let body = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"weekly report","type":"prompt"}}}"#;
+    let out = exchange(
+        &mut env,
+        post("/mcp"),
+        body,
+        ("200", "application/json", &[]),
+    );
+    let (reply, parsed) = local_result(&out);
+    assert_eq!(parsed[0]["type"], "prompt", "{reply}");
+    assert_eq!(parsed[0]["definition"]["name"], "weekly_report", "{reply}");
+    assert_eq!(
+        methods(&server),
+        [
+            "initialize",
+            "notifications/initialized",
+            "tools/list",
+            "prompts/list",
+            "DELETE"
+        ]
+    );
+
+    let tools_only = Server::new(&["stripe_refund_charge"]);
+    let mut env = env_for(&tools_only, "");
+    search(&mut env, post("/mcp")).unwrap();
+    assert_eq!(
+        methods(&tools_only),
+        [
+            "initialize",
+            "notifications/initialized",
+            "tools/list",
+            "DELETE"
+        ]
     );
 }

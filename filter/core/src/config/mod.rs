@@ -9,11 +9,13 @@
 //! and silently accepted a struct written as an array (`"weights": [1, 2, 3]`).
 
 pub mod catalog;
+pub mod entries;
 pub(crate) mod glob;
 pub(crate) mod metadata;
 pub mod paths;
 pub mod policy;
 mod read;
+pub mod routing;
 
 pub use read::ConfigError;
 use read::{
@@ -213,6 +215,9 @@ pub struct SearchConfig {
     /// with the query reaches this (`None`: every tool matches).
     pub min_cosine: Option<f32>,
     pub embeddings: Option<EmbeddingsConfig>,
+    /// Flat or hierarchical (groups first) search, and stage 1's limits.
+    pub strategy: routing::Strategy,
+    pub routing: routing::RoutingConfig,
     /// Scorer parameters (not read from the plugin configuration).
     pub tuning: Tuning,
 }
@@ -249,6 +254,8 @@ impl Default for SearchConfig {
             call_timeout_ms: DEFAULT_CALL_TIMEOUT_MS,
             list_query: true,
             embeddings: None,
+            strategy: routing::Strategy::Flat,
+            routing: routing::RoutingConfig::default(),
             tuning: Tuning::default(),
         }
     }
@@ -273,6 +280,11 @@ pub struct Config {
     pub group_separator: Option<String>,
     pub authorization: Option<crate::config::policy::Policy>,
     pub catalog: catalog::CatalogConfig,
+    /// How `prompts/list` and `resources/list` (with `resources/templates/list`) are answered:
+    /// `Eager`, as the upstream sent them (the default); `Progressive`, empty, the entries found
+    /// through the search tool's `type`.
+    pub prompts_disclosure: DisclosureMode,
+    pub resources_disclosure: DisclosureMode,
 }
 
 pub const DEFAULT_SEARCH_THRESHOLD: usize = 40;
@@ -291,6 +303,8 @@ impl Default for Config {
             search_threshold: DEFAULT_SEARCH_THRESHOLD,
             group_separator: None,
             authorization: None,
+            prompts_disclosure: DisclosureMode::Eager,
+            resources_disclosure: DisclosureMode::Eager,
             catalog: catalog::CatalogConfig::default(),
         }
     }
@@ -317,6 +331,18 @@ impl Config {
         }
         if let Some(v) = obj.take("default_disclosure_mode") {
             config.default_disclosure_mode = DisclosureMode::parse("default_disclosure_mode", v)?;
+        }
+        for (key, slot) in [
+            ("prompts", &mut config.prompts_disclosure),
+            ("resources", &mut config.resources_disclosure),
+        ] {
+            if let Some(v) = obj.take(key) {
+                let mut kind = Object::new(key, v)?;
+                if let Some(mode) = kind.take("disclosure_mode") {
+                    *slot = DisclosureMode::parse(&format!("{key}.disclosure_mode"), mode)?;
+                }
+                kind.finish()?;
+            }
         }
         if let Some(v) = obj.take("eager_patterns") {
             config.eager_patterns = string_list("eager_patterns", v)?
@@ -388,6 +414,17 @@ impl Config {
 
     /// A tool's disclosure mode: its explicit setting (namespace-specific first), else the first
     /// eager pattern it matches, else the default.
+    /// How a kind of entry other than tools is listed.
+    pub fn entry_disclosure(&self, entry: entries::Entry) -> DisclosureMode {
+        match entry {
+            entries::Entry::Tool => self.default_disclosure_mode,
+            entries::Entry::Prompt => self.prompts_disclosure,
+            entries::Entry::Resource | entries::Entry::ResourceTemplate => {
+                self.resources_disclosure
+            }
+        }
+    }
+
     pub fn disclosure_mode(&self, namespace: &str, tool_name: &str) -> DisclosureMode {
         if let Some(mode) = self
             .tool_setting(namespace, tool_name)
@@ -640,6 +677,12 @@ fn parse_search(value: &Value) -> Result<SearchConfig, ConfigError> {
                 "\"bm25\" (vector and hybrid ranking need a `search.embeddings` block)",
             ));
         }
+    }
+    if let Some(v) = obj.take("strategy") {
+        search.strategy = routing::parse_strategy(v)?;
+    }
+    if let Some(v) = obj.take("routing") {
+        search.routing = routing::parse_routing(v)?;
     }
     if let Some(v) = obj.take("list_query") {
         search.list_query = boolean("search.list_query", v)?;
@@ -900,7 +943,7 @@ mod tests {
         );
         assert_eq!(
             error(r#"{"search":{"max_results":3}}"#),
-            "plugin configuration field `search.max_results` is not known; allowed here: call_timeout, embeddings, http_path, hybrid_vector_weight, list_query, max_allowable_results, min_cosine, ranking, result_format, score_threshold, tool_name, weights"
+            "plugin configuration field `search.max_results` is not known; allowed here: call_timeout, embeddings, http_path, hybrid_vector_weight, list_query, max_allowable_results, min_cosine, ranking, result_format, routing, score_threshold, strategy, tool_name, weights"
         );
         assert_eq!(
             error(r#"{"tools":[{"disclosure_mode":"EAGER"}]}"#),

@@ -30,6 +30,21 @@ pub fn candidates(path: &str) -> [String; 3] {
     ]
 }
 
+/// A parameter of the path's query string (`name=value`, `+` read as a space, percent-decoded
+/// once); the first when repeated.
+pub fn query_param(path: &str, name: &str) -> Option<String> {
+    let query = path.split_once('?')?.1;
+    let query = query.split('#').next().unwrap_or("");
+    query.split('&').find_map(|pair| {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        (key == name).then(|| {
+            let value = value.replace('+', " ");
+            let bytes = percent_decode(value.as_bytes()).unwrap_or_else(|| value.into_bytes());
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+    })
+}
+
 /// The path cut at the first `?` or `#`.
 fn cut(path: &str) -> &str {
     path.split(['?', '#']).next().unwrap_or("")
@@ -136,6 +151,15 @@ mod tests {
         assert_eq!(candidates("/mcp/%2e%2e")[2], "/mcp/..");
         assert_eq!(candidates("/mcp/%2e%2e")[0], "/");
         assert_eq!(candidates("/mcp?a=/../b")[1], "/mcp");
+    }
+
+    #[test]
+    fn query_parameters_are_decoded_once() {
+        let p = "/mcp/search/groups?query=post+a%20message&namespace=a%2526b#x";
+        assert_eq!(query_param(p, "query").as_deref(), Some("post a message"));
+        assert_eq!(query_param(p, "namespace").as_deref(), Some("a%26b"));
+        assert_eq!(query_param(p, "limit"), None);
+        assert_eq!(query_param("/mcp/search/groups", "query"), None);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! earlier filter sets; rules map claim values to namespace and tool-name globs.
 
 use crate::base64::{self, Alphabet};
+use crate::config::entries::Entry;
 use crate::config::glob::Glob;
 use crate::config::read::{non_empty_string, string_list, ConfigError, Object};
 use serde_json::Value;
@@ -35,7 +36,21 @@ pub struct Rule {
     /// the first `group_separator`); `None`: any tool, prefixed or not.
     pub servers: Option<Vec<Glob>>,
     pub tools: Vec<Glob>,
+    /// Prompt-name globs.
+    pub prompts: Vec<Glob>,
+    /// Resource-URI globs (matched against a template's `uriTemplate` too).
+    pub resources: Vec<Glob>,
     pub effect: Effect,
+}
+
+impl Rule {
+    fn globs(&self, entry: Entry) -> &[Glob] {
+        match entry {
+            Entry::Tool => &self.tools,
+            Entry::Prompt => &self.prompts,
+            Entry::Resource | Entry::ResourceTemplate => &self.resources,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -181,7 +196,7 @@ impl Policy {
             .map(|(i, rule)| ScopedRule {
                 position: i,
                 servers: rule.servers.as_deref(),
-                tools: rule.tools.as_slice(),
+                rule,
                 effect: rule.effect,
             })
             .collect();
@@ -206,12 +221,13 @@ impl Policy {
 struct ScopedRule<'p> {
     position: usize,
     servers: Option<&'p [Glob]>,
-    tools: &'p [Glob],
+    rule: &'p Rule,
     effect: Effect,
 }
 
 impl ScopedRule<'_> {
-    fn matches(&self, name: &str, separator: Option<&str>) -> bool {
+    /// `name` is the entry's key (`Entry::key_field`): a resource's URI has no server.
+    fn matches(&self, entry: Entry, name: &str, separator: Option<&str>) -> bool {
         let server_matches = match self.servers {
             None => true,
             // Parsing refuses `servers` without a separator; should one get here, it matches
@@ -220,11 +236,11 @@ impl ScopedRule<'_> {
                 .and_then(|sep| server_of(name, sep))
                 .is_some_and(|server| servers.iter().any(|g| g.matches(server))),
         };
-        server_matches && self.tools.iter().any(|g| g.matches(name))
+        server_matches && self.rule.globs(entry).iter().any(|g| g.matches(name))
     }
 
-    fn matches_everything(&self) -> bool {
-        self.servers.is_none() && self.tools.iter().any(Glob::matches_everything)
+    fn matches_everything(&self, entry: Entry) -> bool {
+        self.servers.is_none() && self.rule.globs(entry).iter().any(Glob::matches_everything)
     }
 }
 
@@ -237,10 +253,21 @@ pub struct Scope<'p> {
 }
 
 impl Scope<'_> {
+    /// Whether the caller may see and call tool `name`.
     pub fn allows(&self, name: &str) -> bool {
+        self.allows_entry(Entry::Tool, name)
+    }
+
+    /// Whether the caller may see and use the entry `key` names (`Entry::key_field`).
+    pub fn allows_entry(&self, entry: Entry, key: &str) -> bool {
+        let separator = match entry {
+            // A URI is not a router-prefixed name.
+            Entry::Resource | Entry::ResourceTemplate => None,
+            Entry::Tool | Entry::Prompt => self.separator,
+        };
         self.rules
             .iter()
-            .find(|rule| rule.matches(name, self.separator))
+            .find(|rule| rule.matches(entry, key, separator))
             .map_or(self.default, |rule| rule.effect)
             == Effect::Allow
     }
@@ -253,10 +280,15 @@ impl Scope<'_> {
     /// Whether every tool is allowed, as far as the rules show without a name: an allow-all
     /// rule reached before any deny rule, or no deny rule and an allowing default.
     pub fn allows_everything(&self) -> bool {
+        self.allows_every(Entry::Tool)
+    }
+
+    /// `allows_everything` for one kind of entry.
+    pub fn allows_every(&self, entry: Entry) -> bool {
         for rule in &self.rules {
             match rule.effect {
                 Effect::Deny => return false,
-                Effect::Allow if rule.matches_everything() => return true,
+                Effect::Allow if rule.matches_everything(entry) => return true,
                 Effect::Allow => {}
             }
         }
@@ -380,16 +412,18 @@ fn parse_rule(path: &str, value: &Value) -> Result<Rule, ConfigError> {
             ))
         }
     };
-    let globs = |obj: &mut Object, key: &'static str| -> Result<Vec<Glob>, ConfigError> {
-        Ok(match obj.take(key) {
-            Some(v) => string_list(&format!("{path}.{key}"), v)?
-                .iter()
-                .map(|p| Glob::new(p))
-                .collect(),
-            None => vec![Glob::new("*")],
-        })
+    let globs = |obj: &mut Object, key: &'static str| -> Result<Option<Vec<Glob>>, ConfigError> {
+        obj.take(key)
+            .map(|v| {
+                Ok(string_list(&format!("{path}.{key}"), v)?
+                    .iter()
+                    .map(|p| Glob::new(p))
+                    .collect())
+            })
+            .transpose()
     };
-    let namespaces = globs(&mut obj, "namespaces")?;
+    let every = || vec![Glob::new("*")];
+    let namespaces = globs(&mut obj, "namespaces")?.unwrap_or_else(every);
     let servers = match obj.take("servers") {
         Some(v) => {
             let names = string_list(&format!("{path}.servers"), v)?;
@@ -404,7 +438,20 @@ fn parse_rule(path: &str, value: &Value) -> Result<Rule, ConfigError> {
         }
         None => None,
     };
-    let tools = globs(&mut obj, "tools")?;
+    // A rule that names none of the kinds is about every entry; one that names some is about
+    // those only.
+    let (tools, prompts, resources) = match (
+        globs(&mut obj, "tools")?,
+        globs(&mut obj, "prompts")?,
+        globs(&mut obj, "resources")?,
+    ) {
+        (None, None, None) => (every(), every(), every()),
+        (tools, prompts, resources) => (
+            tools.unwrap_or_default(),
+            prompts.unwrap_or_default(),
+            resources.unwrap_or_default(),
+        ),
+    };
     let effect = match obj.take("effect") {
         None => Effect::Allow,
         Some(v) => parse_effect(&format!("{path}.effect"), v)?,
@@ -416,6 +463,8 @@ fn parse_rule(path: &str, value: &Value) -> Result<Rule, ConfigError> {
         namespaces,
         servers,
         tools,
+        prompts,
+        resources,
         effect,
     })
 }

@@ -7,10 +7,15 @@
 //! `Mcp-Method` header). Otherwise the filter opens its own session (`initialize`,
 //! `notifications/initialized`, the pages, then `DELETE`), which also serves stateless 2025-era
 //! servers; a server that refuses `initialize` is asked the 2026-07-28 way.
+//!
+//! After the tools, the same exchange lists the server's prompts, resources and resource
+//! templates: those its `initialize` result declares, or, in a caller's context (where the
+//! filter did not see it), each of them, a server's refusal of one meaning it has none.
 
 mod reply;
 
 use crate::call::HttpCall;
+use crate::config::entries::Entry;
 use crate::index::catalog::Tool;
 use crate::mcp::json;
 use reply::{read_reply, ListPage};
@@ -174,6 +179,9 @@ pub struct Fetched {
     pub private: bool,
     /// The server's `ttlMs`, if it gave one.
     pub ttl_ms: Option<u64>,
+    /// Whole lists of prompts, resources and resource templates, by kind (those the server
+    /// listed).
+    pub entries: Vec<(Entry, Vec<Tool>)>,
 }
 
 /// What to do next.
@@ -193,11 +201,11 @@ enum Stage {
 }
 
 impl Stage {
-    fn name(self) -> &'static str {
+    fn name(self, listing: Entry) -> &'static str {
         match self {
             Stage::Initialize => "initialize",
             Stage::Initialized => "notifications/initialized",
-            Stage::List => "tools/list",
+            Stage::List => listing.list_method(),
         }
     }
 }
@@ -215,6 +223,11 @@ pub struct Fetch {
     /// Whether the caller's session failed and the filter's own is being tried.
     retried: bool,
     next_id: u64,
+    /// What is being listed, and what is to be listed after it.
+    listing: Entry,
+    then: Vec<Entry>,
+    /// The entries of the list being read (prompts, resources or templates).
+    entries: Vec<Tool>,
     cursor: Option<String>,
     seen_cursors: Vec<String>,
     fetched: Fetched,
@@ -235,6 +248,9 @@ impl Fetch {
             own: false,
             retried: false,
             next_id: 0,
+            listing: Entry::Tool,
+            then: vec![Entry::Prompt, Entry::Resource, Entry::ResourceTemplate],
+            entries: Vec::new(),
             cursor: None,
             seen_cursors: Vec::new(),
             fetched: Fetched::default(),
@@ -300,7 +316,7 @@ impl Fetch {
         body: &[u8],
         now_ms: u64,
     ) -> Result<Option<HttpCall>, FetchError> {
-        let step = self.stage.name();
+        let step = self.stage.name(self.listing);
         let after_ms = now_ms.saturating_sub(self.sent_at_ms);
         let timeout = FetchError::Timeout {
             step,
@@ -310,6 +326,11 @@ impl Fetch {
         // timeout may look a few milliseconds early.
         let timed_out = after_ms.saturating_add(TIMER_SLACK_MS) >= self.spec.timeout_ms;
         let Some(status) = status else {
+            // Prompts and resources are extras: a server that does not answer for them still
+            // has its tools listed.
+            if self.stage == Stage::List && self.listing != Entry::Tool {
+                return Ok(self.next_list());
+            }
             return Err(if timed_out {
                 timeout
             } else {
@@ -355,6 +376,11 @@ impl Fetch {
                 if let Some(v) = reply::protocol_version(&result) {
                     self.protocol_version = v;
                 }
+                let (prompts, resources) = reply::serves(&result);
+                self.then.retain(|e| match e {
+                    Entry::Prompt => prompts,
+                    _ => resources,
+                });
                 self.session = headers
                     .iter()
                     .find(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id"))
@@ -372,6 +398,30 @@ impl Fetch {
                 self.stage = Stage::List;
                 Ok(Some(self.call()))
             }
+            Stage::List if self.listing != Entry::Tool => {
+                // A kind the server refuses to list (an HTTP or JSON-RPC error) is one it does
+                // not have: the catalog of tools stands without it.
+                let page = match (ok, read_reply(body, self.next_id)) {
+                    (true, Ok(result)) => ListPage::read(&result, self.listing)
+                        .map_err(|error| FetchError::Reply { step, error })?,
+                    (true, Err(ReplyError::Rpc { .. })) | (false, _) => return Ok(self.next_list()),
+                    (true, Err(error)) => return Err(FetchError::Reply { step, error }),
+                };
+                self.fetched.pages += 1;
+                for entry in page.tools {
+                    if self.names.insert(entry.name.clone()) {
+                        self.entries.push(entry);
+                    }
+                }
+                match page.next_cursor {
+                    None => {
+                        let entries = std::mem::take(&mut self.entries);
+                        self.fetched.entries.push((self.listing, entries));
+                        Ok(self.next_list())
+                    }
+                    Some(cursor) => self.next_page(cursor).map(Some),
+                }
+            }
             Stage::List => {
                 if !ok {
                     // The caller's session may have ended (404) or be refused for a list from
@@ -385,7 +435,7 @@ impl Fetch {
                     });
                 }
                 let page = read_reply(body, self.next_id)
-                    .and_then(|result| ListPage::read(&result))
+                    .and_then(|result| ListPage::read(&result, Entry::Tool))
                     .map_err(|error| FetchError::Reply { step, error })?;
                 self.fetched.pages += 1;
                 self.fetched.private |= page.private;
@@ -399,18 +449,34 @@ impl Fetch {
                     }
                 }
                 match page.next_cursor {
-                    None => Ok(None),
-                    Some(cursor) => {
-                        if self.fetched.pages >= MAX_PAGES || self.seen_cursors.contains(&cursor) {
-                            return Err(FetchError::TooManyPages);
-                        }
-                        self.seen_cursors.push(cursor.clone());
-                        self.cursor = Some(cursor);
-                        Ok(Some(self.call()))
-                    }
+                    None => Ok(self.next_list()),
+                    Some(cursor) => self.next_page(cursor).map(Some),
                 }
             }
         }
+    }
+
+    /// The call for the page after `cursor`.
+    fn next_page(&mut self, cursor: String) -> Result<HttpCall, FetchError> {
+        if self.fetched.pages >= MAX_PAGES || self.seen_cursors.contains(&cursor) {
+            return Err(FetchError::TooManyPages);
+        }
+        self.seen_cursors.push(cursor.clone());
+        self.cursor = Some(cursor);
+        Ok(self.call())
+    }
+
+    /// The first call of the next kind to list, if any is left.
+    fn next_list(&mut self) -> Option<HttpCall> {
+        if self.then.is_empty() {
+            return None;
+        }
+        self.listing = self.then.remove(0);
+        self.entries.clear();
+        self.names.clear();
+        self.cursor = None;
+        self.seen_cursors.clear();
+        Some(self.call())
     }
 
     fn go_modern(&mut self) -> HttpCall {
@@ -429,6 +495,9 @@ impl Fetch {
         self.protocol_version = OWN_PROTOCOL_VERSION.to_string();
         self.stage = Stage::Initialize;
         self.fetched = Fetched::default();
+        self.listing = Entry::Tool;
+        self.then = vec![Entry::Prompt, Entry::Resource, Entry::ResourceTemplate];
+        self.entries.clear();
         self.names.clear();
         self.cursor = None;
         self.seen_cursors.clear();
@@ -496,12 +565,13 @@ impl Fetch {
                         env!("CARGO_PKG_VERSION"),
                     ));
                 }
+                let method = self.listing.list_method();
                 let body = format!(
-                    r#"{{"jsonrpc":"2.0","id":{},"method":"tools/list","params":{{{}}}}}"#,
+                    r#"{{"jsonrpc":"2.0","id":{},"method":"{method}","params":{{{}}}}}"#,
                     self.next_id,
                     params.join(",")
                 );
-                ("tools/list", body)
+                (method, body)
             }
         };
         let mut headers = self.base_headers("POST");

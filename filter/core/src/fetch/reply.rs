@@ -2,7 +2,9 @@
 //! "Transports": a server may answer a POST either way) whose events may also carry
 //! notifications and requests before the response.
 
+use crate::config::entries::Entry;
 use crate::index::catalog::Tool;
+use crate::mcp::json::RawObject;
 use crate::mcp::sse;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -125,8 +127,33 @@ pub(super) fn protocol_version(result: &RawValue) -> Option<String> {
         .protocol_version
 }
 
-/// One page of a `tools/list` result.
+/// Whether an `initialize` result declares prompts and resources (spec 2025-11-25
+/// "Lifecycle", capability negotiation: a server lists only what it declared).
+pub(super) fn serves(result: &RawValue) -> (bool, bool) {
+    #[derive(Deserialize)]
+    struct Init<'a> {
+        #[serde(default, borrow)]
+        capabilities: Option<Capabilities<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct Capabilities<'a> {
+        #[serde(default, borrow)]
+        prompts: Option<&'a RawValue>,
+        #[serde(default, borrow)]
+        resources: Option<&'a RawValue>,
+    }
+    let caps = serde_json::from_str::<Init>(result.get())
+        .ok()
+        .and_then(|i| i.capabilities);
+    let declared = |c: Option<&RawValue>| c.is_some_and(|c| c.get().trim() != "null");
+    caps.map_or((false, false), |c| {
+        (declared(c.prompts), declared(c.resources))
+    })
+}
+
+/// One page of a list result (`tools`, `prompts`, `resources` or `resourceTemplates`).
 pub(super) struct ListPage {
+    /// The readable entries, each named by its key (`Entry::key_field`).
     pub tools: Vec<Tool>,
     pub next_cursor: Option<String>,
     pub private: bool,
@@ -134,11 +161,9 @@ pub(super) struct ListPage {
 }
 
 impl ListPage {
-    pub(super) fn read(result: &RawValue) -> Result<ListPage, ReplyError> {
+    pub(super) fn read(result: &RawValue, entry: Entry) -> Result<ListPage, ReplyError> {
         #[derive(Deserialize)]
-        struct Page<'a> {
-            #[serde(borrow)]
-            tools: Vec<&'a RawValue>,
+        struct Page {
             #[serde(default, rename = "nextCursor")]
             next_cursor: Option<String>,
             #[serde(default, rename = "cacheScope")]
@@ -146,13 +171,17 @@ impl ListPage {
             #[serde(default, rename = "ttlMs")]
             ttl_ms: Option<u64>,
         }
-        let page: Page = serde_json::from_str(result.get())
-            .map_err(|e| ReplyError::BadResult(format!("tools/list result: {e}")))?;
-        // Entries that are not tools are skipped here as learning from a list skips them.
-        let tools = page
-            .tools
+        let bad = |e: String| ReplyError::BadResult(format!("{} result: {e}", entry.list_method()));
+        let page: Page = serde_json::from_str(result.get()).map_err(|e| bad(e.to_string()))?;
+        let members = RawObject::parse(result.get()).map_err(|e| bad(e.to_string()))?;
+        let items: Vec<&RawValue> = match members.get(entry.list_member()) {
+            Some(raw) => serde_json::from_str(raw.get()).map_err(|e| bad(e.to_string()))?,
+            None => return Err(bad(format!("missing field `{}`", entry.list_member()))),
+        };
+        // Entries that cannot be read are skipped here as learning from a list skips them.
+        let tools = items
             .iter()
-            .filter_map(|raw| Tool::from_raw(raw).ok())
+            .filter_map(|raw| Tool::from_entry(entry, raw).ok())
             .collect();
         Ok(ListPage {
             tools,

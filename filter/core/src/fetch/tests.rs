@@ -52,6 +52,25 @@ fn done(step: Step) -> (Result<Fetched, FetchError>, Option<HttpCall>) {
     }
 }
 
+/// The end of a fetch in a caller's context, after the prompts, resources and templates lists
+/// it then asks for, each answered "method not found" (a server with tools only).
+fn done_without_extras(
+    fetch: &mut Fetch,
+    mut step: Step,
+) -> (Result<Fetched, FetchError>, Option<HttpCall>) {
+    for method in ["prompts/list", "resources/list", "resources/templates/list"] {
+        let next = call(step);
+        let b = body(&next);
+        assert_eq!(b["method"], method);
+        let refusal = format!(
+            r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32601,"message":"Method not found"}}}}"#,
+            b["id"]
+        );
+        step = fetch.on_response(Some("200"), &[], refusal.as_bytes(), 1);
+    }
+    done(step)
+}
+
 fn names(f: &Fetched) -> Vec<&str> {
     f.tools.iter().map(|t| t.name.as_str()).collect()
 }
@@ -146,8 +165,8 @@ fn the_callers_session_is_used_and_replaced_by_an_own_one_when_refused() {
         }),
         0,
     );
-    let (result, close) =
-        done(fetch.on_response(Some("200"), &[], list_result(1, &["t"], "").as_bytes(), 1));
+    let step = fetch.on_response(Some("200"), &[], list_result(1, &["t"], "").as_bytes(), 1);
+    let (result, close) = done_without_extras(&mut fetch, step);
     assert!(result.is_ok());
     assert!(close.is_none());
 }
@@ -166,19 +185,18 @@ fn modern_lists_are_stateless_with_meta_and_report_cache_scope() {
         header(&first, "mcp-protocol-version"),
         Some(MODERN_PROTOCOL_VERSION)
     );
-    let (result, _) = done(
-        fetch.on_response(
-            Some("200"),
-            &[],
-            list_result(
-                1,
-                &["t"],
-                r#","cacheScope":"private","ttlMs":30000,"resultType":"complete""#,
-            )
-            .as_bytes(),
+    let step = fetch.on_response(
+        Some("200"),
+        &[],
+        list_result(
             1,
-        ),
+            &["t"],
+            r#","cacheScope":"private","ttlMs":30000,"resultType":"complete""#,
+        )
+        .as_bytes(),
+        1,
     );
+    let (result, _) = done_without_extras(&mut fetch, step);
     let fetched = result.unwrap();
     assert!(fetched.private);
     assert_eq!(fetched.ttl_ms, Some(30000));
@@ -332,11 +350,104 @@ fn entries_that_are_not_tools_are_skipped_as_learning_skips_them() {
         r#"{{"jsonrpc":"2.0","id":1,"result":{{"tools":[{},{{"name":7}},{{"description":"no name"}},"text",{{"name":"ok","description":"second"}}]}}}}"#,
         tool("ok")
     );
-    let (result, _) = done(fetch.on_response(Some("200"), &[], body.as_bytes(), 1));
+    let step = fetch.on_response(Some("200"), &[], body.as_bytes(), 1);
+    let (result, _) = done_without_extras(&mut fetch, step);
     let fetched = result.unwrap();
     assert_eq!(names(&fetched), ["ok"]);
     assert_eq!(
         fetched.tools[0].description, "does ok",
         "the first of a name wins"
     );
+}
+
+/// A server that declares prompts and resources has them listed after its tools, every page;
+/// templates it refuses are none; what it did not declare is not asked for.
+#[test]
+fn declared_prompts_and_resources_are_listed_after_the_tools() {
+    let (mut fetch, _) = Fetch::start(spec(Context::Own), 0);
+    let init = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"prompts":{},"resources":{"subscribe":true}}}}"#;
+    let session = vec![("mcp-session-id".to_string(), "s-9".to_string())];
+    let _ = call(fetch.on_response(Some("200"), &session, init.as_bytes(), 1));
+    let tools = call(fetch.on_response(Some("202"), &[], b"", 1));
+    let id = body(&tools)["id"].as_u64().unwrap();
+    let prompts =
+        call(fetch.on_response(Some("200"), &[], list_result(id, &["t"], "").as_bytes(), 1));
+    assert_eq!(body(&prompts)["method"], "prompts/list");
+    assert_eq!(body(&prompts)["params"], serde_json::json!({}));
+    let reply = |call: &HttpCall, result: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#,
+            body(call)["id"]
+        )
+    };
+    let page2 = call(fetch.on_response(Some("200"), &[],
+        reply(&prompts, r#"{"prompts":[{"name":"triage","description":"Triage a ticket"}],"nextCursor":"n"}"#).as_bytes(), 1));
+    assert_eq!(body(&page2)["method"], "prompts/list");
+    assert_eq!(body(&page2)["params"]["cursor"], "n");
+    let resources = call(
+        fetch.on_response(
+            Some("200"),
+            &[],
+            reply(
+                &page2,
+                r#"{"prompts":[{"name":"standup"},{"name":"triage"}]}"#,
+            )
+            .as_bytes(),
+            1,
+        ),
+    );
+    assert_eq!(body(&resources)["method"], "resources/list");
+    let templates = call(
+        fetch.on_response(
+            Some("200"),
+            &[],
+            reply(
+                &resources,
+                r#"{"resources":[{"uri":"kb://a","name":"a"},{"name":"no uri"}]}"#,
+            )
+            .as_bytes(),
+            1,
+        ),
+    );
+    assert_eq!(body(&templates)["method"], "resources/templates/list");
+    let (result, close) = done(fetch.on_response(Some("404"), &[], b"not here", 1));
+    let fetched = result.unwrap();
+    assert_eq!(names(&fetched), ["t"]);
+    let kinds: Vec<(Entry, Vec<&str>)> = fetched
+        .entries
+        .iter()
+        .map(|(e, list)| (*e, list.iter().map(|t| t.name.as_str()).collect()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (Entry::Prompt, vec!["triage", "standup"]),
+            (Entry::Resource, vec!["kb://a"])
+        ]
+    );
+    assert!(close.is_some());
+
+    // Declared: tools only. Nothing else is asked for.
+    let (mut fetch, _) = Fetch::start(spec(Context::Own), 0);
+    let init = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}}}}"#;
+    let _ = call(fetch.on_response(Some("200"), &[], init.as_bytes(), 1));
+    let tools = call(fetch.on_response(Some("202"), &[], b"", 1));
+    let id = body(&tools)["id"].as_u64().unwrap();
+    let (result, _) =
+        done(fetch.on_response(Some("200"), &[], list_result(id, &["t"], "").as_bytes(), 1));
+    assert!(result.unwrap().entries.is_empty());
+
+    // A timed-out extra list leaves the tools fetched.
+    let (mut fetch, _) = Fetch::start(
+        spec(Context::Session {
+            id: "s".into(),
+            protocol_version: "2025-06-18".into(),
+        }),
+        0,
+    );
+    let prompts =
+        call(fetch.on_response(Some("200"), &[], list_result(1, &["t"], "").as_bytes(), 1));
+    assert_eq!(body(&prompts)["method"], "prompts/list");
+    let resources = call(fetch.on_response(None, &[], b"", 2000));
+    assert_eq!(body(&resources)["method"], "resources/list");
 }

@@ -1,6 +1,7 @@
 //! The tools of one upstream (a namespace), as learned from its `tools/list` pages, and the
 //! search index built over them once per catalog version.
 
+use crate::config::entries::Entry;
 use crate::config::Config;
 use crate::index::bm25::{Bm25Index, Fields};
 use crate::index::fnv;
@@ -11,6 +12,8 @@ use std::borrow::{Borrow, Cow};
 use std::cell::RefCell;
 use std::fmt;
 use std::rc::Rc;
+
+pub mod groups;
 
 /// One tool: the fields search needs, and its definition exactly as the upstream declared it.
 #[derive(Debug, Clone)]
@@ -90,6 +93,51 @@ impl Tool {
         Ok(Tool {
             name: view.name.into_owned(),
             title: view.title.map(Cow::into_owned).unwrap_or_default(),
+            description: view.description.map(Cow::into_owned).unwrap_or_default(),
+            definition: Rc::from(raw.get()),
+        })
+    }
+
+    /// A prompt, resource or resource template as the catalog keeps it: named by its key
+    /// (`Entry::key_field`: a resource by its URI), titled by its title or else its name.
+    pub fn from_entry(entry: Entry, raw: &RawValue) -> Result<Tool, CatalogError> {
+        if entry == Entry::Tool {
+            return Tool::from_raw(raw);
+        }
+        #[derive(Deserialize)]
+        struct EntryView<'a> {
+            #[serde(default, borrow)]
+            name: Option<Cow<'a, str>>,
+            #[serde(default, borrow)]
+            uri: Option<Cow<'a, str>>,
+            #[serde(default, borrow, rename = "uriTemplate")]
+            uri_template: Option<Cow<'a, str>>,
+            #[serde(default, borrow)]
+            title: Option<Cow<'a, str>>,
+            #[serde(default, borrow)]
+            description: Option<Cow<'a, str>>,
+        }
+        let view: EntryView =
+            serde_json::from_str(raw.get()).map_err(|e| CatalogError::BadTool {
+                reason: e.to_string(),
+            })?;
+        let (key, label) = match entry {
+            Entry::Resource => (view.uri, view.name),
+            Entry::ResourceTemplate => (view.uri_template, view.name),
+            Entry::Tool | Entry::Prompt => (view.name, None),
+        };
+        let key = key
+            .filter(|k| !k.is_empty())
+            .ok_or_else(|| CatalogError::BadTool {
+                reason: format!("no {} string", entry.key_field()),
+            })?;
+        Ok(Tool {
+            name: key.into_owned(),
+            title: view
+                .title
+                .or(label)
+                .map(Cow::into_owned)
+                .unwrap_or_default(),
             description: view.description.map(Cow::into_owned).unwrap_or_default(),
             definition: Rc::from(raw.get()),
         })
@@ -371,6 +419,8 @@ pub struct CatalogIndex {
     by_folded_name: Vec<u32>,
     /// The last `tools/list` rewrite against this version, to replay for the same result.
     pub list_memo: RefCell<Option<ListMemo>>,
+    /// Hierarchical search's group indexes, by the set of tools they were built from.
+    pub(crate) group_indexes: RefCell<groups::GroupIndexes>,
 }
 
 /// Names compared as `eq_ignore_ascii_case` sees them.
@@ -420,6 +470,7 @@ impl CatalogIndex {
             bm25,
             by_folded_name,
             list_memo: RefCell::new(None),
+            group_indexes: RefCell::new(Vec::new()),
         }
     }
 

@@ -2,6 +2,7 @@
 //! `list_tool_groups`, and (with summary results) `describe_tool` and `call_tool`. Their
 //! definitions (MCP spec 2025-11-25, "Tool"), argument rules and results.
 
+use crate::config::entries::SearchType;
 use crate::config::{Config, ResultFormat};
 use crate::index::catalog::Tool;
 use crate::mcp::json;
@@ -203,7 +204,9 @@ fn search_definition(
          \"limit\":{{\"type\":\"integer\",\"minimum\":1,\"maximum\":{max},\
          \"description\":\"How many tools to return, at most {max} (the default).\"}},\
          \"offset\":{{\"type\":\"integer\",\"minimum\":0,\
-         \"description\":\"How many matching tools to skip, to page through a long match (default 0).\"}}{group}}},\
+         \"description\":\"How many matching tools to skip, to page through a long match (default 0).\"}},\
+         \"type\":{{\"type\":\"string\",\"enum\":[\"tool\",\"prompt\",\"resource\",\"all\"],\
+         \"description\":\"What to search: tools (the default), the server's prompts or resources, or all of them.\"}}{group}}},\
          \"required\":[\"query\"]}}"
     );
     definition(
@@ -220,6 +223,8 @@ fn search_definition(
 pub struct SearchArgs {
     pub query: Query,
     pub namespace: Option<String>,
+    /// What to search: tools (the default), prompts, resources, or all of them.
+    pub kind: SearchType,
 }
 
 fn object(arguments: Option<&RawValue>) -> Result<Map<String, Value>, String> {
@@ -377,6 +382,15 @@ pub fn parse_search(
             group: optional_string(&args, "group", who)?,
         },
         namespace: optional_string(&args, "namespace", who)?,
+        kind: match optional_string(&args, "type", who)? {
+            None => SearchType::Tool,
+            Some(t) => SearchType::parse(&t).ok_or_else(|| {
+                format!(
+                    "{} must be \"tool\", \"prompt\", \"resource\" or \"all\", not {t:?}.",
+                    who.name("type")
+                )
+            })?,
+        },
     })
 }
 
@@ -782,6 +796,7 @@ mod tests {
                 "embeddings service timed out",
             )),
             scoring: Default::default(),
+            routing: None,
         }
     }
 

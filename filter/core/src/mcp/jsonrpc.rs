@@ -2,6 +2,7 @@
 //! Protocol"): single messages or, from clients of protocol 2025-03-26, batches. Ids may be
 //! numbers or strings and are echoed byte for byte.
 
+use crate::config::entries::Entry;
 use crate::mcp::json;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -138,7 +139,50 @@ pub enum Kind<'a> {
     /// A `tools/call` whose tool cannot be read in exactly one way (no `params`, `params.name`
     /// missing or not a string, a key given twice): why.
     UnreadableCall(String),
+    /// A list of prompts, resources or resource templates; `first_page` when it carries no
+    /// cursor.
+    EntriesList {
+        entry: Entry,
+        first_page: bool,
+    },
+    /// A request that uses one prompt or resource: `prompts/get` (by name), `resources/read`,
+    /// `resources/subscribe` and `resources/unsubscribe` (by URI), `completion/complete` (by
+    /// its `ref`). `key` is what authorization rules match (`Entry::key_field`).
+    Use {
+        entry: Entry,
+        key: String,
+    },
+    /// Such a request whose entry cannot be read in exactly one way: the method and why.
+    UnreadableUse(String),
     Other,
+}
+
+#[derive(Deserialize)]
+struct NameParams {
+    name: String,
+}
+
+#[derive(Deserialize)]
+struct UriParams {
+    uri: String,
+}
+
+/// `completion/complete`'s `params.ref` (spec 2025-11-25 "Completion"): a prompt by name or a
+/// resource template by URI.
+#[derive(Deserialize)]
+struct CompleteParams {
+    #[serde(rename = "ref")]
+    reference: CompleteRef,
+}
+
+#[derive(Deserialize)]
+struct CompleteRef {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    uri: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -207,6 +251,64 @@ impl Message {
                     .map(|p| p.cursor.is_none_or(|c| c.is_null()))
                     .unwrap_or(true);
                 Kind::ToolsList { first_page }
+            }
+            Some(method @ ("prompts/list" | "resources/list" | "resources/templates/list"))
+                if self.is_request() =>
+            {
+                let params = self.params.as_deref().map(RawValue::get).unwrap_or("{}");
+                let first_page = serde_json::from_str::<ListParams>(params)
+                    .map(|p| p.cursor.is_none_or(|c| c.is_null()))
+                    .unwrap_or(true);
+                match Entry::of_list_method(method) {
+                    Some(entry) => Kind::EntriesList { entry, first_page },
+                    None => Kind::Other,
+                }
+            }
+            Some(
+                method @ ("prompts/get"
+                | "resources/read"
+                | "resources/subscribe"
+                | "resources/unsubscribe"
+                | "completion/complete"),
+            ) => {
+                let unreadable = |why: String| Kind::UnreadableUse(format!("{method} {why}"));
+                let Some(raw) = self.params.as_deref() else {
+                    return unreadable("no params".to_string());
+                };
+                let used = match method {
+                    "prompts/get" => serde_json::from_str::<NameParams>(raw.get())
+                        .map(|p| (Entry::Prompt, p.name)),
+                    "completion/complete" => {
+                        match serde_json::from_str::<CompleteParams>(raw.get()) {
+                            Ok(CompleteParams { reference }) => {
+                                return match (
+                                    reference.kind.as_str(),
+                                    reference.name,
+                                    reference.uri,
+                                ) {
+                                    ("ref/prompt", Some(name), _) => Kind::Use {
+                                        entry: Entry::Prompt,
+                                        key: name,
+                                    },
+                                    ("ref/resource", _, Some(uri)) => Kind::Use {
+                                        entry: Entry::ResourceTemplate,
+                                        key: uri,
+                                    },
+                                    (kind, _, _) => unreadable(format!(
+                                        "params.ref of type {kind:?} without its name or uri"
+                                    )),
+                                };
+                            }
+                            Err(e) => Err(e),
+                        }
+                    }
+                    _ => serde_json::from_str::<UriParams>(raw.get())
+                        .map(|p| (Entry::Resource, p.uri)),
+                };
+                match used {
+                    Ok((entry, key)) => Kind::Use { entry, key },
+                    Err(e) => unreadable(format!("params: {e}")),
+                }
             }
             Some("tools/call") => match self.params.as_deref() {
                 Some(raw) => match serde_json::from_str::<CallParams>(raw.get()) {

@@ -2,6 +2,7 @@
 //! on the first page. Everything else in the message (other result fields such as
 //! `nextCursor`, `_meta`, `resultType`, and every byte of the tools that stay) is kept.
 
+use crate::config::entries::Entry;
 use crate::config::{Config, DisclosureMode, Mode};
 use crate::index::catalog::{Catalog, Page, Tool};
 use crate::index::catalog::{ListMemo, MemoKey};
@@ -22,6 +23,8 @@ use std::fmt;
 pub struct ListTarget {
     pub id: Value,
     pub first_page: bool,
+    /// What the list lists (tools, prompts, resources or resource templates).
+    pub entry: Entry,
 }
 
 /// What rewriting needs besides the message.
@@ -33,6 +36,8 @@ pub struct ListContext<'a> {
     pub known: &'a Catalog,
     /// Whether the caller may see a tool (authorization; everything when unconfigured).
     pub allowed: &'a dyn Fn(&str) -> bool,
+    /// Whether the caller may see a prompt, resource or resource template, by its key.
+    pub entry_allowed: &'a dyn Fn(Entry, &str) -> bool,
     /// Whether an authorization policy is configured (then even list mode filters).
     pub authorizing: bool,
     /// Whether `known` is the whole list (a last page was learned).
@@ -55,12 +60,18 @@ pub struct Outcome {
     pub body: Option<Vec<u8>>,
     /// Every valid tool of the page(s), for the catalog.
     pub learned: Vec<Tool>,
+    /// Every valid prompt, resource or resource template of other lists in the message, by
+    /// kind and page.
+    pub entries: Vec<(Entry, Vec<Tool>, Page)>,
     /// The answer was replayed from the memo: the page is already in the catalog.
     pub replayed: bool,
     /// What to remember once learning the page changes nothing (single messages only).
     pub memo: Option<ListMemo>,
     /// Where the page stands in its listing (for learning).
     pub page: Page,
+    /// A `tools/list` response was among the rewritten messages (else `learned` and `page`
+    /// say nothing about the tool catalog).
+    pub tools: bool,
     /// The upstream said the list is shaped by the caller (`cacheScope: "private"`, spec
     /// 2026-07-28 "Caching").
     pub private: bool,
@@ -151,6 +162,9 @@ fn rewrite_object(
         // An error response to tools/list: nothing to hide.
         return Ok(None);
     };
+    if target.entry != Entry::Tool {
+        return rewrite_entries(message, result_raw, target, ctx, outcome);
+    }
     // Only a whole body with a memo to consult is fingerprinted (a pass over megabytes).
     let memo = ctx.memo.filter(|_| single);
     let key = memo.map(|_| MemoKey {
@@ -163,6 +177,7 @@ fn rewrite_object(
         .and_then(|m| m.try_borrow().ok())
         .and_then(|m| m.as_ref().filter(|m| Some(&m.key) == key.as_ref()).cloned());
     if let Some(memo) = remembered {
+        outcome.tools = true;
         outcome.rewritten += 1;
         outcome.hidden += memo.hidden;
         outcome.page = memo.page;
@@ -182,12 +197,7 @@ fn rewrite_object(
         return Ok(None);
     };
     let tools_len = result_raw.get().len();
-    outcome.private |= result
-        .get("cacheScope")
-        .is_some_and(|c| c.get().trim() == "\"private\"");
-    let has_next = result
-        .get("nextCursor")
-        .is_some_and(|c| c.get().trim() != "null");
+    let has_next = read_page_flags(&result, outcome);
 
     let whole_page = target.first_page && !has_next;
     // A definition without a string name cannot be searched or classified: it stays in place,
@@ -271,6 +281,7 @@ fn rewrite_object(
         first: target.first_page,
         last: !has_next,
     };
+    outcome.tools = true;
     outcome.rewritten += 1;
     let remember = |result: Option<&String>| {
         if let Some(key) = key.filter(|_| result.is_none_or(|r| r.len() <= MEMO_MAX_BYTES)) {
@@ -289,17 +300,7 @@ fn rewrite_object(
     }
     outcome.changed = true;
     if ctx.authorizing {
-        // A list shaped by the caller's authorization must not be cached for other callers
-        // (spec 2026-07-28 "Caching": `cacheScope: "private"`); a 2026-07-28 result keeps its
-        // `ttlMs`, or gets 0 where it had none.
-        let private = RawValue::from_string("\"private\"".to_string())
-            .map_err(|e| RewriteError::NotJson(e.to_string()))?;
-        result.put("cacheScope", private);
-        if result.get("resultType").is_some() && result.get("ttlMs").is_none() {
-            let zero = RawValue::from_string("0".to_string())
-                .map_err(|e| RewriteError::NotJson(e.to_string()))?;
-            result.put("ttlMs", zero);
-        }
+        mark_private(&mut result)?;
     }
 
     let mut list = String::with_capacity(tools_len);
@@ -316,6 +317,102 @@ fn rewrite_object(
     result.write(&mut result_text);
     remember(Some(&result_text));
     with_result(message, result_text).map(Some)
+}
+
+/// A prompts, resources or resource templates list: every readable entry is learned (for
+/// search); under a policy the entries the caller may not use go, an entry the filter cannot
+/// read goes for a restricted caller (fail closed), and the list is `cacheScope: "private"`.
+fn rewrite_entries(
+    message: RawObject,
+    result_raw: &RawValue,
+    target: &ListTarget,
+    ctx: &ListContext<'_>,
+    outcome: &mut Outcome,
+) -> Result<Option<String>, RewriteError> {
+    let entry = target.entry;
+    let not_json = |e: serde_json::Error| RewriteError::NotJson(e.to_string());
+    let mut result = RawObject::parse(result_raw.get()).map_err(not_json)?;
+    let Some(items) = result.borrowed(entry.list_member()) else {
+        return Ok(None);
+    };
+    let items: Vec<&RawValue> = serde_json::from_str(items.get()).map_err(not_json)?;
+    let has_next = read_page_flags(&result, outcome);
+    // Progressive prompts or resources are found through the search tool, never listed (but
+    // for the kill switch, `mode: list`).
+    let progressive = ctx.config.mode != Mode::List
+        && ctx.config.entry_disclosure(entry) == DisclosureMode::Progressive;
+    let mut kept = Vec::with_capacity(items.len());
+    let mut learned: Vec<Tool> = Vec::with_capacity(items.len());
+    let mut seen = fnv::FnvHashSet::default();
+    for raw in items {
+        // Learned whatever this caller may see: the catalog is every caller's, and each
+        // search filters it for its caller.
+        match Tool::from_entry(entry, raw) {
+            Ok(e) => {
+                if !progressive && (ctx.entry_allowed)(entry, &e.name) {
+                    kept.push(raw.get());
+                } else {
+                    outcome.hidden += 1;
+                }
+                if seen.insert(e.name.clone()) {
+                    learned.push(e);
+                }
+            }
+            Err(_) if ctx.authorizing || progressive => outcome.hidden += 1,
+            Err(_) => kept.push(raw.get()),
+        }
+    }
+    let page = Page {
+        first: target.first_page,
+        last: !has_next,
+    };
+    outcome.entries.push((entry, learned, page));
+    outcome.rewritten += 1;
+    if !ctx.authorizing && !progressive {
+        return Ok(Some(message_text(&message)));
+    }
+    outcome.changed = true;
+    if ctx.authorizing {
+        mark_private(&mut result)?;
+    }
+    set_member(
+        &mut result,
+        entry.list_member(),
+        format!("[{}]", kept.join(",")),
+    )?;
+    let mut result_text = String::with_capacity(result.encoded_len());
+    result.write(&mut result_text);
+    with_result(message, result_text).map(Some)
+}
+
+/// Notes a `cacheScope: "private"` result in `outcome`; returns whether a page follows.
+fn read_page_flags(result: &RawObject, outcome: &mut Outcome) -> bool {
+    outcome.private |= result
+        .get("cacheScope")
+        .is_some_and(|c| c.get().trim() == "\"private\"");
+    result
+        .get("nextCursor")
+        .is_some_and(|c| c.get().trim() != "null")
+}
+
+/// A list shaped by the caller's authorization must not be cached for other callers (spec
+/// 2026-07-28 "Caching": `cacheScope: "private"`); a 2026-07-28 result keeps its `ttlMs`, or
+/// gets 0 where it had none.
+fn mark_private(result: &mut RawObject) -> Result<(), RewriteError> {
+    let raw = |text: &str| {
+        RawValue::from_string(text.to_string()).map_err(|e| RewriteError::NotJson(e.to_string()))
+    };
+    result.put("cacheScope", raw("\"private\"")?);
+    if result.get("resultType").is_some() && result.get("ttlMs").is_none() {
+        result.put("ttlMs", raw("0")?);
+    }
+    Ok(())
+}
+
+fn message_text(message: &RawObject) -> String {
+    let mut out = String::with_capacity(message.encoded_len());
+    message.write(&mut out);
+    out
 }
 
 /// The message, written out with `result` as its result.
@@ -479,6 +576,7 @@ mod tests {
             namespace: "ns",
             known: Box::leak(Box::default()),
             allowed,
+            entry_allowed: &|_, _| true,
             authorizing: false,
             known_complete: false,
             audience: None,
@@ -497,6 +595,7 @@ mod tests {
             [ListTarget {
                 id: serde_json::json!(id),
                 first_page: true,
+                entry: Entry::Tool,
             }]
         };
         let mut first = rewrite_message(LIST.as_bytes(), &first_page(2), &c)
@@ -533,6 +632,7 @@ mod tests {
         let later = [ListTarget {
             id: serde_json::json!(2),
             first_page: false,
+            entry: Entry::Tool,
         }];
         assert!(fresh(LIST, &later, &c));
         assert!(fresh(&format!("[{LIST}]"), &first_page(2), &c));
@@ -543,6 +643,7 @@ mod tests {
         [ListTarget {
             id: serde_json::json!(id),
             first_page: true,
+            entry: Entry::Tool,
         }]
     }
 
@@ -555,6 +656,7 @@ mod tests {
         let targets = [ListTarget {
             id: serde_json::json!(2),
             first_page: true,
+            entry: Entry::Tool,
         }];
         let out = rewrite_message(LIST.as_bytes(), &targets, &ctx(&config, &all))
             .unwrap()
@@ -575,6 +677,7 @@ mod tests {
         let later = [ListTarget {
             id: serde_json::json!(2),
             first_page: false,
+            entry: Entry::Tool,
         }];
         let out = rewrite_message(LIST.as_bytes(), &later, &ctx(&config, &all))
             .unwrap()
@@ -584,6 +687,7 @@ mod tests {
         let other = [ListTarget {
             id: serde_json::json!("2"),
             first_page: true,
+            entry: Entry::Tool,
         }];
         assert!(
             rewrite_message(LIST.as_bytes(), &other, &ctx(&config, &all))
@@ -600,6 +704,7 @@ mod tests {
         let targets = [ListTarget {
             id: serde_json::json!(2),
             first_page: true,
+            entry: Entry::Tool,
         }];
         let out = rewrite_message(LIST.as_bytes(), &targets, &ctx(&config, &all))
             .unwrap()
@@ -622,6 +727,7 @@ mod tests {
         let targets = [ListTarget {
             id: serde_json::json!(2),
             first_page: true,
+            entry: Entry::Tool,
         }];
         let out = rewrite_message(body.as_bytes(), &targets, &ctx(&config, &all))
             .unwrap()

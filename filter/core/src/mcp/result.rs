@@ -37,6 +37,26 @@ pub struct SearchMeta<'a> {
     matches: usize,
     offset: usize,
     returned: usize,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    routing: Option<RoutingMeta<'a>>,
+}
+
+/// How hierarchical search chose the tools it ranked (under `search.strategy: hierarchical`).
+#[derive(Serialize)]
+struct RoutingMeta<'a> {
+    strategy_used: &'static str,
+    groups_used: &'a [String],
+    stage1_group_count: usize,
+    stage2_candidate_count: usize,
+    final_count: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    routing_fallback: Option<RoutingFallback<'a>>,
+}
+
+#[derive(Serialize)]
+struct RoutingFallback<'a> {
+    strategy: &'static str,
+    reason: &'a str,
 }
 
 #[derive(Serialize)]
@@ -65,6 +85,17 @@ impl<'a> SearchMeta<'a> {
             matches: ranked.matches,
             offset,
             returned: ranked.found.len(),
+            routing: ranked.routing.as_ref().map(|r| RoutingMeta {
+                strategy_used: r.used.name(),
+                groups_used: &r.groups,
+                stage1_group_count: r.stage1_groups,
+                stage2_candidate_count: ranked.candidates,
+                final_count: ranked.found.len(),
+                routing_fallback: r.fallback.as_deref().map(|reason| RoutingFallback {
+                    strategy: "flat",
+                    reason,
+                }),
+            }),
         }
     }
 }
@@ -167,6 +198,105 @@ pub fn http_search(
         metadata: meta,
         explanations,
     })
+}
+
+/// The HTTP endpoint's view of stage 1: the caller's groups that match, best first.
+pub fn groups_view(
+    query: &str,
+    config: &crate::config::Config,
+    groups: &crate::index::catalog::groups::GroupIndex,
+    ranked: &[crate::index::catalog::groups::GroupScore],
+    chosen: &[usize],
+) -> String {
+    #[derive(Serialize)]
+    struct Group<'a> {
+        group: &'a str,
+        score: f32,
+        normalized: f32,
+        tools: usize,
+        chosen: bool,
+    }
+    #[derive(Serialize)]
+    struct Body<'a> {
+        query: &'a str,
+        strategy: &'static str,
+        max_groups: usize,
+        min_group_score: f32,
+        group_count: usize,
+        groups: Vec<Group<'a>>,
+    }
+    let routing = &config.search.routing;
+    to_json(&Body {
+        query,
+        strategy: config.search.strategy.name(),
+        max_groups: routing.groups,
+        min_group_score: routing.min_group_score,
+        group_count: groups.groups.len(),
+        groups: ranked
+            .iter()
+            .map(|g| Group {
+                group: groups.name(g.group),
+                score: g.score,
+                normalized: g.normalized,
+                tools: groups.groups.get(g.group).map_or(0, |x| x.tools.len()),
+                chosen: chosen.contains(&g.group),
+            })
+            .collect(),
+    })
+}
+
+/// What a search over prompts and resources did (`_meta["mcp-tool-search/search"]`, and
+/// `metadata` over HTTP).
+#[derive(Serialize)]
+pub struct MixedMeta {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub strategy: &'static str,
+    pub candidates: usize,
+    pub matches: usize,
+    pub offset: usize,
+    pub returned: usize,
+}
+
+/// Mixed results: `[{"type": "prompt", "definition": {...}}, ...]`, each definition exactly as
+/// the upstream declared it.
+pub fn typed_definitions(found: &[crate::rank::mixed::Mixed<'_>]) -> String {
+    let mut out = String::from("[");
+    for (i, m) in found.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str("{\"type\":\"");
+        out.push_str(m.entry.type_name());
+        out.push_str("\",\"definition\":");
+        out.push_str(m.found.tool.definition());
+        out.push('}');
+    }
+    out.push(']');
+    out
+}
+
+/// The HTTP endpoint's answer to a search over prompts and resources.
+pub fn http_mixed(results: &RawValue, meta: MixedMeta) -> String {
+    #[derive(Serialize)]
+    struct Body<'a> {
+        results: &'a RawValue,
+        metadata: MixedMeta,
+    }
+    to_json(&Body {
+        results,
+        metadata: meta,
+    })
+}
+
+/// The search tool's answer to a search over prompts and resources.
+pub fn mixed(texts: &[&str], meta: MixedMeta, modern: bool) -> String {
+    #[derive(Serialize)]
+    struct Envelope {
+        #[serde(rename = "mcp-tool-search/search")]
+        search: MixedMeta,
+    }
+    result(texts, false, Some(Envelope { search: meta }), modern)
 }
 
 /// `{"error": message}`: the HTTP endpoint's errors.

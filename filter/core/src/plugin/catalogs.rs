@@ -221,8 +221,37 @@ impl Plugin {
             tools,
             private,
             ttl_ms,
+            entries,
             ..
         } = fetched;
+        // Prompts and resources, whole lists, beside the tools (not when the server shapes its
+        // lists per caller: there is no caller to keep them for).
+        if !private {
+            for (entry, list) in entries {
+                let learned = Learned {
+                    entry,
+                    ..Learned::new(
+                        list,
+                        Page {
+                            first: true,
+                            last: true,
+                        },
+                    )
+                };
+                let key = entry.catalog_key(namespace);
+                if let Ok(mut cache) = self.cache.try_borrow_mut() {
+                    if let Err(e) = cache.learn(host, &key, learned) {
+                        host.log(
+                            Level::Warn,
+                            &format!(
+                                "catalog fetch: the {}s of {namespace:?} could not be stored: {e}",
+                                entry.type_name()
+                            ),
+                        );
+                    }
+                }
+            }
+        }
         let count = tools.len();
         let mut learned = Learned::new(
             tools,
@@ -315,6 +344,12 @@ impl Plugin {
         }
         let now = host.now_ms();
         for namespace in store::namespaces(host).unwrap_or_default() {
+            // Prompts and resources come with their namespace's tools.
+            if crate::config::entries::Entry::of_catalog_key(&namespace).0
+                != crate::config::entries::Entry::Tool
+            {
+                continue;
+            }
             let Ok(meta) = store::read_meta(host, &namespace) else {
                 continue;
             };

@@ -15,6 +15,7 @@ pub use catalogs::{
 pub use host::{Host, HttpCall, Level, MemoryHost};
 pub use scheduler::MAX_BACKOFF_MS;
 
+use crate::config::entries::Entry;
 use crate::config::{Config, EmbeddingsConfig};
 use crate::fetch::{FetchSpec, Origin};
 use crate::index::catalog::CatalogIndex;
@@ -463,6 +464,17 @@ impl Env for PluginEnv<'_> {
     }
 
     fn learn(&mut self, learned: Learned) -> Result<bool, StoreError> {
+        if learned.entry != Entry::Tool {
+            // Prompts and resources are searched by BM25 only and refreshed by the lists that
+            // pass: they are not embedded, and have no origin to be fetched from.
+            let key = learned.entry.catalog_key(&self.namespace);
+            return self
+                .plugin
+                .cache
+                .try_borrow_mut()
+                .map_err(|_| StoreError::Host("catalog cache busy".into()))?
+                .learn(self.host, &key, learned);
+        }
         let last = learned.page.last;
         let key = self
             .plugin

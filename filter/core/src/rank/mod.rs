@@ -3,4 +3,5 @@
 
 pub mod embeddings;
 pub mod explain;
+pub mod mixed;
 pub mod search;

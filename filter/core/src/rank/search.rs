@@ -2,8 +2,10 @@
 //! a fusion of both, then thresholded and paged. Shared by the MCP search tool and the plain
 //! HTTP endpoint so that both give the same answer.
 
+use crate::config::routing::{RoutingConfig, Strategy};
 use crate::config::{Config, Ranking};
 use crate::index::bm25::{feedback_terms, top_k, Hit};
+use crate::index::catalog::groups::{groups_of, GroupScore};
 use crate::index::catalog::{CatalogIndex, Tool};
 use crate::vector;
 
@@ -83,6 +85,7 @@ impl Fallback {
 }
 
 /// Vectors for semantic ranking, when the embeddings service answered.
+#[derive(Clone, Copy)]
 pub struct Vectors<'v> {
     pub query: &'v [f32],
     /// A tool's unit vector, by its position in the catalog.
@@ -103,6 +106,20 @@ pub struct Ranked<'a> {
     pub fallback: Option<Fallback>,
     /// What the scores were normalized and fused with, for `explain`.
     pub scoring: Scoring,
+    /// How hierarchical search chose the tools it ranked (`None` under `strategy: flat`).
+    pub routing: Option<Routing>,
+}
+
+/// What stage 1 of a hierarchical search did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Routing {
+    /// `Flat` when the search fell back to every tool (`fallback` says why).
+    pub used: Strategy,
+    /// The groups stage 2 searched, best first.
+    pub groups: Vec<String>,
+    /// How many groups matched the query in stage 1.
+    pub stage1_groups: usize,
+    pub fallback: Option<String>,
 }
 
 /// The per-search quantities a result's score depends on besides its own terms: the best BM25
@@ -132,10 +149,91 @@ pub fn search<'a>(
     allowed: Option<&dyn Fn(&Tool) -> bool>,
     vectors: Result<Vectors<'_>, Fallback>,
 ) -> Ranked<'a> {
+    // A search the agent already narrowed to one group has nothing for stage 1 to choose.
+    if config.search.strategy == Strategy::Hierarchical && query.group.is_none() {
+        return hierarchical(index, config, query, allowed, vectors);
+    }
+    ranked_within(index, config, query, allowed, None, vectors)
+}
+
+/// Stage 1 ranks the caller's groups; stage 2 ranks the tools of the best ones. Neither finding
+/// anything, the search is flat, and says why.
+fn hierarchical<'a>(
+    index: &'a CatalogIndex,
+    config: &Config,
+    query: &Query,
+    allowed: Option<&dyn Fn(&Tool) -> bool>,
+    vectors: Result<Vectors<'_>, Fallback>,
+) -> Ranked<'a> {
+    let groups = groups_of(index, config, allowed);
+    let ranked_groups = groups.rank(&query.text);
+    let chosen = chosen_groups(&ranked_groups, &config.search.routing);
+    let flat = |why: &str| {
+        let mut ranked = ranked_within(index, config, query, allowed, None, vectors.clone());
+        ranked.routing = Some(Routing {
+            used: Strategy::Flat,
+            groups: Vec::new(),
+            stage1_groups: ranked_groups.len(),
+            fallback: Some(why.to_string()),
+        });
+        ranked
+    };
+    if chosen.is_empty() {
+        return flat("no group matches the query");
+    }
+    let mut within = vec![false; index.catalog.len()];
+    for g in chosen.iter().filter_map(|&g| groups.groups.get(g)) {
+        for &d in &g.tools {
+            if let Some(slot) = within.get_mut(d as usize) {
+                *slot = true;
+            }
+        }
+    }
+    let mut ranked = ranked_within(
+        index,
+        config,
+        query,
+        allowed,
+        Some(&within),
+        vectors.clone(),
+    );
+    if ranked.matches == 0 {
+        return flat("no tool of the chosen groups matches the query");
+    }
+    ranked.routing = Some(Routing {
+        used: Strategy::Hierarchical,
+        groups: chosen.iter().map(|&g| groups.name(g).to_string()).collect(),
+        stage1_groups: ranked_groups.len(),
+        fallback: None,
+    });
+    ranked
+}
+
+/// The groups stage 2 searches: the best `routing.groups` of those within `min_group_score`
+/// of the best.
+pub fn chosen_groups(ranked: &[GroupScore], routing: &RoutingConfig) -> Vec<usize> {
+    ranked
+        .iter()
+        .filter(|g| g.normalized >= routing.min_group_score)
+        .take(routing.groups)
+        .map(|g| g.group)
+        .collect()
+}
+
+/// A search over the tools `allowed` admits and, when given, `within` holds (by position).
+fn ranked_within<'a>(
+    index: &'a CatalogIndex,
+    config: &Config,
+    query: &Query,
+    allowed: Option<&dyn Fn(&Tool) -> bool>,
+    within: Option<&[bool]>,
+    vectors: Result<Vectors<'_>, Fallback>,
+) -> Ranked<'a> {
     let tools = index.catalog.tools();
     let in_scope = |d: u32| {
         tools.get(d as usize).is_some_and(|t| {
-            allowed.is_none_or(|allowed| allowed(t))
+            within.is_none_or(|w| w.get(d as usize).copied().unwrap_or(false))
+                && allowed.is_none_or(|allowed| allowed(t))
                 && query.group.as_deref().is_none_or(|g| {
                     config.group_of(
                         crate::index::catalog::base_namespace(&index.namespace),
@@ -146,7 +244,7 @@ pub fn search<'a>(
     };
     // Only a restricted caller or a vector ranking needs the candidates one by one: an
     // unrestricted BM25 search looks at the matching tools only (hundreds among thousands).
-    let restricted = allowed.is_some() || query.group.is_some();
+    let restricted = allowed.is_some() || query.group.is_some() || within.is_some();
     let wants_vectors = config.search.ranking != Ranking::Bm25 && vectors.is_ok();
     let scoped: Option<Vec<u32>> = (restricted || wants_vectors).then(|| {
         (0..tools.len())
@@ -286,6 +384,7 @@ pub fn search<'a>(
             feedback,
             exact,
         },
+        routing: None,
     }
 }
 
@@ -635,5 +734,100 @@ mod tests {
         let r = search(&idx, &config, &query, None, Err(off()));
         assert_eq!(names(&r), ["github_list_issues"]);
         assert_eq!(r.matches, 1);
+    }
+
+    fn hierarchical(extra: &str) -> Config {
+        Config::parse(&format!(
+            r#"{{"group_separator":"_","search":{{"strategy":"hierarchical"{extra}}}}}"#
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn hierarchical_search_ranks_only_the_tools_of_the_best_groups() {
+        let config = hierarchical(r#","routing":{"groups":1}"#);
+        let idx = index(&config);
+        // "message" is slack's word; "charge" would draw stripe in a flat search.
+        let r = search(
+            &idx,
+            &config,
+            &q("post a message about a charge", 5, 0),
+            None,
+            Err(off()),
+        );
+        let routing = r.routing.clone().unwrap();
+        assert_eq!(routing.used, Strategy::Hierarchical);
+        assert_eq!(routing.groups, ["slack"]);
+        assert_eq!(routing.stage1_groups, 2);
+        assert_eq!(names(&r), ["slack_post_message"]);
+        assert_eq!(
+            r.candidates, 1,
+            "stage 2 ranks the chosen group's tools only"
+        );
+        let flat = search(
+            &idx,
+            &Config::parse(r#"{"group_separator":"_"}"#).unwrap(),
+            &q("post a message about a charge", 5, 0),
+            None,
+            Err(off()),
+        );
+        assert_eq!(names(&flat).len(), 2);
+        assert!(flat.routing.is_none());
+    }
+
+    #[test]
+    fn hierarchical_search_falls_back_to_flat_and_says_why() {
+        let config = hierarchical("");
+        let idx = index(&config);
+        let r = search(
+            &idx,
+            &config,
+            &q("weather tomorrow", 5, 0),
+            None,
+            Err(off()),
+        );
+        let routing = r.routing.unwrap();
+        assert_eq!(routing.used, Strategy::Flat);
+        assert_eq!(
+            routing.fallback.as_deref(),
+            Some("no group matches the query")
+        );
+        assert_eq!(r.candidates, 5);
+        // A description matches, the group's tools do not: stage 2 finds nothing.
+        let config = hierarchical(
+            r#","routing":{"descriptions":{"slack":"chat with the team about payments"}}"#,
+        );
+        let idx = index(&config);
+        let r = search(&idx, &config, &q("payments", 5, 0), None, Err(off()));
+        assert_eq!(
+            r.routing.unwrap().fallback.as_deref(),
+            Some("no tool of the chosen groups matches the query")
+        );
+        // An agent's own group choice is a flat search inside it.
+        let mut grouped = q("issue", 5, 0);
+        grouped.group = Some("github".into());
+        assert!(search(&idx, &config, &grouped, None, Err(off()))
+            .routing
+            .is_none());
+    }
+
+    #[test]
+    fn hierarchical_groups_are_the_callers_own() {
+        let config = hierarchical("");
+        let idx = index(&config);
+        let no_stripe = |t: &Tool| !t.name.starts_with("stripe");
+        let r = search(
+            &idx,
+            &config,
+            &q("refund a charge", 5, 0),
+            Some(&no_stripe),
+            Err(off()),
+        );
+        let routing = r.routing.unwrap();
+        assert_eq!(routing.stage1_groups, 0, "a hidden group is never ranked");
+        assert_eq!(routing.used, Strategy::Flat);
+        assert!(r.found.is_empty());
+        let all = search(&idx, &config, &q("refund a charge", 5, 0), None, Err(off()));
+        assert_eq!(all.routing.unwrap().groups, ["stripe"]);
     }
 }

@@ -3,6 +3,7 @@
 //! `cas` token) is the one memory they share. A small version key lets a worker tell in one read
 //! whether its cached index is current; the catalog key holds the definitions.
 
+use crate::config::entries::Entry;
 use crate::config::Config;
 use crate::index::catalog::{version_of, Catalog, CatalogIndex, Page, Tool};
 use crate::index::fnv::FnvHashMap;
@@ -244,6 +245,8 @@ fn clear(mut buffer: Vec<u8>) -> Vec<u8> {
 /// tools, and a VM's memory never shrinks).
 #[derive(Debug, Default)]
 pub struct Learned {
+    /// What the list listed: the entries go to that kind's catalog of the namespace.
+    pub entry: Entry,
     pub tools: Vec<Tool>,
     pub page: Page,
     pub buffer: Vec<u8>,
@@ -255,6 +258,7 @@ pub struct Learned {
 impl Learned {
     pub fn new(tools: Vec<Tool>, page: Page) -> Learned {
         Learned {
+            entry: Entry::Tool,
             tools,
             page,
             buffer: Vec::new(),

@@ -179,7 +179,7 @@ impl Stream {
                 ))
             }
             Pending::Http(request) => {
-                if self.needs_query_vectors(config) {
+                if self.needs_query_vectors(config) && request.kind == SearchType::Tool {
                     let texts = vec![request.query.text.clone()];
                     self.phase = Phase::Embedding(Pending::Http(request));
                     return RequestBodyAction::Embed { texts };

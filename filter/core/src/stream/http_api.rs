@@ -1,5 +1,6 @@
-//! The plain-HTTP search endpoint (`POST <http_path>`) and its health (`GET
-//! <http_path>/health`), for callers that do not speak MCP.
+//! The plain-HTTP search endpoint (`POST <http_path>`), its health (`GET <http_path>/health`)
+//! and its view of hierarchical search's stage 1 (`GET <http_path>/groups`), for callers that do
+//! not speak MCP.
 
 use super::reply::{bad_request, error_json};
 use super::*;
@@ -43,13 +44,29 @@ impl Stream {
         vector: Result<Vec<f32>, Fallback>,
     ) -> LocalReply {
         let namespace = request.namespace.clone().unwrap_or_else(|| env.namespace());
-        let key = self.catalog_key(config, env, &namespace);
-        let index = match env.catalog_of(&key) {
+        if request.kind != SearchType::Tool {
+            let (results, meta) =
+                match self.mixed_search(config, env, &namespace, &request.query, request.kind) {
+                    Ok(answer) => answer,
+                    Err(e) => {
+                        env.record(Event::Error);
+                        return LocalReply::json(
+                            503,
+                            error_json(&format!("catalog unavailable: {e}")),
+                        );
+                    }
+                };
+            return match RawValue::from_string(results) {
+                Ok(results) => LocalReply::json(200, result::http_mixed(&results, meta)),
+                Err(e) => {
+                    env.record(Event::Error);
+                    LocalReply::json(500, error_json(&format!("stored definitions: {e}")))
+                }
+            };
+        }
+        let index = match self.endpoint_catalog(config, env, &namespace) {
             Ok(index) => index,
-            Err(e) => {
-                env.record(Event::Error);
-                return LocalReply::json(503, error_json(&format!("catalog unavailable: {e}")));
-            }
+            Err(reply) => return reply,
         };
         if let (Some(why), true) = (&self.fetch_error, index.catalog.is_empty()) {
             return LocalReply::json(
@@ -87,6 +104,59 @@ impl Stream {
         };
         LocalReply::json(200, body)
     }
+
+    /// This caller's catalog of `namespace`, or the 503 that says why there is none to read.
+    fn endpoint_catalog(
+        &self,
+        config: &Config,
+        env: &mut dyn Env,
+        namespace: &str,
+    ) -> Result<Rc<CatalogIndex>, LocalReply> {
+        let key = self.catalog_key(config, env, namespace);
+        env.catalog_of(&key).map_err(|e| {
+            env.record(Event::Error);
+            LocalReply::json(503, error_json(&format!("catalog unavailable: {e}")))
+        })
+    }
+
+    /// `GET <http_path>/groups?query=…[&namespace=…]`: how stage 1 of hierarchical search ranks
+    /// this caller's groups for the query (whatever `search.strategy` is), from the catalog
+    /// this Envoy knows.
+    pub(super) fn answer_groups_view(&mut self, config: &Config, env: &mut dyn Env) -> LocalReply {
+        let param = |name| crate::config::paths::query_param(&self.head.path, name);
+        let Some(query) = param("query").filter(|q| !q.trim().is_empty()) else {
+            env.record(Event::SearchRejected);
+            return bad_request("the query string must have a non-empty `query` parameter");
+        };
+        let namespace = param("namespace").unwrap_or_else(|| env.namespace());
+        let index = match self.endpoint_catalog(config, env, &namespace) {
+            Ok(index) => index,
+            Err(reply) => return reply,
+        };
+        if index.catalog.is_empty() {
+            return LocalReply::json(
+                404,
+                error_json(&format!(
+                    "no tools are known for namespace {namespace:?} yet: a search fetches them"
+                )),
+            );
+        }
+        let scope = self.scope(config, &index.namespace);
+        let allowed = |t: &Tool| scope.as_ref().is_none_or(|s| s.allows(&t.name));
+        let groups = crate::index::catalog::groups::groups_of(
+            &index,
+            config,
+            scope
+                .is_some()
+                .then_some(&allowed as &dyn Fn(&Tool) -> bool),
+        );
+        let ranked = groups.rank(&query);
+        let chosen = crate::rank::search::chosen_groups(&ranked, &config.search.routing);
+        LocalReply::json(
+            200,
+            result::groups_view(&query, config, &groups, &ranked, &chosen),
+        )
+    }
 }
 
 /// `{"query": "...", "limit": N, "namespace": "...", "offset": N, "group": "...", "explain":
@@ -98,9 +168,19 @@ pub(super) fn parse_http_search(body: &[u8], config: &Config) -> Result<HttpSear
         return Err("the body must be a JSON object with a \"query\"".to_string());
     };
     for key in map.keys() {
-        if !["query", "limit", "namespace", "offset", "group", "explain"].contains(&key.as_str()) {
+        if ![
+            "query",
+            "limit",
+            "namespace",
+            "offset",
+            "group",
+            "explain",
+            "type",
+        ]
+        .contains(&key.as_str())
+        {
             return Err(format!(
-                "unknown field \"{key}\"; allowed: query, limit, offset, namespace, group, explain"
+                "unknown field \"{key}\"; allowed: query, limit, offset, namespace, group, explain, type"
             ));
         }
     }
@@ -115,6 +195,7 @@ pub(super) fn parse_http_search(body: &[u8], config: &Config) -> Result<HttpSear
     Ok(HttpSearch {
         query: args.query,
         namespace: args.namespace,
+        kind: args.kind,
         explain,
     })
 }
@@ -177,6 +258,13 @@ pub(super) fn health(config: &Config, env: &mut dyn Env) -> LocalReply {
         /// The server's lists are private: each credential has its own catalog (`<ns>@private-*`).
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         private: bool,
+        /// Prompts, resources and resource templates known beside the tools.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        prompts: Option<usize>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        resources: Option<usize>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        resource_templates: Option<usize>,
     }
     fn is_zero(n: &u32) -> bool {
         *n == 0
@@ -187,7 +275,25 @@ pub(super) fn health(config: &Config, env: &mut dyn Env) -> LocalReply {
         catalogs: std::collections::BTreeMap<String, Catalog>,
     }
     let mut catalogs = std::collections::BTreeMap::new();
-    for ns in env.namespaces() {
+    let keys = env.namespaces();
+    // Prompts and resources are reported with their namespace's tools, not as namespaces.
+    let mut namespaces: Vec<String> = keys
+        .iter()
+        .map(|key| Entry::of_catalog_key(key).1.to_string())
+        .collect();
+    namespaces.sort();
+    namespaces.dedup();
+    for ns in namespaces {
+        let mut count = |entry: Entry| {
+            let key = entry.catalog_key(&ns);
+            keys.contains(&key)
+                .then(|| env.catalog_of(&key).map_or(0, |index| index.catalog.len()))
+        };
+        let (prompts, resources, resource_templates) = (
+            count(Entry::Prompt),
+            count(Entry::Resource),
+            count(Entry::ResourceTemplate),
+        );
         let (tools, embedded) = match env.catalog_of(&ns) {
             Ok(index) => {
                 let embedded = env.tool_vectors(&index).map(|v| v.count()).unwrap_or(0);
@@ -211,6 +317,9 @@ pub(super) fn health(config: &Config, env: &mut dyn Env) -> LocalReply {
                 last_error: meta.last_error,
                 failures: meta.failures,
                 private: private_base,
+                prompts,
+                resources,
+                resource_templates,
             },
         );
     }

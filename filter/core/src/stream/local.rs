@@ -4,6 +4,27 @@
 
 use super::request::{list_query, search_text};
 use super::*;
+use crate::mcp::result::{self, MixedMeta};
+
+/// The error a server gives for a prompt or resource it does not have (spec 2025-11-25
+/// "Prompts" and "Resources", Error Handling: -32602 for an unknown prompt, -32002 for a
+/// resource not found).
+fn unknown_entry(id: &RawValue, entry: Entry, key: &str) -> String {
+    match entry {
+        Entry::Resource | Entry::ResourceTemplate => format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{},\"error\":{{\"code\":{RESOURCE_NOT_FOUND},\"message\":\"Resource not found\",\"data\":{{\"uri\":{}}}}}}}",
+            id.get(),
+            json::string(key)
+        ),
+        Entry::Tool | Entry::Prompt => jsonrpc::error_response(
+            Some(id),
+            jsonrpc::INVALID_PARAMS,
+            &format!("Unknown {}: {key}", entry.type_name()),
+        ),
+    }
+}
+
+const RESOURCE_NOT_FOUND: i64 = -32002;
 
 impl Stream {
     /// Answers every message of a request made only of our tools and refused calls.
@@ -50,6 +71,15 @@ impl Stream {
                         continue;
                     }
                 },
+                Kind::Use { entry, key } => {
+                    // Answered as the server answers for an entry it does not have: the
+                    // caller learns nothing of entries the policy hides.
+                    env.record(Event::CallRefused);
+                    if let Some(id) = m.id.as_deref() {
+                        replies.push(unknown_entry(id, entry, &key));
+                    }
+                    continue;
+                }
                 _ => continue,
             };
             let reply = match Injected::of(config, &name) {
@@ -141,6 +171,25 @@ impl Stream {
                 );
             }
         }
+        if args.kind != SearchType::Tool {
+            return match self.mixed_search(config, env, &namespace, &args.query, args.kind) {
+                Ok((results, meta)) => {
+                    let note = format!(
+                        "{} of {} matching entries. Use a prompt with prompts/get and a resource with resources/read.",
+                        meta.returned, meta.matches
+                    );
+                    result::mixed(&[&results, &note], meta, modern)
+                }
+                Err(e) => {
+                    env.record(Event::Error);
+                    env.log_warn(&format!("search could not read a catalog: {e}"));
+                    injected::error_result(
+                        "The catalog is unavailable right now; retry the search.",
+                        modern,
+                    )
+                }
+            };
+        }
         let key = self.catalog_key(config, env, &namespace);
         let index = match self.catalog_or_error(env, &key) {
             Ok(index) => index,
@@ -148,6 +197,46 @@ impl Stream {
         };
         let ranked = self.rank(config, env, &index, &args.query, vector);
         injected::search_result(config, &args.query, &ranked, modern)
+    }
+
+    /// A search of prompts and resources (or of everything): the caller's entries of each kind,
+    /// ranked together; the typed definitions as a JSON array, and what the search did.
+    pub(super) fn mixed_search(
+        &self,
+        config: &Config,
+        env: &mut dyn Env,
+        namespace: &str,
+        query: &Query,
+        kind: SearchType,
+    ) -> Result<(String, MixedMeta), StoreError> {
+        let mut catalogs = Vec::new();
+        for &entry in kind.entries() {
+            let key = match entry {
+                Entry::Tool => self.catalog_key(config, env, namespace),
+                other => other.catalog_key(namespace),
+            };
+            catalogs.push((entry, env.catalog_of(&key)?));
+        }
+        let allowed = self.entry_allowed(config, namespace);
+        let ranked = crate::rank::mixed::search(
+            &catalogs,
+            config,
+            query,
+            config
+                .authorization
+                .is_some()
+                .then_some(&allowed as &dyn Fn(Entry, &str) -> bool),
+        );
+        env.record(Event::SearchAnswered(Ranking::Bm25));
+        let meta = MixedMeta {
+            kind: kind.name(),
+            strategy: Ranking::Bm25.name(),
+            candidates: ranked.candidates,
+            matches: ranked.matches,
+            offset: query.offset,
+            returned: ranked.found.len(),
+        };
+        Ok((result::typed_definitions(&ranked.found), meta))
     }
 
     /// `tools/list` with a query (draft SEP-1821): the permitted tools that match, ranked, as

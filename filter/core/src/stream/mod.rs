@@ -4,6 +4,7 @@
 //! header checks, authorization), `local` (the answers given here), `http_api` (the plain-HTTP
 //! search endpoint), `response` (the list rewrite), `reply` (how local answers are framed).
 
+use crate::config::entries::{Entry, SearchType};
 use crate::config::policy::{Caller, Scope};
 use crate::config::{Config, Mode, Ranking};
 use crate::fetch::{FetchSpec, Origin};
@@ -391,6 +392,7 @@ enum Pending {
 struct HttpSearch {
     query: Query,
     namespace: Option<String>,
+    kind: crate::config::entries::SearchType,
     /// Answer with each result's score explained (`rank::explain`).
     explain: bool,
 }
@@ -443,6 +445,19 @@ impl Stream {
             .as_ref()
             .map(|policy| policy.scope(&self.head.caller, namespace))
             .filter(|scope| !scope.allows_everything())
+    }
+
+    /// Whether this caller may use a prompt, resource or resource template (by its key).
+    fn entry_allowed<'c>(
+        &self,
+        config: &'c Config,
+        namespace: &str,
+    ) -> impl Fn(Entry, &str) -> bool + 'c {
+        let scope = config
+            .authorization
+            .as_ref()
+            .map(|policy| policy.scope(&self.head.caller, namespace));
+        move |entry: Entry, key: &str| scope.as_ref().is_none_or(|s| s.allows_entry(entry, key))
     }
 
     fn allowed<'c>(&self, config: &'c Config, namespace: &str) -> impl Fn(&str) -> bool + 'c {

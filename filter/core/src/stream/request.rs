@@ -51,6 +51,13 @@ impl Stream {
                     },
                 );
             }
+            if path.strip_prefix(search_path) == Some("/groups") {
+                if head.method != "GET" {
+                    return RequestHeadersAction::Reply(method_not_allowed("GET"));
+                }
+                self.head = head;
+                return RequestHeadersAction::Reply(self.answer_groups_view(config, env));
+            }
             if path.strip_prefix(search_path) == Some("/health") {
                 if head.method != "GET" {
                     return RequestHeadersAction::Reply(method_not_allowed("GET"));
@@ -238,7 +245,11 @@ impl Stream {
                 Kind::ToolsList { .. } if !listing && config.authorization.is_none() => {}
                 Kind::ToolsList { first_page } => {
                     if let Some(id) = m.id_value() {
-                        self.targets.push(ListTarget { id, first_page });
+                        self.targets.push(ListTarget {
+                            id,
+                            first_page,
+                            entry: Entry::Tool,
+                        });
                     }
                 }
                 Kind::ToolsCall { name, .. } => {
@@ -252,7 +263,28 @@ impl Stream {
                     let reply = self.refuse_unreadable(env, &format!("tools/call {why}"));
                     return RequestBodyAction::Reply(reply);
                 }
-                Kind::UnreadableCall(_) | Kind::Other => {}
+                Kind::EntriesList { entry, first_page } => {
+                    // Learned for search; under a policy, filtered for the caller.
+                    if listing || config.authorization.is_some() {
+                        if let Some(id) = m.id_value() {
+                            self.targets.push(ListTarget {
+                                id,
+                                first_page,
+                                entry,
+                            });
+                        }
+                    }
+                }
+                Kind::Use { entry, key } => {
+                    if !self.entry_allowed(config, &namespace)(entry, &key) {
+                        refused += 1;
+                    }
+                }
+                Kind::UnreadableUse(why) if strict => {
+                    let reply = self.refuse_unreadable(env, &why);
+                    return RequestBodyAction::Reply(reply);
+                }
+                Kind::UnreadableCall(_) | Kind::UnreadableUse(_) | Kind::Other => {}
             }
         }
         let total = incoming.messages().len();
@@ -425,6 +457,8 @@ pub(super) fn search_text(config: &Config, m: &Message) -> Option<String> {
         {
             injected::parse_search(arguments, config, injected::Asker::Tool)
                 .ok()
+                // Prompts and resources are ranked lexically: no query vector.
+                .filter(|a| a.kind == SearchType::Tool)
                 .map(|a| a.query.text)
         }
         Kind::ToolsList { .. } => list_query(config, m)?

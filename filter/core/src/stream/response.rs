@@ -297,12 +297,14 @@ impl Stream {
         let namespace = env.namespace();
         let scope = self.scope(config, &namespace);
         let allowed = |name: &str| scope.as_ref().is_none_or(|s| s.allows(name));
+        let entry_allowed = self.entry_allowed(config, &namespace);
         let audience = scope.as_ref().map(Scope::rules);
         let ctx = ListContext {
             config,
             namespace: &namespace,
             known,
             allowed: &allowed,
+            entry_allowed: &entry_allowed,
             authorizing: config.authorization.is_some(),
             known_complete,
             audience,
@@ -329,8 +331,27 @@ pub(super) fn learn_from(
     credential: &str,
 ) -> Option<Vec<u8>> {
     let Rewritten { mut outcome, index } = rewritten;
-    if !outcome.replayed {
+    for (entry, entries, page) in std::mem::take(&mut outcome.entries) {
+        // A list the server shaped for this caller is never searched for another; without a
+        // policy of ours to key it by, it is not learned at all.
+        if outcome.private {
+            continue;
+        }
         let learned = Learned {
+            entry,
+            ..Learned::new(entries, page)
+        };
+        if let Err(e) = env.learn(learned) {
+            env.record(Event::Error);
+            env.log_warn(&format!(
+                "could not store the learned {}s: {e}",
+                entry.type_name()
+            ));
+        }
+    }
+    if outcome.tools && !outcome.replayed {
+        let learned = Learned {
+            entry: Entry::Tool,
             tools: std::mem::take(&mut outcome.learned),
             page: outcome.page,
             buffer,
