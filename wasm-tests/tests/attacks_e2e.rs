@@ -210,6 +210,14 @@ fn attacks() -> Vec<Attack> {
             refused: Refused::Unreadable,
         },
         Attack {
+            what: "a resource URI in capitals past a deny rule (the server reads HR:// as hr://)",
+            path: "/mcp",
+            headers: Vec::new(),
+            body: br#"{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"HR://salaries"}}"#.to_vec(),
+            runs_directly: true,
+            refused: Refused::Unreadable,
+        },
+        Attack {
             what: "a duplicate `uri` in resources/read params",
             path: "/mcp",
             headers: Vec::new(),
@@ -308,7 +316,11 @@ fn envoy_for(upstream: SocketAddr, hold: bool, dir: &TestDir) -> Envoy {
         "hold_request_headers": hold,
         "authorization": {
             "identity": {"source": "jwt_metadata"},
-            "rules": [{"claim": "roles", "values": ["support"], "tools": ["github_*"]}],
+            "rules": [
+                {"claim": "roles", "values": ["support"], "tools": ["github_*"]},
+                {"claim": "roles", "values": ["support"], "resources": ["hr://*"], "effect": "deny"},
+                {"claim": "roles", "values": ["support"], "resources": ["*"]}
+            ],
             "default": "deny"
         }
     });
