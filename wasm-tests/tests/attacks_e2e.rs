@@ -1,9 +1,10 @@
 //! The authorization policy against an attacker, end to end: Envoy's real `jwt_authn` (the
 //! caller is a valid `support` token, allowed `github_*` only) in front of the `.wasm`, in front
 //! of the official Python SDK's FastMCP server (1.x, stateless, JSON), which records every tool
-//! it runs. Each attack calls `stripe_create_refund`; every one of them is first shown to run
-//! that tool when sent to the server directly, then shown to be refused through the filter, with
-//! request headers held and not held. Requests are written byte for byte (raw HTTP/1.1), so
+//! it runs, prompt it renders and resource it reads. Each attack calls `stripe_create_refund`,
+//! gets prompt `payroll_summary` or reads resource `hr://salaries` (none of them the caller's);
+//! every one of them is first shown to run when sent to the server directly, then shown to be
+//! refused through the filter, with request headers held and not held. Requests are written byte for byte (raw HTTP/1.1), so
 //! paths, repeated headers and bodies reach Envoy exactly as an attacker would send them.
 //!
 //! Needs Envoy, the built filter and a Python with `mcp` (`make test` installs all three).
@@ -27,6 +28,8 @@ use std::net::SocketAddr;
 const SECRET: &[u8] = b"mcp-tool-search attack e2e HS256 secret, 32+ bytes";
 const ALLOWED: &str = "github_get_issue";
 const FORBIDDEN: &str = "stripe_create_refund";
+const FORBIDDEN_PROMPT: &str = "payroll_summary";
+const FORBIDDEN_RESOURCE: &str = "hr://salaries";
 
 /// What the filter must answer instead of forwarding.
 #[derive(Debug, Clone, Copy)]
@@ -37,6 +40,10 @@ enum Refused {
     Unreadable,
     /// 200 with -32602 `Unknown tool: …` (the tool is not the caller's).
     UnknownTool,
+    /// 200 with -32602 `Unknown prompt: …`.
+    UnknownPrompt,
+    /// 200 with -32002 `Resource not found`.
+    ResourceNotFound,
 }
 
 struct Attack {
@@ -47,6 +54,23 @@ struct Attack {
     refused: Refused,
     /// The 1.x server runs it when sent directly (it refuses protocol 2026-07-28 itself).
     runs_directly: bool,
+}
+
+impl Attack {
+    /// What the server records when it runs the attack's target.
+    fn target(&self) -> String {
+        match self.refused {
+            Refused::UnknownPrompt => format!("prompts/get {FORBIDDEN_PROMPT}"),
+            Refused::ResourceNotFound => format!("resources/read {FORBIDDEN_RESOURCE}"),
+            _ if self.body.windows(11).any(|w| w == b"prompts/get") => {
+                format!("prompts/get {FORBIDDEN_PROMPT}")
+            }
+            _ if self.body.windows(14).any(|w| w == b"resources/read") => {
+                format!("resources/read {FORBIDDEN_RESOURCE}")
+            }
+            _ => format!("tools/call {FORBIDDEN}"),
+        }
+    }
 }
 
 fn call(name: &str, version: Option<&str>) -> String {
@@ -150,6 +174,58 @@ fn attacks() -> Vec<Attack> {
             refused: Refused::Unreadable,
         },
         Attack {
+            what: "prompts/get of a prompt the caller may not use",
+            path: "/mcp",
+            headers: Vec::new(),
+            body: format!(r#"{{"jsonrpc":"2.0","id":7,"method":"prompts/get","params":{{"name":"{FORBIDDEN_PROMPT}"}}}}"#).into_bytes(),
+            runs_directly: true,
+            refused: Refused::UnknownPrompt,
+        },
+        Attack {
+            what: "resources/read of a resource the caller may not use, on a percent-encoded path",
+            path: "/%6dcp",
+            headers: Vec::new(),
+            body: format!(r#"{{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{{"uri":"{FORBIDDEN_RESOURCE}"}}}}"#).into_bytes(),
+            runs_directly: true,
+            refused: Refused::ResourceNotFound,
+        },
+        Attack {
+            what: "headers name a prompt, the body gets another (2025-11-25)",
+            path: "/mcp",
+            headers: h(&[
+                ("mcp-protocol-version", "2025-11-25"),
+                ("mcp-method", "prompts/get"),
+                ("mcp-name", "triage_ticket"),
+            ]),
+            body: format!(r#"{{"jsonrpc":"2.0","id":7,"method":"prompts/get","params":{{"name":"{FORBIDDEN_PROMPT}"}}}}"#).into_bytes(),
+            runs_directly: true,
+            refused: Refused::HeaderMismatch,
+        },
+        Attack {
+            what: "a duplicate `name` in prompts/get params, the second escaped",
+            path: "/mcp",
+            headers: Vec::new(),
+            body: format!(r#"{{"jsonrpc":"2.0","id":7,"method":"prompts/get","params":{{"name":"triage_ticket","n\u0061me":"{FORBIDDEN_PROMPT}"}}}}"#).into_bytes(),
+            runs_directly: true,
+            refused: Refused::Unreadable,
+        },
+        Attack {
+            what: "a resource URI in capitals past a deny rule (the server reads HR:// as hr://)",
+            path: "/mcp",
+            headers: Vec::new(),
+            body: br#"{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"HR://salaries"}}"#.to_vec(),
+            runs_directly: true,
+            refused: Refused::Unreadable,
+        },
+        Attack {
+            what: "a duplicate `uri` in resources/read params",
+            path: "/mcp",
+            headers: Vec::new(),
+            body: format!(r#"{{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{{"uri":"kb://refunds","uri":"{FORBIDDEN_RESOURCE}"}}}}"#).into_bytes(),
+            runs_directly: true,
+            refused: Refused::Unreadable,
+        },
+        Attack {
             what: "a UTF-8 byte-order mark",
             path: "/mcp",
             headers: Vec::new(),
@@ -221,9 +297,10 @@ fn json_of(reply: &RawReply) -> Value {
     })
 }
 
-fn ran(server: &FastMcpServer, tool: &str) -> usize {
-    let line = format!("tools/call {tool}");
-    server.recorded().iter().filter(|l| **l == line).count()
+/// How many times the server ran what `line` records (`tools/call NAME`, `prompts/get NAME`,
+/// `resources/read URI`).
+fn ran(server: &FastMcpServer, line: &str) -> usize {
+    server.recorded().iter().filter(|l| *l == line).count()
 }
 
 fn envoy(server: &FastMcpServer, hold: bool, dir: &TestDir) -> Envoy {
@@ -239,7 +316,11 @@ fn envoy_for(upstream: SocketAddr, hold: bool, dir: &TestDir) -> Envoy {
         "hold_request_headers": hold,
         "authorization": {
             "identity": {"source": "jwt_metadata"},
-            "rules": [{"claim": "roles", "values": ["support"], "tools": ["github_*"]}],
+            "rules": [
+                {"claim": "roles", "values": ["support"], "tools": ["github_*"]},
+                {"claim": "roles", "values": ["support"], "resources": ["hr://*"], "effect": "deny"},
+                {"claim": "roles", "values": ["support"], "resources": ["*"]}
+            ],
             "default": "deny"
         }
     });
@@ -261,10 +342,10 @@ fn every_attack_runs_the_forbidden_tool_without_the_filter() {
     let dir = TestDir::new("attacks_direct").unwrap();
     let server = FastMcpServer::start(FastMcpOptions::default(), &dir).unwrap();
     for attack in attacks().into_iter().filter(|a| a.runs_directly) {
-        let before = ran(&server, FORBIDDEN);
+        let before = ran(&server, &attack.target());
         let reply = send(server.addr, &attack, None);
         assert_eq!(
-            ran(&server, FORBIDDEN),
+            ran(&server, &attack.target()),
             before + 1,
             "{}: the server did not run it directly ({} {})\n{}",
             attack.what,
@@ -286,7 +367,8 @@ fn attacks_are_refused(hold: bool) {
         let (status, code) = match attack.refused {
             Refused::HeaderMismatch => (400, -32020),
             Refused::Unreadable => (400, -32600),
-            Refused::UnknownTool => (200, -32602),
+            Refused::UnknownTool | Refused::UnknownPrompt => (200, -32602),
+            Refused::ResourceNotFound => (200, -32002),
         };
         assert_eq!(
             (reply.status, body["error"]["code"].as_i64()),
@@ -299,9 +381,11 @@ fn attacks_are_refused(hold: bool) {
             Refused::HeaderMismatch => assert!(message.starts_with("Header mismatch: Mcp-"), "{message}"),
             Refused::Unreadable => assert!(message.starts_with("Request refused: the authorization policy needs a body it can read in exactly one way"), "{message}"),
             Refused::UnknownTool => assert_eq!(message, format!("Unknown tool: {FORBIDDEN}")),
+            Refused::UnknownPrompt => assert_eq!(message, format!("Unknown prompt: {FORBIDDEN_PROMPT}")),
+            Refused::ResourceNotFound => assert_eq!(message, "Resource not found"),
         }
         assert_eq!(
-            ran(&server, FORBIDDEN),
+            ran(&server, &attack.target()),
             0,
             "{} (hold {hold}) ran upstream",
             attack.what
@@ -332,7 +416,7 @@ fn attacks_are_refused(hold: bool) {
             refused: Refused::UnknownTool,
             runs_directly: true,
         };
-        let before = ran(&server, ALLOWED);
+        let before = ran(&server, &format!("tools/call {ALLOWED}"));
         let reply = send(envoy.listener, &allowed, Some(&token));
         let body = json_of(&reply);
         assert_eq!(reply.status, 200, "{name_header}: {body}");
@@ -341,7 +425,7 @@ fn attacks_are_refused(hold: bool) {
             format!("{ALLOWED} ran"),
             "{name_header}: {body}"
         );
-        assert_eq!(ran(&server, ALLOWED), before + 1);
+        assert_eq!(ran(&server, &format!("tools/call {ALLOWED}")), before + 1);
     }
     let stats = envoy.stats("mcp_tool_search.requests_refused").unwrap();
     let count = |name: &str| {
@@ -351,9 +435,23 @@ fn attacks_are_refused(hold: bool) {
             .map(|(_, v)| *v)
             .sum::<u64>()
     };
-    // Four header-mismatch cases plus the repeated first one; seven unreadable bodies.
-    assert_eq!(count("requests_refused.header_mismatch"), 5, "{stats:?}");
-    assert_eq!(count("requests_refused.unreadable"), 7, "{stats:?}");
+    // Each refusal of the table, by kind; the first attack was sent twice.
+    let refused = |kind: Refused| {
+        attacks()
+            .iter()
+            .filter(|a| std::mem::discriminant(&a.refused) == std::mem::discriminant(&kind))
+            .count() as u64
+    };
+    assert_eq!(
+        count("requests_refused.header_mismatch"),
+        refused(Refused::HeaderMismatch) + 1,
+        "{stats:?}"
+    );
+    assert_eq!(
+        count("requests_refused.unreadable"),
+        refused(Refused::Unreadable),
+        "{stats:?}"
+    );
 }
 
 #[test]
@@ -452,7 +550,7 @@ fn bodies_framed_for_another_reading_are_refused() {
         assert_eq!(reply.status, 400, "{what}: {json}");
         assert_eq!(json["error"]["code"], -32600, "{what}: {json}");
     }
-    assert_eq!(ran(&server, ALLOWED), 0);
+    assert_eq!(ran(&server, &format!("tools/call {ALLOWED}")), 0);
     // charset=utf-8 is what clients send: it goes through.
     let plain = Attack {
         what: "charset=utf-8",
@@ -472,5 +570,5 @@ fn bodies_framed_for_another_reading_are_refused() {
         "{}",
         String::from_utf8_lossy(&reply.body)
     );
-    assert_eq!(ran(&server, ALLOWED), 1);
+    assert_eq!(ran(&server, &format!("tools/call {ALLOWED}")), 1);
 }

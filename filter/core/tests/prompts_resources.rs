@@ -485,3 +485,118 @@ fn health_counts_prompts_and_resources_beside_the_tools() {
     assert_eq!(catalogs["upstream"]["resources"], 3);
     assert_eq!(catalogs["upstream"]["resource_templates"], 2);
 }
+
+/// A server reads a resource by its URI normalized (the TypeScript SDK looks it up by
+/// `new URL(uri).toString()`: scheme and host lowercased, dot segments resolved): under a policy
+/// a URI that another reading could turn into a different one never reaches the upstream.
+#[test]
+fn a_resource_uri_a_server_would_read_otherwise_is_refused() {
+    let mut env = TestEnv::new(&format!("{{{POLICY}}}"));
+    let support = || as_role(post("/mcp"), "support");
+    for uri in [
+        "file:///kb/../hr/salaries.csv",
+        "file:///kb/./../hr/salaries.csv",
+        "file:///kb/%2e%2e/hr/salaries.csv",
+        "file:///kb/..%2fhr/salaries.csv",
+        "file:///kb/..\\hr\\salaries.csv",
+        "FILE:///kb/refunds.md",
+        "file://KB.example/kb/a",
+        "file://user@host/kb/a",
+        "file:///kb/%72efunds.md",
+        "file:///kb/refunds.md\u{0}",
+        " file:///kb/refunds.md",
+    ] {
+        let out = use_entry(
+            &mut env,
+            support(),
+            json!({"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri": uri}}),
+        );
+        let Outcome::Local {
+            status: 400, body, ..
+        } = &out
+        else {
+            panic!("{uri:?}: {out:?}")
+        };
+        assert!(
+            String::from_utf8_lossy(body).contains("exactly one way"),
+            "{uri:?}"
+        );
+        assert_eq!(sent_upstream(), None, "{uri:?}");
+    }
+    // Canonical URIs, templates' braces, case in the path and a query are read as they are.
+    for uri in [
+        "file:///kb/refunds.md",
+        "file:///kb/Refunds%20Policy.md?v=2",
+        "file:///kb/{article}",
+    ] {
+        let out = use_entry(
+            &mut env,
+            support(),
+            json!({"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri": uri}}),
+        );
+        assert!(matches!(out, Outcome::Upstream { .. }), "{uri:?}: {out:?}");
+    }
+    // Without a policy nothing is decided on the URI: it passes as sent.
+    let mut open = TestEnv::new("{}");
+    let out = use_entry(
+        &mut open,
+        post("/mcp"),
+        json!({"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":"FILE:///kb/../x"}}),
+    );
+    assert!(matches!(out, Outcome::Upstream { .. }), "{out:?}");
+}
+
+/// Responses are matched to requests by id: an id the server writes otherwise (`1.0` answered
+/// as `1`) still matches, and under a policy a batch that repeats an id (two lists the filter
+/// could mix up) never reaches the upstream.
+#[test]
+fn list_responses_are_matched_by_the_id_as_a_server_reads_it() {
+    let mut env = TestEnv::new(&format!("{{{POLICY}}}"));
+    let support = || as_role(post("/mcp"), "support");
+    let answered = |body: Vec<u8>| {
+        let mut v: Value = serde_json::from_slice(&body).unwrap();
+        v["id"] = json!(1);
+        serde_json::to_vec(&v).unwrap()
+    };
+    let out = exchange(
+        &mut env,
+        support(),
+        br#"{"jsonrpc":"2.0","id":1.0,"method":"prompts/list"}"#,
+        ("200", "application/json", &[&answered(prompts())]),
+    );
+    let v: Value = serde_json::from_slice(out.body()).unwrap();
+    assert_eq!(v["result"]["prompts"].as_array().unwrap().len(), 1, "{v}");
+    let tools = json!({"jsonrpc":"2.0","id":1,"result":{"tools":[
+        {"name":"github_get_issue","description":"Get an issue","inputSchema":{"type":"object"}}]}});
+    let policy_tools = format!(
+        r#"{{"eager_patterns":["*"],{}}}"#,
+        POLICY.replace(r#""tools":["*"],"#, r#""tools":["stripe_*"],"#)
+    );
+    let mut narrow = TestEnv::new(&policy_tools);
+    let out = exchange(
+        &mut narrow,
+        support(),
+        br#"{"jsonrpc":"2.0","id":1e0,"method":"tools/list"}"#,
+        ("200", "application/json", &[tools.to_string().as_bytes()]),
+    );
+    let v: Value = serde_json::from_slice(out.body()).unwrap();
+    assert!(!out.text().contains("github_get_issue"), "{v}");
+
+    for batch in [
+        r#"[{"jsonrpc":"2.0","id":1,"method":"prompts/list"},{"jsonrpc":"2.0","id":1,"method":"tools/list"}]"#,
+        r#"[{"jsonrpc":"2.0","id":"a","method":"resources/list"},{"jsonrpc":"2.0","id":"a","method":"resources/templates/list"}]"#,
+        r#"[{"jsonrpc":"2.0","id":2,"method":"prompts/list"},{"jsonrpc":"2.0","id":2.0,"method":"tools/list"}]"#,
+    ] {
+        let out = exchange(
+            &mut env,
+            support(),
+            batch.as_bytes(),
+            ("200", "application/json", &[UPSTREAM]),
+        );
+        assert!(
+            matches!(out, Outcome::Local { status: 400, .. }),
+            "{batch}: {out:?}"
+        );
+        assert_eq!(sent_upstream(), None, "{batch}");
+    }
+}

@@ -30,6 +30,66 @@ pub fn candidates(path: &str) -> [String; 3] {
     ]
 }
 
+/// Why a resource URI could be read as another one by the server, if it could. Servers look a
+/// resource up by its URI normalized (the TypeScript SDK by `new URL(uri).toString()`, RFC 3986
+/// section 6: scheme and host lowercased, dot segments removed, unreserved characters decoded);
+/// a policy decides on the URI as sent, so only a URI that normalization leaves unchanged (and
+/// that no reader could split differently) can be decided on.
+pub fn resource_uri_problem(uri: &str) -> Option<&'static str> {
+    if uri
+        .chars()
+        .any(|c| c.is_control() || c.is_whitespace() || c == '\\')
+    {
+        return Some("a control character, space or backslash");
+    }
+    let Some((scheme, rest)) = uri.split_once(':') else {
+        return Some("no scheme");
+    };
+    let mut chars = scheme.chars();
+    let scheme_ok = chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+-.".contains(c));
+    if !scheme_ok {
+        return Some("a scheme not in lowercase letters");
+    }
+    let rest = rest.split(['?', '#']).next().unwrap_or("");
+    let path = match rest.strip_prefix("//") {
+        Some(after) => {
+            let end = after.find('/').unwrap_or(after.len());
+            let authority = after.get(..end).unwrap_or("");
+            if authority
+                .chars()
+                .any(|c| c.is_ascii_uppercase() || c == '@' || c == '%')
+            {
+                return Some("an authority with capitals, user information or escapes");
+            }
+            after.get(end..).unwrap_or("")
+        }
+        None => rest,
+    };
+    if path
+        .split('/')
+        .any(|segment| segment == "." || segment == "..")
+    {
+        return Some("a dot segment");
+    }
+    let bytes = uri.as_bytes();
+    for (i, _) in uri.match_indices('%') {
+        let decoded = bytes
+            .get(i + 1)
+            .and_then(|h| hex(*h))
+            .zip(bytes.get(i + 2).and_then(|l| hex(*l)))
+            .map(|(h, l)| h << 4 | l);
+        match decoded {
+            Some(b) if b.is_ascii_alphanumeric() || b"-._~/\\".contains(&b) => {
+                return Some("an escaped character that decodes to an unreserved one or a slash");
+            }
+            Some(_) => {}
+            None => return Some("a stray percent sign"),
+        }
+    }
+    None
+}
+
 /// A parameter of the path's query string (`name=value`, `+` read as a space, percent-decoded
 /// once); the first when repeated.
 pub fn query_param(path: &str, name: &str) -> Option<String> {
@@ -151,6 +211,35 @@ mod tests {
         assert_eq!(candidates("/mcp/%2e%2e")[2], "/mcp/..");
         assert_eq!(candidates("/mcp/%2e%2e")[0], "/");
         assert_eq!(candidates("/mcp?a=/../b")[1], "/mcp");
+    }
+
+    #[test]
+    fn resource_uris_are_decided_on_only_in_canonical_form() {
+        for ok in [
+            "file:///kb/refunds.md",
+            "kb://articles/{slug}",
+            "demo://resource/static/document/architecture.md",
+            "https://example.com/a%20b?q=A#F",
+            "urn:isbn:0451450523",
+        ] {
+            assert_eq!(resource_uri_problem(ok), None, "{ok}");
+        }
+        for bad in [
+            "file:///a/../b",
+            "file:///a/./b",
+            "file:///a/%2E%2E/b",
+            "file:///a/%2fb",
+            "file:///a\\b",
+            "File:///a",
+            "https://Example.com/a",
+            "https://u@example.com/a",
+            "file:///%41",
+            "file:///a%",
+            "no-scheme",
+            "file:///a b",
+        ] {
+            assert!(resource_uri_problem(bad).is_some(), "{bad}");
+        }
     }
 
     #[test]

@@ -226,13 +226,16 @@ struct ScopedRule<'p> {
 }
 
 impl ScopedRule<'_> {
-    /// `name` is the entry's key (`Entry::key_field`): a resource's URI has no server.
+    /// `name` is the entry's key (`Entry::key_field`).
     fn matches(&self, entry: Entry, name: &str, separator: Option<&str>) -> bool {
-        let server_matches = match self.servers {
-            None => true,
+        let server_matches = match (self.servers, entry) {
+            (None, _) => true,
+            // A resource's URI names no server: a rule about servers that denies holds for
+            // every resource (fail closed), one that allows for none.
+            (Some(_), Entry::Resource | Entry::ResourceTemplate) => self.effect == Effect::Deny,
             // Parsing refuses `servers` without a separator; should one get here, it matches
             // nothing rather than everything.
-            Some(servers) => separator
+            (Some(servers), Entry::Tool | Entry::Prompt) => separator
                 .and_then(|sep| server_of(name, sep))
                 .is_some_and(|server| servers.iter().any(|g| g.matches(server))),
         };
@@ -260,14 +263,9 @@ impl Scope<'_> {
 
     /// Whether the caller may see and use the entry `key` names (`Entry::key_field`).
     pub fn allows_entry(&self, entry: Entry, key: &str) -> bool {
-        let separator = match entry {
-            // A URI is not a router-prefixed name.
-            Entry::Resource | Entry::ResourceTemplate => None,
-            Entry::Tool | Entry::Prompt => self.separator,
-        };
         self.rules
             .iter()
-            .find(|rule| rule.matches(entry, key, separator))
+            .find(|rule| rule.matches(entry, key, self.separator))
             .map_or(self.default, |rule| rule.effect)
             == Effect::Allow
     }
@@ -672,5 +670,31 @@ mod tests {
         );
         assert!(err(json!({"identity":{"source":"jwt_metadata","bogus":1}}))
             .contains("`authorization.identity.bogus` is not known"));
+    }
+
+    #[test]
+    fn a_rule_about_servers_denies_every_resource_and_allows_none() {
+        let policy = |effect: &str| {
+            let config = crate::config::Config::parse(&format!(
+                r#"{{"group_separator":"__","authorization":{{"identity":{{"source":"header","header":"x-r"}},
+                "rules":[{{"claim":"roles","values":["contractor"],"servers":["billing"],"effect":"{effect}"}}],
+                "default":"{}"}}}}"#,
+                if effect == "deny" { "allow" } else { "deny" }
+            ))
+            .unwrap();
+            config.authorization.unwrap()
+        };
+        let contractor = Caller::from_header("roles", "contractor");
+        let deny = policy("deny");
+        let scope = deny.scope(&contractor, "ns");
+        assert!(!scope.allows("billing__refund"));
+        assert!(scope.allows("crm__lookup"));
+        assert!(!scope.allows_entry(Entry::Prompt, "billing__summary"));
+        assert!(!scope.allows_entry(Entry::Resource, "billing://ledger"));
+        assert!(!scope.allows_entry(Entry::ResourceTemplate, "crm://{id}"));
+        let allow = policy("allow");
+        let scope = allow.scope(&contractor, "ns");
+        assert!(scope.allows("billing__refund"));
+        assert!(!scope.allows_entry(Entry::Resource, "billing://ledger"));
     }
 }

@@ -401,13 +401,20 @@ impl Fetch {
             Stage::List if self.listing != Entry::Tool => {
                 // A kind the server refuses to list (an HTTP or JSON-RPC error) is one it does
                 // not have: the catalog of tools stands without it.
+                // Nor does one it answers in a way the filter cannot use (unreadable, a
+                // cursor loop): its tools stand, this kind is left out.
                 let page = match (ok, read_reply(body, self.next_id)) {
-                    (true, Ok(result)) => ListPage::read(&result, self.listing)
-                        .map_err(|error| FetchError::Reply { step, error })?,
-                    (true, Err(ReplyError::Rpc { .. })) | (false, _) => return Ok(self.next_list()),
-                    (true, Err(error)) => return Err(FetchError::Reply { step, error }),
+                    (true, Ok(result)) => match ListPage::read(&result, self.listing) {
+                        Ok(page) => page,
+                        Err(_) => return Ok(self.next_list()),
+                    },
+                    _ => return Ok(self.next_list()),
                 };
                 self.fetched.pages += 1;
+                // A list shaped for the caller is never kept for others.
+                if page.private {
+                    return Ok(self.next_list());
+                }
                 for entry in page.tools {
                     if self.names.insert(entry.name.clone()) {
                         self.entries.push(entry);
@@ -419,7 +426,7 @@ impl Fetch {
                         self.fetched.entries.push((self.listing, entries));
                         Ok(self.next_list())
                     }
-                    Some(cursor) => self.next_page(cursor).map(Some),
+                    Some(cursor) => Ok(self.next_page(cursor).ok().or_else(|| self.next_list())),
                 }
             }
             Stage::List => {

@@ -451,3 +451,66 @@ fn declared_prompts_and_resources_are_listed_after_the_tools() {
     let resources = call(fetch.on_response(None, &[], b"", 2000));
     assert_eq!(body(&resources)["method"], "resources/list");
 }
+
+/// Prompts and resources never cost the tools: a private list is not kept, an unreadable page
+/// or a cursor loop leaves that kind out, and the fetch goes on.
+#[test]
+fn extra_lists_the_filter_cannot_keep_are_left_out() {
+    let (mut fetch, _) = Fetch::start(spec(Context::Modern), 0);
+    let reply = |call: &HttpCall, result: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#,
+            body(call)["id"]
+        )
+    };
+    let prompts =
+        call(fetch.on_response(Some("200"), &[], list_result(1, &["t"], "").as_bytes(), 1));
+    let resources = call(
+        fetch.on_response(
+            Some("200"),
+            &[],
+            reply(
+                &prompts,
+                r#"{"prompts":[{"name":"mine"}],"cacheScope":"private"}"#,
+            )
+            .as_bytes(),
+            1,
+        ),
+    );
+    assert_eq!(body(&resources)["method"], "resources/list");
+    let loop1 = call(
+        fetch.on_response(
+            Some("200"),
+            &[],
+            reply(
+                &resources,
+                r#"{"resources":[{"uri":"kb://a"}],"nextCursor":"c"}"#,
+            )
+            .as_bytes(),
+            1,
+        ),
+    );
+    assert_eq!(body(&loop1)["params"]["cursor"], "c");
+    let templates = call(
+        fetch.on_response(
+            Some("200"),
+            &[],
+            reply(
+                &loop1,
+                r#"{"resources":[{"uri":"kb://b"}],"nextCursor":"c"}"#,
+            )
+            .as_bytes(),
+            1,
+        ),
+    );
+    assert_eq!(body(&templates)["method"], "resources/templates/list");
+    let (result, _) = done(fetch.on_response(
+        Some("200"),
+        &[],
+        reply(&templates, r#"{"resourceTemplates":"not a list"}"#).as_bytes(),
+        1,
+    ));
+    let fetched = result.unwrap();
+    assert_eq!(names(&fetched), ["t"]);
+    assert!(fetched.entries.is_empty(), "{:?}", fetched.entries);
+}

@@ -89,6 +89,15 @@ impl Bm25Index {
         weights: FieldWeights,
         tuning: Tuning,
     ) -> Self {
+        // One copy of the build in the .wasm, whatever the callers iterate over.
+        Self::build_from(&mut docs.into_iter(), weights, tuning)
+    }
+
+    fn build_from<'a>(
+        docs: &mut dyn Iterator<Item = Fields<'a>>,
+        weights: FieldWeights,
+        tuning: Tuning,
+    ) -> Self {
         let mut index = Bm25Index {
             weights: [weights.name, weights.description, weights.input_schema],
             tuning,

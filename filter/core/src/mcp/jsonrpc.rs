@@ -393,6 +393,17 @@ impl Message {
     }
 }
 
+/// Whether two JSON-RPC ids name one request as a server reads them: numbers by value (a
+/// server may parse `1.0` or `1e0` as 1 and answer `"id": 1`), anything else exactly.
+pub fn same_id(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            x == y || x.as_f64().zip(y.as_f64()).is_some_and(|(x, y)| x == y)
+        }
+        _ => a == b,
+    }
+}
+
 /// `{"jsonrpc":"2.0","id":<id>,"result":<result>}` with the id's original bytes.
 pub fn result_response(id: &RawValue, result: &str) -> String {
     format!(

@@ -9,6 +9,7 @@ use crate::index::catalog::{ListMemo, MemoKey};
 use crate::index::fnv;
 use crate::mcp::injected;
 use crate::mcp::json::RawObject;
+use crate::mcp::jsonrpc;
 use crate::mcp::sse;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
@@ -155,7 +156,7 @@ fn rewrite_object(
     else {
         return Ok(None);
     };
-    let Some(target) = targets.iter().find(|t| t.id == id) else {
+    let Some(target) = targets.iter().find(|t| jsonrpc::same_id(&t.id, &id)) else {
         return Ok(None);
     };
     let Some(result_raw) = message.borrowed("result") else {

@@ -234,6 +234,12 @@ impl Stream {
                 jsonrpc::error_response(id, headers::HEADER_MISMATCH, &mismatch.to_string()),
             ));
         }
+        if strict && repeats_an_id(&incoming) {
+            // Responses are matched to requests by id: two requests of one id could have the
+            // answer of one read as the other's (a tools list as a prompts list, unfiltered).
+            let reply = self.refuse_unreadable(env, "a batch repeats a request id");
+            return RequestBodyAction::Reply(reply);
+        }
         let namespace = env.namespace();
         let listing = config.mode != Mode::List;
         let mut local = 0;
@@ -276,6 +282,15 @@ impl Stream {
                     }
                 }
                 Kind::Use { entry, key } => {
+                    let uri = matches!(entry, Entry::Resource | Entry::ResourceTemplate);
+                    if let Some(why) = uri
+                        .then(|| crate::config::paths::resource_uri_problem(&key))
+                        .flatten()
+                        .filter(|_| strict)
+                    {
+                        let reply = self.refuse_unreadable(env, &format!("resource URI: {why}"));
+                        return RequestBodyAction::Reply(reply);
+                    }
                     if !self.entry_allowed(config, &namespace)(entry, &key) {
                         refused += 1;
                     }
@@ -423,6 +438,18 @@ impl Stream {
             .collect();
         self.reply(format!("[{}]", replies.join(",")))
     }
+}
+
+/// Whether two requests of a batch have one id (as a server reads ids: `jsonrpc::same_id`).
+fn repeats_an_id(incoming: &Incoming) -> bool {
+    let ids: Vec<Value> = incoming
+        .messages()
+        .iter()
+        .filter_map(Message::id_value)
+        .collect();
+    ids.iter()
+        .enumerate()
+        .any(|(i, a)| ids.iter().skip(i + 1).any(|b| jsonrpc::same_id(a, b)))
 }
 
 /// Whether answering the request reads the catalog (a search, the groups, a description, a

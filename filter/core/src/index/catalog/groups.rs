@@ -6,7 +6,7 @@
 use super::Tool;
 use super::{base_namespace, CatalogIndex};
 use crate::config::Config;
-use crate::index::bm25::{top_k, Bm25Index, Fields};
+use crate::index::bm25::{Bm25Index, Fields};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
@@ -126,17 +126,23 @@ impl GroupIndex {
 
     /// The groups that share a term with `query`, best first (ties by name).
     pub fn rank(&self, query: &str) -> Vec<GroupScore> {
-        let (scores, matched) = self.bm25.scores_and_matches(query);
-        let raw = |d: u32| scores.get(d as usize).copied().unwrap_or(0.0);
-        let name_of = |d: u32| self.groups.get(d as usize).map_or("", |g| g.name.as_str());
-        let matching: Vec<u32> = matched.into_iter().filter(|&d| raw(d) > 0.0).collect();
-        let hits = top_k(matching, raw, name_of, self.groups.len());
-        let best = hits.first().map_or(0.0, |h| h.score);
+        // Groups are few and kept in name order: an insertion in position order keeps ties by
+        // name, without another instance of the sort in the .wasm.
+        let scores = self.bm25.scores(query);
+        let mut hits: Vec<(usize, f32)> = Vec::new();
+        for (group, &score) in scores.iter().enumerate().filter(|(_, &s)| s > 0.0) {
+            let at = hits
+                .iter()
+                .position(|&(_, other)| other < score)
+                .unwrap_or(hits.len());
+            hits.insert(at, (group, score));
+        }
+        let best = hits.first().map_or(0.0, |&(_, score)| score);
         hits.into_iter()
-            .map(|h| GroupScore {
-                group: h.doc as usize,
-                score: h.score,
-                normalized: if best > 0.0 { h.score / best } else { 0.0 },
+            .map(|(group, score)| GroupScore {
+                group,
+                score,
+                normalized: if best > 0.0 { score / best } else { 0.0 },
             })
             .collect()
     }
