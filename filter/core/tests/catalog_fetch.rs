@@ -203,16 +203,7 @@ fn call_header(call: &HttpCall, name: &str) -> Option<String> {
 
 /// `GET /mcp/search/health` through the filter, parsed.
 fn health(env: &mut TestEnv) -> Value {
-    let out = exchange(
-        env,
-        RequestHead {
-            method: "GET".into(),
-            path: "/mcp/search/health".into(),
-            ..post("/mcp")
-        },
-        b"",
-        ("200", "", &[]),
-    );
+    let out = exchange(env, get("/mcp/search/health"), b"", ("200", "", &[]));
     serde_json::from_slice(out.body()).unwrap()
 }
 

@@ -51,13 +51,6 @@ fn env_with(config: &str) -> TestEnv {
     env
 }
 
-fn get(path: &str) -> RequestHead {
-    RequestHead {
-        method: "GET".into(),
-        ..post(path)
-    }
-}
-
 /// The request reached the upstream as the client sent it and its answer came back unchanged.
 fn assert_passes(env: &mut TestEnv, head: RequestHead, request: &[u8]) {
     let what = format!("{} {}", head.method, head.path);

@@ -467,16 +467,7 @@ fn progressive_prompts_are_found_by_search_not_listed() {
 fn health_counts_prompts_and_resources_beside_the_tools() {
     let mut env = TestEnv::new("{}");
     learn_all(&mut env, &post("/mcp"));
-    let out = exchange(
-        &mut env,
-        RequestHead {
-            method: "GET".into(),
-            path: "/mcp/search/health".into(),
-            ..post("/mcp")
-        },
-        b"",
-        ("200", "", &[]),
-    );
+    let out = exchange(&mut env, get("/mcp/search/health"), b"", ("200", "", &[]));
     let v: Value = serde_json::from_slice(out.body()).unwrap();
     let catalogs = v["catalogs"].as_object().unwrap();
     assert_eq!(catalogs.keys().collect::<Vec<_>>(), ["upstream"], "{v}");

@@ -93,13 +93,6 @@ fn group_names(v: &Value) -> Vec<&str> {
         .collect()
 }
 
-fn get(path: &str) -> RequestHead {
-    RequestHead {
-        method: "GET".into(),
-        ..post(path)
-    }
-}
-
 #[test]
 fn stage_one_picks_the_group_and_the_metadata_says_so_over_mcp_and_http() {
     let mut env = learned(HIERARCHICAL);

@@ -414,7 +414,8 @@ impl Config {
 
     /// A tool's disclosure mode: its explicit setting (namespace-specific first), else the first
     /// eager pattern it matches, else the default.
-    /// How a kind of entry other than tools is listed.
+    /// How a kind of entry is listed (tools: the default mode; a tool's own is
+    /// `disclosure_mode`).
     pub fn entry_disclosure(&self, entry: entries::Entry) -> DisclosureMode {
         match entry {
             entries::Entry::Tool => self.default_disclosure_mode,

@@ -34,6 +34,8 @@ pub const MAX_PAGES: usize = 1000;
 pub const MARKER_HEADER: &str = "x-mcp-tool-search-fetch";
 /// How early (by the VM's clock) a call Envoy timed out may seem to end.
 const TIMER_SLACK_MS: u64 = 50;
+/// What a fetch lists after the tools, in order.
+const AFTER_TOOLS: [Entry; 3] = [Entry::Prompt, Entry::Resource, Entry::ResourceTemplate];
 /// Identifies a fetch to the server (and to this filter behind a loopback cluster).
 pub const CLIENT_NAME: &str = "mcp-tool-search";
 
@@ -249,7 +251,7 @@ impl Fetch {
             retried: false,
             next_id: 0,
             listing: Entry::Tool,
-            then: vec![Entry::Prompt, Entry::Resource, Entry::ResourceTemplate],
+            then: AFTER_TOOLS.to_vec(),
             entries: Vec::new(),
             cursor: None,
             seen_cursors: Vec::new(),
@@ -415,11 +417,8 @@ impl Fetch {
                 if page.private {
                     return Ok(self.next_list());
                 }
-                for entry in page.tools {
-                    if self.names.insert(entry.name.clone()) {
-                        self.entries.push(entry);
-                    }
-                }
+                let firsts = self.first_of_each_name(page.tools);
+                self.entries.extend(firsts);
                 match page.next_cursor {
                     None => {
                         let entries = std::mem::take(&mut self.entries);
@@ -449,18 +448,22 @@ impl Fetch {
                 if page.ttl_ms.is_some() {
                     self.fetched.ttl_ms = page.ttl_ms;
                 }
-                // The first definition of a name is the tool, as in a list passing through.
-                for tool in page.tools {
-                    if self.names.insert(tool.name.clone()) {
-                        self.fetched.tools.push(tool);
-                    }
-                }
+                let firsts = self.first_of_each_name(page.tools);
+                self.fetched.tools.extend(firsts);
                 match page.next_cursor {
                     None => Ok(self.next_list()),
                     Some(cursor) => self.next_page(cursor).map(Some),
                 }
             }
         }
+    }
+
+    /// The entries of a page whose name this list has not had yet: the first definition of a
+    /// name is the entry, as in a list passing through.
+    fn first_of_each_name(&mut self, page: Vec<Tool>) -> Vec<Tool> {
+        page.into_iter()
+            .filter(|e| self.names.insert(e.name.clone()))
+            .collect()
     }
 
     /// The call for the page after `cursor`.
@@ -503,7 +506,7 @@ impl Fetch {
         self.stage = Stage::Initialize;
         self.fetched = Fetched::default();
         self.listing = Entry::Tool;
-        self.then = vec![Entry::Prompt, Entry::Resource, Entry::ResourceTemplate];
+        self.then = AFTER_TOOLS.to_vec();
         self.entries.clear();
         self.names.clear();
         self.cursor = None;

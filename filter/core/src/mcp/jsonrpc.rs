@@ -157,16 +157,6 @@ pub enum Kind<'a> {
     Other,
 }
 
-#[derive(Deserialize)]
-struct NameParams {
-    name: String,
-}
-
-#[derive(Deserialize)]
-struct UriParams {
-    uri: String,
-}
-
 /// `completion/complete`'s `params.ref` (spec 2025-11-25 "Completion"): a prompt by name or a
 /// resource template by URI.
 #[derive(Deserialize)]
@@ -245,24 +235,16 @@ impl Message {
 
     pub fn kind(&self) -> Kind<'_> {
         match self.method.as_deref() {
-            Some("tools/list") if self.is_request() => {
-                let params = self.params.as_deref().map(RawValue::get).unwrap_or("{}");
-                let first_page = serde_json::from_str::<ListParams>(params)
-                    .map(|p| p.cursor.is_none_or(|c| c.is_null()))
-                    .unwrap_or(true);
-                Kind::ToolsList { first_page }
-            }
+            Some("tools/list") if self.is_request() => Kind::ToolsList {
+                first_page: self.first_page(),
+            },
             Some(method @ ("prompts/list" | "resources/list" | "resources/templates/list"))
                 if self.is_request() =>
             {
-                let params = self.params.as_deref().map(RawValue::get).unwrap_or("{}");
-                let first_page = serde_json::from_str::<ListParams>(params)
-                    .map(|p| p.cursor.is_none_or(|c| c.is_null()))
-                    .unwrap_or(true);
-                match Entry::of_list_method(method) {
-                    Some(entry) => Kind::EntriesList { entry, first_page },
-                    None => Kind::Other,
-                }
+                Entry::of_list_method(method).map_or(Kind::Other, |entry| Kind::EntriesList {
+                    entry,
+                    first_page: self.first_page(),
+                })
             }
             Some(
                 method @ ("prompts/get"
@@ -270,46 +252,10 @@ impl Message {
                 | "resources/subscribe"
                 | "resources/unsubscribe"
                 | "completion/complete"),
-            ) => {
-                let unreadable = |why: String| Kind::UnreadableUse(format!("{method} {why}"));
-                let Some(raw) = self.params.as_deref() else {
-                    return unreadable("no params".to_string());
-                };
-                let used = match method {
-                    "prompts/get" => serde_json::from_str::<NameParams>(raw.get())
-                        .map(|p| (Entry::Prompt, p.name)),
-                    "completion/complete" => {
-                        match serde_json::from_str::<CompleteParams>(raw.get()) {
-                            Ok(CompleteParams { reference }) => {
-                                return match (
-                                    reference.kind.as_str(),
-                                    reference.name,
-                                    reference.uri,
-                                ) {
-                                    ("ref/prompt", Some(name), _) => Kind::Use {
-                                        entry: Entry::Prompt,
-                                        key: name,
-                                    },
-                                    ("ref/resource", _, Some(uri)) => Kind::Use {
-                                        entry: Entry::ResourceTemplate,
-                                        key: uri,
-                                    },
-                                    (kind, _, _) => unreadable(format!(
-                                        "params.ref of type {kind:?} without its name or uri"
-                                    )),
-                                };
-                            }
-                            Err(e) => Err(e),
-                        }
-                    }
-                    _ => serde_json::from_str::<UriParams>(raw.get())
-                        .map(|p| (Entry::Resource, p.uri)),
-                };
-                match used {
-                    Ok((entry, key)) => Kind::Use { entry, key },
-                    Err(e) => unreadable(format!("params: {e}")),
-                }
-            }
+            ) => match self.used_entry(method) {
+                Ok((entry, key)) => Kind::Use { entry, key },
+                Err(why) => Kind::UnreadableUse(format!("{method} {why}")),
+            },
             Some("tools/call") => match self.params.as_deref() {
                 Some(raw) => match serde_json::from_str::<CallParams>(raw.get()) {
                     Ok(p) => Kind::ToolsCall {
@@ -322,6 +268,39 @@ impl Message {
             },
             _ => Kind::Other,
         }
+    }
+
+    /// Whether a list request asks for the first page (no cursor).
+    fn first_page(&self) -> bool {
+        let params = self.params.as_deref().map(RawValue::get).unwrap_or("{}");
+        serde_json::from_str::<ListParams>(params)
+            .map(|p| p.cursor.is_none_or(|c| c.is_null()))
+            .unwrap_or(true)
+    }
+
+    /// The prompt or resource a request of `method` uses, read in exactly one way; else why
+    /// not.
+    fn used_entry(&self, method: &str) -> Result<(Entry, String), String> {
+        let raw = self.params.as_deref().ok_or("no params")?;
+        if method == "completion/complete" {
+            let CompleteParams { reference } =
+                serde_json::from_str(raw.get()).map_err(|e| format!("params: {e}"))?;
+            return match (reference.kind.as_str(), reference.name, reference.uri) {
+                ("ref/prompt", Some(name), _) => Ok((Entry::Prompt, name)),
+                ("ref/resource", _, Some(uri)) => Ok((Entry::ResourceTemplate, uri)),
+                (kind, _, _) => Err(format!(
+                    "params.ref of type {kind:?} without its name or uri"
+                )),
+            };
+        }
+        let params: NamedParams =
+            serde_json::from_str(raw.get()).map_err(|e| format!("params: {e}"))?;
+        let (entry, key, field) = match method {
+            "prompts/get" => (Entry::Prompt, params.name, "name"),
+            _ => (Entry::Resource, params.uri, "uri"),
+        };
+        key.map(|key| (entry, key))
+            .ok_or_else(|| format!("params: missing field `{field}`"))
     }
 
     /// A `tools/list` request's query: `None` for other messages and lists without one, `Err`

@@ -4,6 +4,7 @@
 
 use super::{Host, Level, Plugin};
 use crate::config::catalog::MIN_REFRESH_INTERVAL_MS;
+use crate::config::entries::Entry;
 use crate::fetch::{Context, Fetch, FetchError, FetchSpec, Fetched, Origin, Step};
 use crate::index::catalog::{private_key, Page};
 use crate::store::{self, Learned, Source};
@@ -345,9 +346,7 @@ impl Plugin {
         let now = host.now_ms();
         for namespace in store::namespaces(host).unwrap_or_default() {
             // Prompts and resources come with their namespace's tools.
-            if crate::config::entries::Entry::of_catalog_key(&namespace).0
-                != crate::config::entries::Entry::Tool
-            {
+            if Entry::of_catalog_key(&namespace).0 != Entry::Tool {
                 continue;
             }
             let Ok(meta) = store::read_meta(host, &namespace) else {

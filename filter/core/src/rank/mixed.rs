@@ -4,10 +4,9 @@
 //! and key. Vectors are for tools: a mixed
 //! search is lexical whatever `search.ranking` says, so that scores compare across kinds.
 
-use super::search::{self, Fallback, FallbackKind, Found, Query};
+use super::search::{self, Found, Query};
 use crate::config::entries::Entry;
-use crate::config::routing::Strategy;
-use crate::config::{Config, Ranking};
+use crate::config::Config;
 use crate::index::catalog::{CatalogIndex, Tool};
 use std::cmp::Ordering;
 
@@ -38,9 +37,6 @@ pub fn search<'a>(
     query: &Query,
     allowed: Option<EntryAllowed<'_>>,
 ) -> MixedRanked<'a> {
-    let mut lexical = config.clone();
-    lexical.search.ranking = Ranking::Bm25;
-    lexical.search.strategy = Strategy::Flat;
     let wanted = query.offset.saturating_add(query.limit);
     let each = Query {
         limit: wanted,
@@ -53,12 +49,11 @@ pub fn search<'a>(
     for (entry, index) in catalogs {
         let entry = *entry;
         let scope = |t: &Tool| allowed.is_none_or(|a| a(entry, &t.name));
-        let ranked = search::search(
+        let ranked = search::lexical(
             index,
-            &lexical,
+            config,
             &each,
             allowed.map(|_| &scope as &dyn Fn(&Tool) -> bool),
-            Err(Fallback::new(FallbackKind::Unavailable, "lexical")),
         );
         matches += ranked.matches;
         candidates += ranked.candidates;

@@ -156,6 +156,18 @@ pub fn search<'a>(
     ranked_within(index, config, query, allowed, None, vectors)
 }
 
+/// A flat search by BM25 alone, whatever `search.ranking` and `search.strategy` say (without
+/// query vectors every ranking is BM25).
+pub fn lexical<'a>(
+    index: &'a CatalogIndex,
+    config: &Config,
+    query: &Query,
+    allowed: Option<&dyn Fn(&Tool) -> bool>,
+) -> Ranked<'a> {
+    let none = Fallback::new(FallbackKind::Unavailable, "lexical search");
+    ranked_within(index, config, query, allowed, None, Err(none))
+}
+
 /// Stage 1 ranks the caller's groups; stage 2 ranks the tools of the best ones. Neither finding
 /// anything, the search is flat, and says why.
 fn hierarchical<'a>(

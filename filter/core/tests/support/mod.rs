@@ -267,6 +267,14 @@ pub fn post(path: &str) -> RequestHead {
     }
 }
 
+/// A `GET` of `path` (the HTTP endpoint's health and groups view).
+pub fn get(path: &str) -> RequestHead {
+    RequestHead {
+        method: "GET".into(),
+        ..post(path)
+    }
+}
+
 /// The JSON-RPC result of a local reply, and the JSON array in its first text content.
 pub fn local_result(out: &Outcome) -> (serde_json::Value, serde_json::Value) {
     let Outcome::Local {
