@@ -138,7 +138,7 @@ oci: wasm
 lint: .rust-target-$(WASM_TARGET) .rust-target-$(PLAYGROUND_TARGET)
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	cargo clippy -p mcp-tool-search -p mcp-tool-search-core --target $(WASM_TARGET) -- -D warnings
+	cargo clippy -p mcp-tool-search -p mcp-tool-search-core -p mcp-tool-search-bench-floor --target $(WASM_TARGET) -- -D warnings
 	cargo clippy -p mcp-tool-search-playground --target $(PLAYGROUND_TARGET) -- -D warnings
 
 fmt:
@@ -210,25 +210,29 @@ run-embedder: model embedder
 	$(EMBEDDER_BIN) --model-dir $(MODEL_DIR) --listen $(EMBEDDER_LISTEN)
 
 # Benchmarks (not part of `make test`): search and list rewrite through a one-worker Envoy beside
-# a direct_response floor and a no-filter baseline, the cost inside the VM (native and the .wasm
-# in host-shim), retrieval quality, the artifact, and 20 servers x 500 tools behind mcp_router.
+# a direct_response floor, the proxy-wasm floor (bench/floor/) and a no-filter baseline, the cost
+# inside the VM (native and the .wasm in host-shim), retrieval quality, the artifact, and 20
+# servers x 500 tools behind mcp_router.
 # Writes BENCHMARKS.md (see bench/).
 BENCH_PROFILE := bench-build
 BENCH_TARGET := $(or $(CARGO_TARGET_DIR),target)/$(BENCH_PROFILE)
 BENCH_RUN := $(or $(CARGO_TARGET_DIR),target)/bench-run
 # The .wasm `make wasm` just built (cargo's target directory, wherever that is).
 BENCH_WASM := $(or $(CARGO_TARGET_DIR),target)/$(WASM_TARGET)/release/mcp_tool_search.wasm
+# The proxy-wasm floor: a filter that only replays the filter's answers (bench/floor/).
+BENCH_FLOOR_WASM := $(or $(CARGO_TARGET_DIR),target)/$(WASM_TARGET)/release/mcp_tool_search_bench_floor.wasm
 BENCH_ARGS ?=
 
 bench: wasm envoy
+	cargo build --release --target $(WASM_TARGET) -p mcp-tool-search-bench-floor
 	cargo build --profile $(BENCH_PROFILE) -p mcp-tool-search-bench -p mcp-tool-search-wasm-tests --bins
 	@rm -rf $(BENCH_RUN) && mkdir -p $(BENCH_RUN)
 	@echo '$(if $(CARGO_TARGET_DIR),CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) )make bench$(if $(filter-out $(VENV)/bin/envoy,$(ENVOY)), ENVOY=$(ENVOY))$(if $(filter 1,$(EMBEDDINGS)), EMBEDDINGS=1)$(if $(BENCH_ARGS), BENCH_ARGS="$(BENCH_ARGS)")   # the invocation' > $(BENCH_RUN)/commands.txt
 	@echo "make eval$(if $(filter 1,$(EMBEDDINGS)), EMBEDDINGS=1)   # retrieval quality, into $(BENCH_RUN)/eval.txt" >> $(BENCH_RUN)/commands.txt
 	$(MAKE) --no-print-directory eval $(if $(filter 1,$(EMBEDDINGS)),EMBEDDINGS=1) > $(BENCH_RUN)/eval.txt
 	@cat $(BENCH_RUN)/eval.txt
-	@echo "$(BENCH_TARGET)/mcp-tool-search-bench --envoy $(ENVOY) --wasm $(BENCH_WASM) --catalog-server $(BENCH_TARGET)/catalog-server --eval $(BENCH_RUN)/eval.txt --notes bench/NOTES.md --out BENCHMARKS.md $(BENCH_ARGS)" >> $(BENCH_RUN)/commands.txt
-	$(BENCH_TARGET)/mcp-tool-search-bench --envoy $(ENVOY) --wasm $(BENCH_WASM) \
+	@echo "$(BENCH_TARGET)/mcp-tool-search-bench --envoy $(ENVOY) --wasm $(BENCH_WASM) --floor-wasm $(BENCH_FLOOR_WASM) --catalog-server $(BENCH_TARGET)/catalog-server --eval $(BENCH_RUN)/eval.txt --notes bench/NOTES.md --out BENCHMARKS.md $(BENCH_ARGS)" >> $(BENCH_RUN)/commands.txt
+	$(BENCH_TARGET)/mcp-tool-search-bench --envoy $(ENVOY) --wasm $(BENCH_WASM) --floor-wasm $(BENCH_FLOOR_WASM) \
 		--catalog-server $(BENCH_TARGET)/catalog-server --eval $(BENCH_RUN)/eval.txt \
 		--notes bench/NOTES.md --commands $(BENCH_RUN)/commands.txt --out BENCHMARKS.md $(BENCH_ARGS)
 

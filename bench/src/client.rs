@@ -26,13 +26,38 @@ impl Request {
         bytes.extend_from_slice(body.as_bytes());
         Request { bytes }
     }
+
+    /// `POST path` with any body (not an MCP request: the proxy-wasm floor's lessons, a
+    /// catalog-server's new tools).
+    pub fn post(authority: &str, path: &str, content_type: &str, body: &[u8]) -> Request {
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nhost: {authority}\r\ncontent-type: {content_type}\r\n\
+             content-length: {}\r\n\r\n",
+            body.len()
+        );
+        let mut bytes = head.into_bytes();
+        bytes.extend_from_slice(body);
+        Request { bytes }
+    }
 }
 
 /// What came back.
 #[derive(Debug, Clone)]
 pub struct Response {
     pub status: u16,
+    /// Header names lowercased, in the order received.
+    pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+}
+
+impl Response {
+    /// The first value of header `name` (lowercase).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 /// One keep-alive connection.
@@ -81,12 +106,12 @@ impl Conn {
                 Retry::Fail(e.to_string())
             });
         }
-        let (head_end, status, framing, close) = loop {
+        let (head_end, status, headers, framing, close) = loop {
             if let Some(end) = find(&self.buf, b"\r\n\r\n") {
                 let head =
                     String::from_utf8_lossy(self.buf.get(..end).unwrap_or_default()).into_owned();
-                let (status, framing, close) = parse_head(&head).map_err(Retry::Fail)?;
-                break (end + 4, status, framing, close);
+                let (status, headers, framing, close) = parse_head(&head).map_err(Retry::Fail)?;
+                break (end + 4, status, headers, framing, close);
             }
             if self.fill()? == 0 {
                 return Err(if self.buf.is_empty() {
@@ -117,7 +142,11 @@ impl Conn {
             self.buf.clear();
             self.reconnects += 1;
         }
-        Ok(Response { status, body })
+        Ok(Response {
+            status,
+            headers,
+            body,
+        })
     }
 
     fn read_chunked(&mut self) -> std::result::Result<Vec<u8>, Retry> {
@@ -198,7 +227,9 @@ enum Framing {
     Close,
 }
 
-fn parse_head(head: &str) -> Result<(u16, Framing, bool)> {
+type Head = (u16, Vec<(String, String)>, Framing, bool);
+
+fn parse_head(head: &str) -> Result<Head> {
     let mut lines = head.split("\r\n");
     let status_line = lines.next().unwrap_or("");
     let status = status_line
@@ -208,12 +239,15 @@ fn parse_head(head: &str) -> Result<(u16, Framing, bool)> {
         .ok_or_else(|| format!("bad status line {status_line:?}"))?;
     let mut framing = Framing::Close;
     let mut close = false;
+    let mut headers = Vec::new();
     for line in lines {
         let Some((name, value)) = line.split_once(':') else {
             continue;
         };
         let value = value.trim();
-        match name.trim().to_ascii_lowercase().as_str() {
+        let name = name.trim().to_ascii_lowercase();
+        headers.push((name.clone(), value.to_owned()));
+        match name.as_str() {
             "content-length" => {
                 framing = Framing::Length(
                     value
@@ -228,7 +262,11 @@ fn parse_head(head: &str) -> Result<(u16, Framing, bool)> {
             _ => {}
         }
     }
-    Ok((status, framing, close))
+    // 1xx, 204 and 304 responses have no body whatever their headers say (RFC 9112 §6.3).
+    if status / 100 == 1 || status == 204 || status == 304 {
+        framing = Framing::Length(0);
+    }
+    Ok((status, headers, framing, close))
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {

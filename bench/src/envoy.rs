@@ -1,8 +1,10 @@
-//! The bench's Envoy: one process, one worker (`--concurrency 1`), two listeners side by side:
-//! `filtered` (the mcp-tool-search filter, as in envoy/demo.yaml) and `baseline` (the same
-//! without the filter, as in envoy/baseline.yaml). Each has a `direct_response` route
-//! (`/direct`, the floor, answered once the request body is read) and one MCP route per upstream (`/mcp/<kind>/<tools>`, rewritten to
-//! the upstream's `/mcp`).
+//! The bench's Envoy: one process, one worker (`--concurrency 1`), three listeners side by side:
+//! `filtered` (the mcp-tool-search filter, as in envoy/demo.yaml), `baseline` (the same
+//! without the filter, as in envoy/baseline.yaml) and `floor` (the proxy-wasm floor,
+//! bench/floor/: a filter that only replays learned answers). `filtered` and `baseline` have a
+//! `direct_response` route (`/direct`, the `direct_response` floor, answered once the request
+//! body is read); all three have one MCP route per upstream (`/mcp/<kind>/<tools>`, rewritten to
+//! the upstream's `/mcp`), so that a request differs between them only in its `host`.
 
 use mcp_tool_search_wasm_tests::harness::{http_get, Proc};
 use std::net::SocketAddr;
@@ -28,6 +30,9 @@ pub struct Envoy {
     pub admin: SocketAddr,
     pub filtered: SocketAddr,
     pub baseline: SocketAddr,
+    /// The proxy-wasm floor's listener, when the configuration has one (`bootstrap`'s does;
+    /// the many-servers bench's has none).
+    pub floor: Option<SocketAddr>,
     pub log_path: PathBuf,
 }
 
@@ -64,6 +69,56 @@ const BUFFER_OFF: &str = r#"                typed_per_filter_config:
                     "@type": type.googleapis.com/envoy.extensions.filters.http.buffer.v3.BufferPerRoute
                     disabled: true
 "#;
+
+/// The path on the `floor` listener that teaches the proxy-wasm floor an answer
+/// (bench/floor/src/lib.rs).
+pub const FLOOR_LEARN_PATH: &str = "/floor/learn";
+
+/// The `floor` listener's routes: the MCP routes of the others (the floor answers before the
+/// router, so the cluster is never reached) and the learning path.
+fn floor_routes(upstreams: &[Upstream]) -> String {
+    let mut out = String::new();
+    for u in upstreams {
+        out.push_str(&format!(
+            "              - match: {{ path: {} }}\n                route: {{ cluster: {}, prefix_rewrite: \"/mcp\", timeout: 0s }}\n",
+            quoted(&u.path),
+            quoted(&u.cluster)
+        ));
+    }
+    if let Some(u) = upstreams.first() {
+        out.push_str(&format!(
+            "              - match: {{ path: {} }}\n                route: {{ cluster: {}, timeout: 0s }}\n",
+            quoted(FLOOR_LEARN_PATH),
+            quoted(&u.cluster)
+        ));
+    }
+    out
+}
+
+/// The proxy-wasm floor in `http_filters`: V8 as for the filter, in a VM of its own.
+/// `allow_on_headers_stop_iteration` as for the filter: without it Envoy withholds the body
+/// from a filter that paused the headers, and a floor that let the headers go would start an
+/// upstream request that the real filter (holding its headers) never starts.
+fn floor_filter_yaml(wasm: &Path) -> String {
+    format!(
+        r#"          - name: envoy.filters.http.wasm
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm
+              config:
+                name: bench_floor
+                root_id: bench_floor
+                allow_on_headers_stop_iteration: true
+                vm_config:
+                  vm_id: bench_floor
+                  runtime: envoy.wasm.runtime.v8
+                  code: {{ local: {{ filename: {wasm} }} }}
+          - name: envoy.filters.http.router
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+"#,
+        wasm = quoted(&wasm.display().to_string())
+    )
+}
 
 /// The filter in an HTTP connection manager's `http_filters` (as in envoy/demo.yaml: V8,
 /// `allow_on_headers_stop_iteration` for `hold_request_headers`), `config` its configuration.
@@ -126,8 +181,13 @@ fn listener(name: &str, upstreams: &[Upstream], wasm_filter: Option<(&Path, &str
     http_listener(name, &routes(upstreams), &filters)
 }
 
-/// The bootstrap YAML.
-pub fn bootstrap(upstreams: &[Upstream], wasm: &Path, plugin_config: &str) -> String {
+/// The bootstrap YAML: `wasm` is the filter's `.wasm`, `floor_wasm` the proxy-wasm floor's.
+pub fn bootstrap(
+    upstreams: &[Upstream],
+    wasm: &Path,
+    plugin_config: &str,
+    floor_wasm: &Path,
+) -> String {
     let mut clusters = String::new();
     for u in upstreams {
         clusters.push_str(&format!(
@@ -148,9 +208,10 @@ pub fn bootstrap(upstreams: &[Upstream], wasm: &Path, plugin_config: &str) -> St
         ));
     }
     format!(
-        "admin:\n  address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }}\nstatic_resources:\n  listeners:\n{}{}  clusters:\n{}",
+        "admin:\n  address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }}\nstatic_resources:\n  listeners:\n{}{}{}  clusters:\n{}",
         listener("filtered", upstreams, Some((wasm, plugin_config))),
         listener("baseline", upstreams, None),
+        http_listener("floor", &floor_routes(upstreams), &floor_filter_yaml(floor_wasm)),
         clusters
     )
 }
@@ -234,11 +295,13 @@ impl Envoy {
         };
         let filtered = find("filtered")?;
         let baseline = find("baseline")?;
+        let floor = find("floor").ok();
         Ok(Envoy {
             proc,
             admin,
             filtered,
             baseline,
+            floor,
             log_path,
         })
     }

@@ -1,13 +1,15 @@
 //! `mcp-tool-search-bench`: the benchmarks behind `make bench`. Runs, in one process and one
 //! sitting, the cost inside the VM (native core and the real `.wasm` in host-shim), then
-//! `tool_search` and `tools/list` through a one-worker Envoy beside a `direct_response` floor
-//! and a no-filter baseline, and writes `BENCHMARKS.md`.
+//! `tool_search` and `tools/list` through a one-worker Envoy beside two floors (a
+//! `direct_response` and the proxy-wasm floor, `bench/floor/`) and a no-filter baseline, and
+//! writes `BENCHMARKS.md`.
 //!
 //! ```text
-//! mcp-tool-search-bench --envoy BIN --wasm FILE --catalog-server BIN [--out BENCHMARKS.md]
-//!     [--sizes 100,1000,10000] [--round-secs 1.5] [--rounds 4] [--eval FILE]...
+//! mcp-tool-search-bench --envoy BIN --wasm FILE --floor-wasm FILE --catalog-server BIN
+//!     [--out BENCHMARKS.md] [--sizes 100,1000,10000] [--round-secs 1.5] [--rounds 4]
+//!     [--change-rounds 8] [--eval FILE]...
 //!     [--notes FILE] [--commands FILE] [--skip-http] [--skip-inproc] [--quick] [--no-spin]
-//!     [--budget-secs S] [--perf list|list-fresh|list-sse|build|search]
+//!     [--budget-secs S] [--perf list|list-fresh|list-sse|build|load|search]
 //!     [--gateway SERVERSxTOOLS] [--skip-gateway]
 //! ```
 //!
@@ -49,18 +51,22 @@ pub const QUERIES: &[&str] = &[
 pub struct Args {
     pub envoy: Option<PathBuf>,
     pub wasm: PathBuf,
+    /// `--floor-wasm`: the proxy-wasm floor (`bench/floor/`), needed by the HTTP benchmarks.
+    pub floor_wasm: Option<PathBuf>,
     pub catalog_server: Option<PathBuf>,
     pub out: PathBuf,
     pub sizes: Vec<usize>,
     pub round: Duration,
     pub rounds: usize,
+    /// `--change-rounds`: catalog changes per upstream for the first list after a change.
+    pub change_rounds: usize,
     pub eval: Vec<PathBuf>,
     pub notes: Option<PathBuf>,
     pub commands: Option<PathBuf>,
     pub skip_http: bool,
     pub skip_inproc: bool,
     pub budget: Duration,
-    /// `--perf list|list-fresh|list-sse|build|search`: loop one native operation (for `perf record`) and exit.
+    /// `--perf list|list-fresh|list-sse|build|load|search`: loop one native operation (for `perf record`) and exit.
     pub perf: Option<String>,
     /// `--no-spin`: no SCHED_IDLE spinners during the HTTP benchmarks.
     pub no_spin: bool,
@@ -79,11 +85,13 @@ fn parse_args() -> Result<Args, String> {
     let mut a = Args {
         envoy: None,
         wasm: PathBuf::from("target/wasm32-wasip1/release/mcp_tool_search.wasm"),
+        floor_wasm: None,
         catalog_server: None,
         out: PathBuf::from("BENCHMARKS.md"),
         sizes: vec![100, 1000, 10_000],
         round: Duration::from_millis(750),
         rounds: 8,
+        change_rounds: 8,
         eval: Vec::new(),
         notes: None,
         commands: None,
@@ -101,6 +109,7 @@ fn parse_args() -> Result<Args, String> {
         match flag.as_str() {
             "--envoy" => a.envoy = Some(value()?.into()),
             "--wasm" => a.wasm = value()?.into(),
+            "--floor-wasm" => a.floor_wasm = Some(value()?.into()),
             "--catalog-server" => a.catalog_server = Some(value()?.into()),
             "--out" => a.out = value()?.into(),
             "--sizes" => {
@@ -118,6 +127,11 @@ fn parse_args() -> Result<Args, String> {
                 a.round = Duration::from_secs_f64(s.max(0.05));
             }
             "--rounds" => a.rounds = value()?.parse().map_err(|e| format!("--rounds: {e}"))?,
+            "--change-rounds" => {
+                a.change_rounds = value()?
+                    .parse()
+                    .map_err(|e| format!("--change-rounds: {e}"))?
+            }
             "--budget-secs" => {
                 let s: f64 = value()?
                     .parse()
@@ -139,6 +153,7 @@ fn parse_args() -> Result<Args, String> {
                 a.sizes = vec![100, 1000];
                 a.round = Duration::from_millis(400);
                 a.rounds = 2;
+                a.change_rounds = 3;
                 a.budget = Duration::from_secs(1);
             }
             "-h" | "--help" => return Err(String::new()),
@@ -146,6 +161,7 @@ fn parse_args() -> Result<Args, String> {
         }
     }
     a.rounds = a.rounds.max(1);
+    a.change_rounds = a.change_rounds.max(1);
     Ok(a)
 }
 
@@ -157,11 +173,15 @@ pub struct SearchRun {
     pub floor: Samples,
     /// `direct_response` on the listener without the filter.
     pub floor_nofilter: Samples,
+    /// The same search requests on the `floor` listener: the proxy-wasm floor replays the
+    /// filter's answer (bench/floor/).
+    pub wasm_floor: Samples,
     pub search: Samples,
     /// The same request passed through to the upstream without the filter.
     pub baseline: Samples,
     /// Four connections: requests per second at saturation of the one worker.
     pub floor_tp: Samples,
+    pub wasm_floor_tp: Samples,
     pub search_tp: Samples,
     pub baseline_tp: Samples,
     /// The first search after the first list (the worker builds its index), per namespace.
@@ -169,6 +189,8 @@ pub struct SearchRun {
     pub search_bytes: usize,
     /// search p50 / floor p50, round by round: the median.
     pub ratio: f64,
+    /// search p50 / proxy-wasm floor p50, round by round: the median.
+    pub wasm_ratio: f64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -186,10 +208,27 @@ pub struct ListRun {
     pub added: f64,
 }
 
+/// The first `tools/list` after the upstream's catalog changed, round by round: each round
+/// changes the catalog, then lists through the filter twice (the first list after the change,
+/// then a repeated one) and once through the baseline listener.
+#[derive(Debug, Clone, Default)]
+pub struct ChangeRun {
+    pub tools: usize,
+    pub kind: &'static str,
+    pub first: Vec<Duration>,
+    pub repeated: Vec<Duration>,
+    pub baseline: Vec<Duration>,
+    /// Medians over rounds of the first (repeated) list minus the baseline list of the same
+    /// round, seconds.
+    pub added_first: f64,
+    pub added_repeated: f64,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct HttpResults {
     pub searches: Vec<SearchRun>,
     pub lists: Vec<ListRun>,
+    pub changes: Vec<ChangeRun>,
     pub envoy_rss_start_kb: Option<u64>,
     pub envoy_rss_end_kb: Option<u64>,
     pub stats: Vec<(String, String)>,
@@ -369,6 +408,9 @@ fn run_http(
         .ok_or("--catalog-server is required")?;
     let wasm =
         std::fs::canonicalize(&args.wasm).map_err(|e| format!("{}: {e}", args.wasm.display()))?;
+    let floor_wasm = args.floor_wasm.as_ref().ok_or(FLOOR_WASM_MISSING)?;
+    let floor_wasm = std::fs::canonicalize(floor_wasm)
+        .map_err(|e| format!("--floor-wasm {}: {e}", floor_wasm.display()))?;
     let mut servers = Vec::new();
     let mut upstreams = Vec::new();
     for (n, jsonl) in catalogs {
@@ -386,7 +428,7 @@ fn run_http(
     }
     let paths: Vec<String> = upstreams.iter().map(|u| u.path.clone()).collect();
     let plugin_config = inproc::plugin_config(&paths);
-    let yaml = envoy::bootstrap(&upstreams, &wasm, &plugin_config);
+    let yaml = envoy::bootstrap(&upstreams, &wasm, &plugin_config, &floor_wasm);
     log("starting Envoy (--concurrency 1)");
     let mut envoy = envoy::Envoy::start(&envoy_bin, dir.path(), &yaml)?;
     let mut out = HttpResults {
@@ -401,7 +443,7 @@ fn run_http(
                 .unwrap_or(2),
         )
     });
-    let result = measure_http(args, catalogs, &mut envoy, &mut out);
+    let result = measure_http(args, catalogs, &upstreams, &mut envoy, &mut out);
     if let Some(s) = spinners {
         out.spinners = s.stop();
     }
@@ -423,14 +465,260 @@ fn run_http(
     Ok(out)
 }
 
+/// What `--floor-wasm` is for, when it is missing.
+const FLOOR_WASM_MISSING: &str = "--floor-wasm is required for the HTTP benchmarks: the proxy-wasm floor, \
+     target/wasm32-wasip1/release/mcp_tool_search_bench_floor.wasm \
+     (cargo build --release --target wasm32-wasip1 -p mcp-tool-search-bench-floor; `make bench` builds it)";
+
+/// Response headers the proxy-wasm floor does not need to replay: it sends the content-type it
+/// learned, and Envoy writes these on every local reply (the filter's and the floor's alike).
+const ENVOY_REPLY_HEADERS: &[&str] = &["content-length", "date", "server", "connection"];
+
+/// Teaches the proxy-wasm floor the filter's answer to each search request the runs send to
+/// `path` (the catalog at that path; the floor's answers are keyed by the request body alone, so
+/// a size's lessons replace the last size's), then checks that it answers every one with the
+/// filter's status, headers and body, byte for byte.
+fn teach_floor(
+    filtered: std::net::SocketAddr,
+    floor: std::net::SocketAddr,
+    path: &str,
+) -> Result<(), String> {
+    let mut fc = client::Conn::open(filtered)?;
+    let mut lc = client::Conn::open(floor)?;
+    let to_filter = search_requests(&filtered.to_string(), path);
+    let to_floor = search_requests(&floor.to_string(), path);
+    let mut answers = Vec::new();
+    for (i, req) in to_filter.iter().enumerate() {
+        let resp = fc.round_trip(req)?;
+        client::check(&resp, Some("mcp-tool-search/search"))
+            .map_err(|e| format!("search {path} (to teach the proxy-wasm floor): {e}"))?;
+        let not_replayed: Vec<&(String, String)> = resp
+            .headers
+            .iter()
+            .filter(|(k, _)| k != "content-type" && !ENVOY_REPLY_HEADERS.contains(&k.as_str()))
+            .collect();
+        if !not_replayed.is_empty() {
+            return Err(format!(
+                "the filter's search answer at {path} has headers the proxy-wasm floor does not replay: {not_replayed:?}"
+            ));
+        }
+        let content_type = resp
+            .header("content-type")
+            .ok_or_else(|| format!("the filter's search answer at {path} has no content-type"))?;
+        let query = QUERIES.get(i).copied().unwrap_or_default();
+        let mut lesson = inproc::search_request(i + 1, query).into_bytes();
+        lesson.push(0);
+        lesson.extend_from_slice(content_type.as_bytes());
+        lesson.push(0);
+        lesson.extend_from_slice(&resp.body);
+        let learned = lc.round_trip(&Request::post(
+            &floor.to_string(),
+            envoy::FLOOR_LEARN_PATH,
+            "application/octet-stream",
+            &lesson,
+        ))?;
+        if learned.status != 204 {
+            return Err(format!(
+                "the proxy-wasm floor refused a lesson ({}): {}",
+                learned.status,
+                String::from_utf8_lossy(&learned.body)
+            ));
+        }
+        answers.push(resp);
+    }
+    let comparable = |r: &client::Response| {
+        let mut h: Vec<(String, String)> = r
+            .headers
+            .iter()
+            .filter(|(k, _)| k != "date")
+            .cloned()
+            .collect();
+        h.sort();
+        h
+    };
+    for (req, want) in to_floor.iter().zip(&answers) {
+        let got = lc.round_trip(req)?;
+        if got.status != want.status || got.body != want.body {
+            return Err(format!(
+                "the proxy-wasm floor's answer at {path} differs from the filter's: status {} vs {}, body {:?} vs {:?}",
+                got.status,
+                want.status,
+                String::from_utf8_lossy(got.body.get(..got.body.len().min(200)).unwrap_or_default()),
+                String::from_utf8_lossy(want.body.get(..want.body.len().min(200)).unwrap_or_default())
+            ));
+        }
+        if comparable(&got) != comparable(want) {
+            return Err(format!(
+                "the proxy-wasm floor's headers at {path} differ from the filter's: {:?} vs {:?}",
+                got.headers, want.headers
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `jsonl` with " (v2)" appended to the first tool's description: a catalog change the filter
+/// must notice (a new catalog version) at the same size.
+fn changed_catalog(jsonl: &str) -> Result<String, String> {
+    let (first, rest) = jsonl.split_once('\n').unwrap_or((jsonl, ""));
+    let tool: serde_json::Value =
+        serde_json::from_str(first).map_err(|e| format!("the catalog's first tool: {e}"))?;
+    let description = tool
+        .get("description")
+        .and_then(|d| d.as_str())
+        .ok_or("the catalog's first tool has no description")?;
+    let encode = |d: &str| serde_json::to_string(d).map_err(|e| e.to_string());
+    let old = format!("\"description\":{}", encode(description)?);
+    let new = format!(
+        "\"description\":{}",
+        encode(&format!("{description}{CHANGE_MARK}"))?
+    );
+    if !first.contains(&old) {
+        return Err(format!(
+            "the catalog's first tool does not spell its description as {old}"
+        ));
+    }
+    Ok(format!("{}\n{rest}", first.replacen(&old, &new, 1)))
+}
+
+const CHANGE_MARK: &str = " (v2)";
+
+/// `POST /admin/tools` to a catalog-server: it serves `jsonl` from now on (nobody notified:
+/// the bench's upstreams are stateless).
+fn set_upstream_tools(server: std::net::SocketAddr, jsonl: &str) -> Result<(), String> {
+    let mut conn = client::Conn::open(server)?;
+    let resp = conn.round_trip(&Request::post(
+        &server.to_string(),
+        "/admin/tools",
+        "application/jsonl",
+        jsonl.as_bytes(),
+    ))?;
+    if resp.status != 200 {
+        return Err(format!(
+            "catalog-server {server} /admin/tools: {} {}",
+            resp.status,
+            String::from_utf8_lossy(&resp.body)
+        ));
+    }
+    Ok(())
+}
+
+/// The first `tools/list` after a catalog change, at 1,000 tools and up (JSON and SSE
+/// upstreams): `rounds` times, each upstream in turn switches between its catalog and a changed
+/// one, then is listed through the filter (the first list after the change: the filter learns
+/// a new catalog version), through the filter again (repeated), and through the baseline.
+fn measure_changes(
+    args: &Args,
+    catalogs: &[(usize, String)],
+    upstreams: &[envoy::Upstream],
+    envoy: &envoy::Envoy,
+) -> Result<Vec<ChangeRun>, String> {
+    let (fa, ba) = (envoy.filtered, envoy.baseline);
+    let list_body = inproc::list_request();
+    let mut runs = Vec::new();
+    for (n, jsonl) in catalogs.iter().filter(|(n, _)| *n >= 1000) {
+        let changed = changed_catalog(jsonl)?;
+        for kind in ["json", "sse"] {
+            let path = format!("/mcp/{kind}/{n}");
+            let server = upstreams
+                .iter()
+                .find(|u| u.path == path)
+                .map(|u| u.addr)
+                .ok_or_else(|| format!("no upstream for {path}"))?;
+            runs.push((
+                ChangeRun {
+                    tools: *n,
+                    kind,
+                    ..ChangeRun::default()
+                },
+                server,
+                [jsonl.clone(), changed.clone()],
+            ));
+        }
+    }
+    if runs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut fconn = client::Conn::open(fa)?;
+    let mut bconn = client::Conn::open(ba)?;
+    let timed = |conn: &mut client::Conn, req: &Request, expect: Option<&str>, what: &str| {
+        let t = Instant::now();
+        let resp = conn.round_trip(req)?;
+        let took = t.elapsed();
+        client::check(&resp, expect).map_err(|e| format!("{what}: {e}"))?;
+        Ok::<_, String>((took, resp))
+    };
+    for round in 0..args.change_rounds {
+        log(&format!(
+            "HTTP: first tools/list after a catalog change, round {} of {}",
+            round + 1,
+            args.change_rounds
+        ));
+        // Round 0 serves the changed catalog (the upstream started with the original).
+        let changed = round % 2 == 0;
+        for (run, server, versions) in runs.iter_mut() {
+            let path = format!("/mcp/{}/{}", run.kind, run.tools);
+            let serve = versions
+                .get(usize::from(changed))
+                .map_or("", String::as_str);
+            set_upstream_tools(*server, serve)?;
+            let through = Request::post_json(&fa.to_string(), &path, &list_body);
+            let (first, _) = timed(
+                &mut fconn,
+                &through,
+                Some("tool_search"),
+                &format!("first list {path} after a change"),
+            )?;
+            let (repeated, _) = timed(
+                &mut fconn,
+                &through,
+                Some("tool_search"),
+                &format!("repeated list {path} after a change"),
+            )?;
+            let (baseline, resp) = timed(
+                &mut bconn,
+                &Request::post_json(&ba.to_string(), &path, &list_body),
+                None,
+                &format!("baseline list {path} after a change"),
+            )?;
+            // The upstream did change: the baseline passes its list unchanged.
+            let seen = resp
+                .body
+                .windows(CHANGE_MARK.len())
+                .any(|w| w == CHANGE_MARK.as_bytes());
+            if seen != changed {
+                return Err(format!(
+                    "{path}: the upstream's list after /admin/tools {} the changed description",
+                    if changed { "lacks" } else { "still has" }
+                ));
+            }
+            run.first.push(first);
+            run.repeated.push(repeated);
+            run.baseline.push(baseline);
+        }
+    }
+    Ok(runs
+        .into_iter()
+        .map(|(mut run, _, _)| {
+            run.added_first = round_figures(Some(&run.first), Some(&run.baseline)).1;
+            run.added_repeated = round_figures(Some(&run.repeated), Some(&run.baseline)).1;
+            run
+        })
+        .collect())
+}
+
 fn measure_http(
     args: &Args,
     catalogs: &[(usize, String)],
+    upstreams: &[envoy::Upstream],
     envoy: &mut envoy::Envoy,
     out: &mut HttpResults,
 ) -> Result<(), String> {
     let fa = envoy.filtered;
     let ba = envoy.baseline;
+    let wa = envoy
+        .floor
+        .ok_or("the bench's Envoy has no `floor` listener")?;
     let auth = |a: std::net::SocketAddr| a.to_string();
     let list_body = inproc::list_request();
 
@@ -461,36 +749,43 @@ fn measure_http(
     }
 
     for (n, _) in catalogs {
-        log(&format!("HTTP: tool_search at {n} tools"));
         let path = format!("/mcp/json/{n}");
+        log(&format!(
+            "HTTP: teaching the proxy-wasm floor the filter's answers at {n} tools"
+        ));
+        teach_floor(fa, wa, &path)?;
+        log(&format!("HTTP: tool_search at {n} tools"));
+        const SEARCH: Option<&str> = Some("mcp-tool-search/search");
+        // Latency runs: every target; throughput runs: the first four.
+        let (floor, search, wasm_floor, baseline, floor_nofilter) = (0, 1, 2, 3, 4);
         let targets = vec![
             (fa, search_requests(&auth(fa), "/direct"), None),
-            (
-                fa,
-                search_requests(&auth(fa), &path),
-                Some("mcp-tool-search/search"),
-            ),
+            (fa, search_requests(&auth(fa), &path), SEARCH),
+            // The floor answers with the filter's bytes: the same check holds.
+            (wa, search_requests(&auth(wa), &path), SEARCH),
             (ba, search_requests(&auth(ba), &path), None),
             (ba, search_requests(&auth(ba), "/direct"), None),
         ];
         let (lat, p50s) = interleaved(&targets, args.rounds, args.round, 1, 20)?;
-        let tp_targets: Vec<_> = targets.iter().take(3).cloned().collect();
+        let tp_targets: Vec<_> = targets.iter().take(4).cloned().collect();
         let (tp, _) = interleaved(&tp_targets, 1, args.round, 4, 5)?;
-        let mut it = lat.into_iter();
-        let mut tp = tp.into_iter();
+        let at = |v: &[Samples], i: usize| v.get(i).cloned().unwrap_or_default();
         let mut run = SearchRun {
             tools: *n,
-            floor: it.next().unwrap_or_default(),
-            search: it.next().unwrap_or_default(),
-            baseline: it.next().unwrap_or_default(),
-            floor_nofilter: it.next().unwrap_or_default(),
-            floor_tp: tp.next().unwrap_or_default(),
-            search_tp: tp.next().unwrap_or_default(),
-            baseline_tp: tp.next().unwrap_or_default(),
+            floor: at(&lat, floor),
+            search: at(&lat, search),
+            wasm_floor: at(&lat, wasm_floor),
+            baseline: at(&lat, baseline),
+            floor_nofilter: at(&lat, floor_nofilter),
+            floor_tp: at(&tp, floor),
+            search_tp: at(&tp, search),
+            wasm_floor_tp: at(&tp, wasm_floor),
+            baseline_tp: at(&tp, baseline),
             ..SearchRun::default()
         };
         run.search_bytes = run.search.body_bytes;
-        run.ratio = round_figures(p50s.get(1), p50s.first()).0;
+        run.ratio = round_figures(p50s.get(search), p50s.get(floor)).0;
+        run.wasm_ratio = round_figures(p50s.get(search), p50s.get(wasm_floor)).0;
         run.first_search = firsts.iter().filter(|f| f.0 == *n).map(|f| f.3).collect();
         out.searches.push(run);
     }
@@ -533,6 +828,9 @@ fn measure_http(
             });
         }
     }
+
+    // Last: the upstreams' catalogs change here, and nothing measured after would see them.
+    out.changes = measure_changes(args, catalogs, upstreams, envoy)?;
     Ok(())
 }
 
@@ -543,11 +841,17 @@ fn main() -> ExitCode {
             if !e.is_empty() {
                 eprintln!("mcp-tool-search-bench: {e}");
             }
-            eprintln!("usage: mcp-tool-search-bench --envoy BIN --wasm FILE --catalog-server BIN [--out FILE] [--sizes 100,1000,10000] [--round-secs S] [--rounds N] [--budget-secs S] [--eval FILE]... [--notes FILE] [--commands FILE] [--skip-http] [--skip-inproc] [--quick] [--no-spin] [--perf list|list-fresh|list-sse|build|search] [--gateway SERVERSxTOOLS] [--skip-gateway]");
+            eprintln!("usage: mcp-tool-search-bench --envoy BIN --wasm FILE --floor-wasm FILE --catalog-server BIN [--out FILE] [--sizes 100,1000,10000] [--round-secs S] [--rounds N] [--change-rounds N] [--budget-secs S] [--eval FILE]... [--notes FILE] [--commands FILE] [--skip-http] [--skip-inproc] [--quick] [--no-spin] [--perf list|list-fresh|list-sse|build|load|search] [--gateway SERVERSxTOOLS] [--skip-gateway]");
             return ExitCode::from(2);
         }
     };
     let started = Instant::now();
+    // Before the in-process part (minutes), not after it.
+    if args.perf.is_none() && args.gateway.is_none() && !args.skip_http && args.floor_wasm.is_none()
+    {
+        eprintln!("mcp-tool-search-bench: {FLOOR_WASM_MISSING}");
+        return ExitCode::from(2);
+    }
     if let Some(what) = &args.perf {
         for &n in &args.sizes {
             let jsonl = mcp_tool_search_wasm_tests::catalog::jsonl(n);

@@ -7,6 +7,7 @@
 //! own terms, whose saturating input (the pseudo term frequency) is computed at build time.
 
 use crate::config::{FieldWeights, Tuning};
+use crate::index::bytes::{Reader, Writer};
 use crate::index::fnv::FnvHashMap;
 use crate::index::stem::stem;
 use crate::index::tokenizer::{for_each_word, is_stop_word, terms};
@@ -370,6 +371,97 @@ impl Bm25Index {
             .collect()
     }
 
+    /// The index in `snapshot`'s binary form (its weights and tuning are written by the caller).
+    pub(crate) fn write(&self, w: &mut Writer) -> Option<()> {
+        w.len(self.field_len.len())?;
+        for len in &self.field_len {
+            for l in len {
+                w.f32(*l);
+            }
+        }
+        for avg in self.avg_field_len {
+            w.f32(avg);
+        }
+        w.f32(self.avg_len);
+        // Terms in id order, so that reading them back gives each its id.
+        let mut terms: Vec<&str> = vec![""; self.term_ids.len()];
+        for (term, &id) in &self.term_ids {
+            *terms.get_mut(id as usize)? = term;
+        }
+        w.len(terms.len())?;
+        for term in terms {
+            w.bytes(term.as_bytes())?;
+        }
+        w.len(self.postings.len())?;
+        for list in &self.postings {
+            w.len(list.len())?;
+            for &(doc, tf) in list {
+                w.u32(doc);
+                w.f32(tf);
+            }
+        }
+        Some(())
+    }
+
+    /// What `write` wrote, for an index of `doc_count` documents built with `weights` and
+    /// `tuning`; `None` if it is not that.
+    pub(crate) fn read(
+        r: &mut Reader,
+        weights: FieldWeights,
+        tuning: Tuning,
+        doc_count: usize,
+    ) -> Option<Self> {
+        if r.len()? != doc_count {
+            return None;
+        }
+        let mut field_len = Vec::with_capacity(doc_count);
+        for _ in 0..doc_count {
+            field_len.push([r.f32()?, r.f32()?, r.f32()?]);
+        }
+        let avg_field_len = [r.f32()?, r.f32()?, r.f32()?];
+        let avg_len = r.f32()?;
+        let terms = r.len()?;
+        let mut term_ids: FnvHashMap<String, u32> = FnvHashMap::default();
+        for id in 0..terms {
+            let term = std::str::from_utf8(r.bytes()?).ok()?;
+            let id = u32::try_from(id).ok()?;
+            if *term_ids.entry(term.to_string()).or_insert(id) != id {
+                return None;
+            }
+        }
+        let lists = r.len()?;
+        if lists > terms {
+            return None;
+        }
+        let mut postings = Vec::with_capacity(lists);
+        for _ in 0..lists {
+            let n = r.len()?;
+            let mut list = Vec::with_capacity(n);
+            let mut last = None;
+            for _ in 0..n {
+                let (doc, tf) = (r.u32()?, r.f32()?);
+                // Documents ascending and in range: `term_score` searches them, `add_scores`
+                // indexes the score vector with them.
+                if doc as usize >= doc_count || last.is_some_and(|l| l >= doc) {
+                    return None;
+                }
+                last = Some(doc);
+                list.push((doc, tf));
+            }
+            postings.push(list);
+        }
+        Some(Bm25Index {
+            doc_count,
+            weights: [weights.name, weights.description, weights.input_schema],
+            tuning,
+            field_len,
+            avg_field_len,
+            avg_len,
+            term_ids,
+            postings,
+        })
+    }
+
     /// Whether the input schema is a field (its weight is above 0).
     pub fn indexes_schema(&self) -> bool {
         self.weights.get(2).is_some_and(|&w| w > 0.0)
@@ -449,6 +541,48 @@ pub fn feedback_terms(
     out
 }
 
+/// Sorts `hits` best first: a bottom-up merge sort, a few hundred bytes of .wasm where a sort
+/// of the standard library is tens of kilobytes per element type.
+fn merge_sort(hits: &mut Vec<Hit>, better: &dyn Fn(&Hit, &Hit) -> bool) {
+    let n = hits.len();
+    let mut out = hits.clone();
+    let mut width = 1;
+    while width < n {
+        let mut start = 0;
+        while start < n {
+            let mid = start.saturating_add(width).min(n);
+            let end = start.saturating_add(width.saturating_mul(2)).min(n);
+            let (mut i, mut j) = (start, mid);
+            for slot in out.get_mut(start..end).unwrap_or_default() {
+                let left = hits.get(i).filter(|_| i < mid);
+                let right = hits.get(j).filter(|_| j < end);
+                *slot = match (left, right) {
+                    (Some(l), Some(r)) if better(r, l) => {
+                        j += 1;
+                        *r
+                    }
+                    (Some(l), _) => {
+                        i += 1;
+                        *l
+                    }
+                    (None, Some(r)) => {
+                        j += 1;
+                        *r
+                    }
+                    (None, None) => break,
+                };
+            }
+            start = end;
+        }
+        std::mem::swap(hits, &mut out);
+        width = width.saturating_mul(2);
+    }
+}
+
+/// Up to this many results, `top_k` keeps them in order as it goes; beyond (a deep page), it
+/// selects among all the candidates.
+const SMALL_PAGE: usize = 64;
+
 /// A ranked document.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Hit {
@@ -464,28 +598,56 @@ pub fn top_k<'n>(
     name_of: impl Fn(u32) -> &'n str,
     limit: usize,
 ) -> Vec<Hit> {
-    let mut hits: Vec<Hit> = candidates
-        .into_iter()
-        .map(|doc| Hit {
-            doc,
-            score: score_of(doc),
-        })
-        .collect();
-    let order = |a: &Hit, b: &Hit| {
-        b.score
-            .partial_cmp(&a.score)
-            .unwrap_or(Ordering::Equal)
-            .then_with(|| name_of(a.doc).cmp(name_of(b.doc)))
-    };
+    let mut hits = candidates.into_iter().map(|doc| Hit {
+        doc,
+        score: score_of(doc),
+    });
+    best_of(&mut hits, &name_of, limit)
+}
+
+/// `top_k` behind `dyn`: one copy of both ways of choosing, whatever the callers' closures
+/// (one per caller was kilobytes of the .wasm each).
+#[inline(never)]
+fn best_of<'n>(
+    hits: &mut dyn Iterator<Item = Hit>,
+    name_of: &dyn Fn(u32) -> &'n str,
+    limit: usize,
+) -> Vec<Hit> {
     if limit == 0 {
         return Vec::new();
     }
-    if hits.len() > limit {
-        hits.select_nth_unstable_by(limit - 1, order);
+    // NaN ranks last, so that the order is total and both ways below agree.
+    let key = |h: &Hit| {
+        if h.score.is_nan() {
+            f32::NEG_INFINITY
+        } else {
+            h.score
+        }
+    };
+    let better = |a: &Hit, b: &Hit| match key(a).partial_cmp(&key(b)) {
+        Some(Ordering::Greater) => true,
+        Some(Ordering::Less) => false,
+        _ => name_of(a.doc) < name_of(b.doc),
+    };
+    if limit > SMALL_PAGE {
+        let mut hits: Vec<Hit> = hits.collect();
+        merge_sort(&mut hits, &better);
         hits.truncate(limit);
+        return hits;
     }
-    hits.sort_by(order);
-    hits
+    // One pass keeping the best `limit` in order: a query at 10,000 tools matches thousands,
+    // a page is a handful, and most candidates lose to the last kept one in one comparison
+    // (a selection over all of them was a tenth of such a search).
+    let mut best: Vec<Hit> = Vec::with_capacity(limit + 1);
+    for hit in hits {
+        if best.len() == limit && best.last().is_none_or(|last| !better(&hit, last)) {
+            continue;
+        }
+        let at = best.partition_point(|kept| better(kept, &hit));
+        best.insert(at, hit);
+        best.truncate(limit);
+    }
+    best
 }
 
 #[cfg(test)]
@@ -656,6 +818,36 @@ mod tests {
         assert_eq!(all.len(), 4);
         assert_eq!(names[all[3].doc as usize], "d");
         assert!(top_k(0..4, |_| 0.0, |d| names[d as usize], 0).is_empty());
+    }
+
+    #[test]
+    fn top_k_gives_the_same_order_for_a_page_and_a_deep_page() {
+        let names: Vec<String> = (0..500)
+            .map(|i| format!("t{:03}", (i * 37) % 500))
+            .collect();
+        // Few distinct scores, NaN among them: ties broken by name everywhere.
+        let score = |d: u32| match d % 7 {
+            0 => f32::NAN,
+            r => (r % 4) as f32,
+        };
+        let name = |d: u32| names[d as usize].as_str();
+        let deep = top_k(0..500, score, name, SMALL_PAGE + 100);
+        let mut all: Vec<u32> = (0..500).collect();
+        let key = |d: u32| {
+            if score(d).is_nan() {
+                f32::NEG_INFINITY
+            } else {
+                score(d)
+            }
+        };
+        all.sort_by(|&a, &b| key(b).total_cmp(&key(a)).then(name(a).cmp(name(b))));
+        let deep_docs: Vec<u32> = deep.iter().map(|h| h.doc).collect();
+        assert_eq!(deep_docs, all[..SMALL_PAGE + 100]);
+        for limit in [1, 5, SMALL_PAGE] {
+            let page = top_k(0..500, score, name, limit);
+            let docs = |h: &[Hit]| h.iter().map(|h| h.doc).collect::<Vec<_>>();
+            assert_eq!(docs(&page), docs(&deep[..limit]), "limit {limit}");
+        }
     }
 
     #[test]

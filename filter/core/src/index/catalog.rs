@@ -2,14 +2,14 @@
 //! search index built over them once per catalog version.
 
 use crate::config::entries::Entry;
-use crate::config::Config;
+use crate::config::{Config, FieldWeights, Tuning};
 use crate::index::bm25::{Bm25Index, Fields};
 use crate::index::fnv;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::{Borrow, Cow};
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::fmt;
 use std::rc::Rc;
 
@@ -24,7 +24,42 @@ pub struct Tool {
     /// Valid JSON (it came from a `RawValue`). Shared, not copied, when a catalog is merged
     /// or rebuilt: at 10,000 tools the definitions are megabytes, and a copy of them per
     /// catalog version was a third of a VM's peak memory.
-    definition: Rc<str>,
+    definition: Definition,
+}
+
+/// A definition's text: its own allocation, or a range of a loaded index snapshot's
+/// definitions, which a worker takes over whole from shared data rather than copying
+/// 10,000 definitions out of it one by one.
+#[derive(Debug, Clone)]
+enum Definition {
+    Own(Rc<str>),
+    /// Checked to be UTF-8 when read, not when loaded: a search renders five definitions, and
+    /// validating all of them (megabytes) was a fifth of a worker's load of the snapshot.
+    Shared {
+        bytes: Rc<Vec<u8>>,
+        start: u32,
+        end: u32,
+    },
+}
+
+impl Definition {
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            Definition::Own(text) => text.as_bytes(),
+            Definition::Shared { bytes, start, end } => bytes
+                .get(*start as usize..*end as usize)
+                .unwrap_or_default(),
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            Definition::Own(text) => text,
+            // The snapshot was written from strings: only a damaged one is not UTF-8, and a
+            // damaged definition reads as JSON `null`, never as other bytes.
+            Definition::Shared { .. } => std::str::from_utf8(self.as_bytes()).unwrap_or("null"),
+        }
+    }
 }
 
 /// What a list needs of a definition. The input schema is skipped, not parsed: every list
@@ -86,7 +121,7 @@ impl Tool {
         }
         if let Some(same) = known
             .get(&view.name)
-            .filter(|k| k.definition() == raw.get())
+            .filter(|k| k.definition_bytes() == raw.get().as_bytes())
         {
             return Ok(same.clone());
         }
@@ -94,7 +129,7 @@ impl Tool {
             name: view.name.into_owned(),
             title: view.title.map(Cow::into_owned).unwrap_or_default(),
             description: view.description.map(Cow::into_owned).unwrap_or_default(),
-            definition: Rc::from(raw.get()),
+            definition: Definition::Own(Rc::from(raw.get())),
         })
     }
 
@@ -139,13 +174,40 @@ impl Tool {
                 .map(Cow::into_owned)
                 .unwrap_or_default(),
             description: view.description.map(Cow::into_owned).unwrap_or_default(),
-            definition: Rc::from(raw.get()),
+            definition: Definition::Own(Rc::from(raw.get())),
         })
     }
 
     /// The definition exactly as the upstream declared it.
     pub fn definition(&self) -> &str {
-        &self.definition
+        self.definition.as_str()
+    }
+
+    /// The definition's bytes, for comparing definitions without reading them as text.
+    pub fn definition_bytes(&self) -> &[u8] {
+        self.definition.as_bytes()
+    }
+
+    /// A tool whose definition is `bytes[start..end]` (`index::snapshot`); `None` if that is
+    /// not a range of `bytes`.
+    pub(crate) fn with_shared_definition(
+        name: String,
+        title: String,
+        description: String,
+        bytes: &Rc<Vec<u8>>,
+        start: u32,
+        end: u32,
+    ) -> Option<Tool> {
+        (start <= end && end as usize <= bytes.len()).then(|| Tool {
+            name,
+            title,
+            description,
+            definition: Definition::Shared {
+                bytes: Rc::clone(bytes),
+                start,
+                end,
+            },
+        })
     }
 
     /// Title and description: what the tool is for, in words.
@@ -163,7 +225,7 @@ impl Tool {
         let mut out = String::new();
         if let Ok(SchemaView {
             input_schema: Some(schema),
-        }) = serde_json::from_str(&self.definition)
+        }) = serde_json::from_str(self.definition())
         {
             collect_schema_text(&schema, 0, &mut out);
         }
@@ -253,6 +315,15 @@ impl Catalog {
         }
     }
 
+    /// `tools` as they come, if they are already in name order with names unique (what a
+    /// catalog holds); `None` otherwise.
+    pub(crate) fn from_sorted(tools: Vec<Tool>, complete: bool) -> Option<Catalog> {
+        tools
+            .windows(2)
+            .all(|pair| matches!(pair, [a, b] if a.name < b.name))
+            .then_some(Catalog { tools, complete })
+    }
+
     /// Whether the whole list has been seen (a last page learned).
     pub fn is_complete(&self) -> bool {
         self.complete
@@ -300,7 +371,7 @@ impl Catalog {
         } else {
             page.iter().all(|t| {
                 self.get(&t.name)
-                    .is_some_and(|known| known.definition() == t.definition())
+                    .is_some_and(|known| known.definition_bytes() == t.definition_bytes())
             })
         }
     }
@@ -337,7 +408,11 @@ impl Catalog {
 
     /// `to_json` into `out` (cleared first), which keeps its allocation if large enough.
     pub fn write_json(&self, out: &mut String) {
-        let size: usize = self.tools.iter().map(|t| t.definition().len() + 1).sum();
+        let size: usize = self
+            .tools
+            .iter()
+            .map(|t| t.definition_bytes().len() + 1)
+            .sum();
         out.clear();
         out.reserve(size + 28);
         out.push_str(if self.complete {
@@ -387,15 +462,15 @@ fn same_definitions<T: Borrow<Tool>>(a: &[T], b: &[Tool]) -> bool {
     a.len() == b.len()
         && a.iter()
             .zip(b)
-            .all(|(a, b)| a.borrow().definition() == b.definition())
+            .all(|(a, b)| a.borrow().definition_bytes() == b.definition_bytes())
 }
 
-/// The version of a catalog stored as `json` (`Catalog::to_json`).
+/// The version of a catalog stored as `json` (`Catalog::to_json`): its fingerprint, eight
+/// bytes a step (a byte a step cost the list that taught a 10,000-tool catalog 10 ms).
 pub fn version_of(json: &str) -> u64 {
-    fnv::hash(json.as_bytes())
+    fnv::fingerprint(json.as_bytes())
 }
 
-/// A catalog with its BM25 index and each tool's disclosure mode, built once per version.
 /// Marks the key of one credential's catalog in a namespace whose lists are private.
 const PRIVATE_MARK: &str = "@private-";
 
@@ -409,14 +484,21 @@ pub fn base_namespace(key: &str) -> &str {
     key.split_once(PRIVATE_MARK).map_or(key, |(base, _)| base)
 }
 
+/// A catalog with its BM25 index and each tool's disclosure mode, built once per version (the
+/// BM25 part when a search first needs it, or loaded from another worker's snapshot).
 #[derive(Debug)]
 pub struct CatalogIndex {
     pub namespace: String,
     pub catalog: Catalog,
-    pub bm25: Bm25Index,
+    /// Built on first use: a `tools/list` needs the catalog, not its index, and building the
+    /// index of 10,000 tools in the list's response path was most of that list's added time.
+    bm25: OnceCell<Bm25Index>,
+    /// What the index is built with (the configuration's weights and tuning).
+    pub(crate) weights: FieldWeights,
+    pub(crate) tuning: Tuning,
     /// Catalog positions ordered by ASCII-lowercased name, then position: an exact-name query
     /// (any ASCII case) is a binary search, not a scan of every name.
-    by_folded_name: Vec<u32>,
+    pub(crate) by_folded_name: Vec<u32>,
     /// The last `tools/list` rewrite against this version, to replay for the same result.
     pub list_memo: RefCell<Option<ListMemo>>,
     /// Hierarchical search's group indexes, by the set of tools they were built from.
@@ -432,21 +514,13 @@ fn cmp_folded(a: &str, b: &str) -> std::cmp::Ordering {
 
 impl CatalogIndex {
     pub fn build(namespace: &str, catalog: Catalog, config: &Config) -> CatalogIndex {
-        let weights = config.search.weights;
-        let schemas: Vec<String> = if weights.input_schema > 0.0 {
-            catalog.tools().iter().map(Tool::schema_text).collect()
-        } else {
-            Vec::new()
-        };
-        let bm25 = Bm25Index::build_tuned(
-            catalog
-                .tools()
-                .iter()
-                .enumerate()
-                .map(|(i, t)| t.fields(schemas.get(i).map(String::as_str).unwrap_or(""))),
-            weights,
-            config.search.tuning,
-        );
+        let index = CatalogIndex::lazy(namespace, catalog, config);
+        index.bm25();
+        index
+    }
+
+    /// The index of `catalog`, its BM25 part built when first searched.
+    pub fn lazy(namespace: &str, catalog: Catalog, config: &Config) -> CatalogIndex {
         let name_of = |d: u32| {
             catalog
                 .tools()
@@ -464,14 +538,67 @@ impl CatalogIndex {
         {
             by_folded_name.sort_by(|&a, &b| cmp_folded(name_of(a), name_of(b)).then(a.cmp(&b)));
         }
+        CatalogIndex::from_parts(
+            namespace,
+            catalog,
+            config.search.weights,
+            config.search.tuning,
+            by_folded_name,
+            None,
+        )
+    }
+
+    pub(crate) fn from_parts(
+        namespace: &str,
+        catalog: Catalog,
+        weights: FieldWeights,
+        tuning: Tuning,
+        by_folded_name: Vec<u32>,
+        bm25: Option<Bm25Index>,
+    ) -> CatalogIndex {
+        let cell = OnceCell::new();
+        if let Some(bm25) = bm25 {
+            let _ = cell.set(bm25);
+        }
         CatalogIndex {
             namespace: namespace.to_string(),
             catalog,
-            bm25,
+            bm25: cell,
+            weights,
+            tuning,
             by_folded_name,
             list_memo: RefCell::new(None),
             group_indexes: RefCell::new(Vec::new()),
         }
+    }
+
+    /// The BM25 index of the catalog (built now if it was not yet).
+    pub fn bm25(&self) -> &Bm25Index {
+        self.bm25.get_or_init(|| self.build_bm25())
+    }
+
+    // One copy of the build, not one in every caller of `bm25`.
+    #[inline(never)]
+    fn build_bm25(&self) -> Bm25Index {
+        let schemas: Vec<String> = if self.weights.input_schema > 0.0 {
+            self.catalog.tools().iter().map(Tool::schema_text).collect()
+        } else {
+            Vec::new()
+        };
+        Bm25Index::build_tuned(
+            self.catalog
+                .tools()
+                .iter()
+                .enumerate()
+                .map(|(i, t)| t.fields(schemas.get(i).map(String::as_str).unwrap_or(""))),
+            self.weights,
+            self.tuning,
+        )
+    }
+
+    /// The BM25 index, if it has been built.
+    pub fn built_bm25(&self) -> Option<&Bm25Index> {
+        self.bm25.get()
     }
 
     /// The positions of the tools named `name` in any ASCII case, in catalog order.
@@ -497,6 +624,8 @@ impl CatalogIndex {
 #[derive(Debug, Clone)]
 pub struct ListMemo {
     pub(crate) key: MemoKey,
+    /// How many bytes of the message followed the result (where to look for it next time).
+    pub(crate) tail: usize,
     /// The rewritten result; `None` when the message went on untouched.
     pub(crate) result: Option<String>,
     pub(crate) hidden: usize,

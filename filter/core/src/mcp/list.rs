@@ -104,6 +104,9 @@ pub fn rewrite_message(
     targets: &[ListTarget],
     ctx: &ListContext<'_>,
 ) -> Result<Option<Outcome>, RewriteError> {
+    if let Some(replayed) = replay(body, targets, ctx) {
+        return replayed.map(Some);
+    }
     let text = std::str::from_utf8(body).map_err(|_| RewriteError::NotUtf8)?;
     let trimmed = text.trim_start();
     let mut outcome = Outcome::default();
@@ -136,6 +139,63 @@ pub fn rewrite_message(
         outcome.body = Some(out.into_bytes());
     }
     Ok(Some(outcome))
+}
+
+/// A list whose `result` is byte for byte the remembered one, found without reading the
+/// megabytes of it: the remembered result's bytes are fingerprinted where they stood last time
+/// (counted from the end: only the `id` before it changes length), and the rest of the message,
+/// with a `0` in the result's place, is parsed to check that it is a response to one of
+/// `targets` whose `result` is exactly there. `None`: not the remembered list, read it whole.
+fn replay(
+    body: &[u8],
+    targets: &[ListTarget],
+    ctx: &ListContext<'_>,
+) -> Option<Result<Outcome, RewriteError>> {
+    let memo = ctx.memo?.try_borrow().ok()?;
+    let memo = memo.as_ref()?;
+    let end = body.len().checked_sub(memo.tail)?;
+    let start = end.checked_sub(memo.key.len)?;
+    if fnv::fingerprint(body.get(start..end)?) != memo.key.fingerprint {
+        return None;
+    }
+    let before = std::str::from_utf8(body.get(..start)?).ok()?;
+    let after = std::str::from_utf8(body.get(end..)?).ok()?;
+    let rest = format!("{before}0{after}");
+    if !rest.trim_start().starts_with('{') {
+        return None;
+    }
+    let message = RawObject::parse(&rest).ok()?;
+    let id = serde_json::from_str::<Value>(message.get("id")?.get()).ok()?;
+    let target = targets.iter().find(|t| jsonrpc::same_id(&t.id, &id))?;
+    let result = message.borrowed("result")?;
+    let at = (result.get().as_ptr() as usize).checked_sub(rest.as_ptr() as usize)?;
+    if target.entry != Entry::Tool || at != start || result.get() != "0" {
+        return None;
+    }
+    let key = MemoKey {
+        first_page: target.first_page,
+        audience: ctx.audience.clone(),
+        ..memo.key.clone()
+    };
+    if key != memo.key {
+        return None;
+    }
+    let mut outcome = Outcome {
+        tools: true,
+        rewritten: 1,
+        hidden: memo.hidden,
+        page: memo.page,
+        replayed: true,
+        ..Outcome::default()
+    };
+    if let Some(result) = &memo.result {
+        outcome.changed = true;
+        match with_result(message, result.clone()) {
+            Ok(text) => outcome.body = Some(text.into_bytes()),
+            Err(e) => return Some(Err(e)),
+        }
+    }
+    Some(Ok(outcome))
 }
 
 /// `single`: the message is the whole body (not in a batch), so a memo can stand for it.
@@ -198,6 +258,9 @@ fn rewrite_object(
         return Ok(None);
     };
     let tools_len = result_raw.get().len();
+    let result_end = (result_raw.get().as_ptr() as usize)
+        .saturating_sub(text.as_ptr() as usize)
+        .saturating_add(tools_len);
     let has_next = read_page_flags(&result, outcome);
 
     let whole_page = target.first_page && !has_next;
@@ -288,6 +351,7 @@ fn rewrite_object(
         if let Some(key) = key.filter(|_| result.is_none_or(|r| r.len() <= MEMO_MAX_BYTES)) {
             outcome.memo = Some(ListMemo {
                 key,
+                tail: text.len().saturating_sub(result_end),
                 result: result.cloned(),
                 hidden: outcome.hidden - hidden_before,
                 page: outcome.page,
@@ -638,6 +702,19 @@ mod tests {
         assert!(fresh(LIST, &later, &c));
         assert!(fresh(&format!("[{LIST}]"), &first_page(2), &c));
         assert!(!fresh(LIST, &first_page(2), &c));
+        // The remembered bytes where the result stood, but under another member: not the
+        // remembered list (its own result is read), nor is an error carrying them.
+        let (head, result) = LIST.split_once(r#""result":"#).unwrap();
+        let result = result.strip_suffix('}').unwrap();
+        let moved = format!(r#"{head}"result":{{"tools":[]}},"x":{result}}}"#);
+        let moved = rewrite_message(moved.as_bytes(), &first_page(2), &c)
+            .unwrap()
+            .unwrap();
+        assert!(!moved.replayed && moved.learned.is_empty());
+        let error = format!(r#"{head}"error":{result}}}"#);
+        assert!(rewrite_message(error.as_bytes(), &first_page(2), &c)
+            .unwrap()
+            .is_none());
     }
 
     fn first_page_str(id: &str) -> [ListTarget; 1] {

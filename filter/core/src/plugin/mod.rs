@@ -66,16 +66,13 @@ impl Plugin {
         self.serving.set(true);
     }
 
-    /// The tick period the plugin needs, if any (background refresh and embedding).
+    /// The tick period of the plugin's background work: refresh, publishing indexes (always),
+    /// embedding.
     pub fn tick_period_ms(&self) -> Option<u64> {
-        if self.config.catalog.fetch {
+        if self.config.catalog.fetch || self.config.search.embeddings.is_none() {
             return Some(CATALOG_TICK_MS);
         }
-        self.config
-            .search
-            .embeddings
-            .as_ref()
-            .map(|_| EMBED_TICK_MS)
+        Some(EMBED_TICK_MS)
     }
 
     /// The answer to a call the root context made (a background fetch or embedding).
@@ -124,7 +121,21 @@ impl Plugin {
             return;
         }
         self.refresh_due(host);
+        self.publish_index(host);
         self.embed_step(host);
+    }
+
+    /// Publishes one index the other workers lack (`CatalogCache::publish_indexes`).
+    fn publish_index(&self, host: &dyn Host) {
+        let Ok(mut cache) = self.cache.try_borrow_mut() else {
+            return;
+        };
+        if let Err(e) = cache.publish_indexes(host, &self.config) {
+            host.log(
+                Level::Warn,
+                &format!("could not publish a catalog index: {e}"),
+            );
+        }
     }
 
     /// One step of background embedding: at most one batch in flight per VM.

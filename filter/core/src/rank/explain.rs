@@ -95,12 +95,12 @@ pub struct VectorExplanation {
 pub fn explain(index: &CatalogIndex, query: &str, scoring: &Scoring, doc: u32) -> Explanation {
     let tool = index.catalog.tools().get(doc as usize);
     let schema = match tool {
-        Some(t) if index.bm25.indexes_schema() => t.schema_text(),
+        Some(t) if index.bm25().indexes_schema() => t.schema_text(),
         _ => String::new(),
     };
     let terms: Vec<TermExplanation> = match tool {
         Some(t) => index
-            .bm25
+            .bm25()
             .explain(query, doc, t.fields(&schema))
             .into_iter()
             .map(|ts| {
@@ -141,11 +141,11 @@ pub fn explain(index: &CatalogIndex, query: &str, scoring: &Scoring, doc: u32) -
             .feedback
             .iter()
             .filter_map(|&(id, weight)| {
-                let term = index.bm25.term_text(id)?.to_string();
+                let term = index.bm25().term_text(id)?.to_string();
                 Some(FeedbackExplanation {
                     term,
                     weight,
-                    score: weight * index.bm25.term_score(id, doc),
+                    score: weight * index.bm25().term_score(id, doc),
                 })
             })
             .collect()
@@ -200,7 +200,7 @@ pub fn explain(index: &CatalogIndex, query: &str, scoring: &Scoring, doc: u32) -
             score: lexical,
             normalized,
             best: scoring.max_bm25,
-            k1: index.bm25.k1(),
+            k1: index.bm25().k1(),
             terms,
             feedback,
         },

@@ -276,7 +276,7 @@ fn ranked_within<'a>(
         },
     };
 
-    let (mut bm25, matched) = index.bm25.scores_and_matches(&query.text);
+    let (mut bm25, matched) = index.bm25().scores_and_matches(&query.text);
     let name_of = |d: u32| tools.get(d as usize).map(|t| t.name.as_str()).unwrap_or("");
     let feedback = feedback(
         index,
@@ -311,7 +311,7 @@ fn ranked_within<'a>(
             .filter(|&d| raw(d) > 0.0 && (scoped.is_none() || in_scope(d)))
             .collect(),
     };
-    let max_bm25 = pool.iter().map(|&d| raw(d)).fold(0.0f32, f32::max);
+    let max_bm25 = max_of(pool.iter().map(|&d| raw(d)));
     let bm25_norm = |doc: u32| {
         if max_bm25 > 0.0 {
             raw(doc) / max_bm25
@@ -400,6 +400,18 @@ fn ranked_within<'a>(
     }
 }
 
+/// The largest of `values`, or 0: four running maxima, since one waits on the last at every
+/// step and a query can match thousands of tools.
+fn max_of(values: impl Iterator<Item = f32>) -> f32 {
+    let mut lanes = [0.0f32; 4];
+    for (i, v) in values.enumerate() {
+        if let Some(m) = lanes.get_mut(i % 4) {
+            *m = m.max(v);
+        }
+    }
+    lanes.into_iter().fold(0.0, f32::max)
+}
+
 /// `w × cosine (min-max normalized over the matching tools) + (1 - w) × normalized BM25`.
 pub fn hybrid_score(w: f32, cosine: f32, lo: f32, hi: f32, bm25_norm: f32) -> f32 {
     let span = if hi > lo { hi - lo } else { 1.0 };
@@ -442,11 +454,11 @@ fn feedback<'n>(
             } else {
                 String::new()
             };
-            Some((h.score, index.bm25.doc_terms(h.doc, tool.fields(&schema))))
+            Some((h.score, index.bm25().doc_terms(h.doc, tool.fields(&schema))))
         })
         .collect();
     let asked: Vec<u32> = index
-        .bm25
+        .bm25()
         .query_terms(text)
         .into_iter()
         .map(|(_, id)| id)
@@ -460,7 +472,7 @@ fn feedback<'n>(
         *w = tuning.feedback_weight * *w / top;
     }
     let mut extra = vec![0.0; bm25.len()];
-    index.bm25.add_scores(&lent, &mut extra, None);
+    index.bm25().add_scores(&lent, &mut extra, None);
     for &d in matched {
         if let (Some(s), Some(e)) = (bm25.get_mut(d as usize), extra.get(d as usize)) {
             *s += e;

@@ -5,8 +5,9 @@
 
 use crate::config::entries::Entry;
 use crate::config::Config;
-use crate::index::catalog::{version_of, Catalog, CatalogIndex, Page, Tool};
+use crate::index::catalog::{version_of, Catalog, CatalogIndex, ListMemo, Page, Tool};
 use crate::index::fnv::FnvHashMap;
+use crate::index::snapshot;
 use crate::rank::embeddings::{self, Missing, VectorStore};
 use crate::vector::ToolVectors;
 use std::fmt;
@@ -56,6 +57,16 @@ fn version_key(namespace: &str) -> String {
 
 fn catalog_key(namespace: &str) -> String {
     format!("{PREFIX}{namespace}/catalog")
+}
+
+/// A built index of the catalog version in `index_version_key`, for the other workers
+/// (`index::snapshot`).
+fn index_key(namespace: &str) -> String {
+    format!("{PREFIX}{namespace}/index")
+}
+
+fn index_version_key(namespace: &str) -> String {
+    format!("{PREFIX}{namespace}/index-version")
 }
 
 /// Shared data has no listing call (ABI 0.2.1): the namespaces are kept in a key of their own.
@@ -130,7 +141,13 @@ pub struct CatalogCache {
     entries: FnvHashMap<String, (Vec<u8>, Rc<CatalogIndex>)>,
     /// A catalog this VM wrote, by the version it wrote: its index is built from it without
     /// reading back and parsing what was just stored.
-    written: FnvHashMap<String, (Vec<u8>, Catalog)>,
+    written: FnvHashMap<String, (Vec<u8>, Catalog, Option<ListMemo>)>,
+    /// The catalog versions this VM wrote and indexed from memory: it builds and publishes
+    /// their index in the background (`publish_indexes`), so that no worker builds it in a
+    /// request.
+    wrote: Vec<(String, Vec<u8>)>,
+    /// The index version of each namespace that is in shared data (published or loaded here).
+    published: Vec<(String, Vec<u8>)>,
     vectors: FnvHashMap<String, ResolvedVectors>,
 }
 
@@ -153,17 +170,75 @@ impl CatalogCache {
                 return Ok(Rc::clone(index));
             }
         }
-        let catalog = match self.written.remove(namespace) {
-            Some((written, catalog)) if written == version => catalog,
-            _ => match shared.get(&catalog_key(namespace))? {
-                (Some(bytes), _) => parse(&bytes)?,
-                (None, _) => Catalog::default(),
+        let index = match self.written.remove(namespace) {
+            Some((written, catalog, memo)) if written == version => {
+                mark(&mut self.wrote, namespace, &version);
+                let index = CatalogIndex::lazy(namespace, catalog, config);
+                *index.list_memo.borrow_mut() = memo;
+                index
+            }
+            _ => match load_snapshot(shared, namespace, &version, config)? {
+                Some(index) => {
+                    mark(&mut self.published, namespace, &version);
+                    index
+                }
+                None => match shared.get(&catalog_key(namespace))? {
+                    (Some(bytes), _) => CatalogIndex::lazy(namespace, parse(&bytes)?, config),
+                    (None, _) => CatalogIndex::lazy(namespace, Catalog::default(), config),
+                },
             },
         };
-        let index = Rc::new(CatalogIndex::build(namespace, catalog, config));
+        let index = Rc::new(index);
         self.entries
             .insert(namespace.to_string(), (version, Rc::clone(&index)));
         Ok(index)
+    }
+
+    /// Publishes the indexes this VM holds that the other workers do not have yet: those it
+    /// built for a search, and those of catalogs it wrote (built here, from the root tick, so
+    /// that neither the list that taught the catalog nor any worker's first search waits for
+    /// the build). At most one per call: a build of 10,000 tools holds the worker for tens of
+    /// milliseconds.
+    pub fn publish_indexes(
+        &mut self,
+        shared: &dyn SharedData,
+        config: &Config,
+    ) -> Result<(), StoreError> {
+        // A catalog written by a list since: indexed (lazily) first, as its next search would.
+        let written: Vec<String> = self.written.keys().cloned().collect();
+        for namespace in written {
+            self.index(shared, &namespace, config)?;
+        }
+        let marked = |marks: &[(String, Vec<u8>)], ns: &str, version: &Vec<u8>| {
+            marks.iter().any(|(n, v)| n == ns && v == version)
+        };
+        // The first due by name: deterministic whatever the map's order.
+        let due = self
+            .entries
+            .iter()
+            .filter(|(ns, (version, index))| {
+                !marked(&self.published, ns, version)
+                    && !index.catalog.is_empty()
+                    && (index.built_bm25().is_some() || marked(&self.wrote, ns, version))
+            })
+            .min_by(|a, b| a.0.cmp(b.0));
+        let Some((namespace, (version, index))) = due else {
+            return Ok(());
+        };
+        let (namespace, version, index) = (namespace.clone(), version.clone(), Rc::clone(index));
+        mark(&mut self.published, &namespace, &version);
+        let (current, _) = shared.get(&version_key(&namespace))?;
+        let (in_shared, _) = shared.get(&index_version_key(&namespace))?;
+        if current.as_ref() != Some(&version) || in_shared.as_ref() == Some(&version) {
+            return Ok(());
+        }
+        index.bm25();
+        let Some(bytes) = snapshot::encode(&index, &version) else {
+            return Ok(());
+        };
+        shared.set(&index_key(&namespace), &bytes, None)?;
+        drop(bytes);
+        shared.set(&index_version_key(&namespace), &version, None)
     }
 
     /// Learns the tools of a `tools/list` page (a whole list replaces the catalog). Returns
@@ -178,6 +253,7 @@ impl CatalogCache {
             mut tools,
             page: at,
             buffer,
+            memo,
             ..
         } = learned;
         // Every list of an unchanged catalog: when this VM's index is the shared version and
@@ -186,13 +262,18 @@ impl CatalogCache {
         // missed here; its list and ours then simply race, as they would anyway.
         let (version, _) = shared.get(&version_key(namespace))?;
         if let Some((seen, index)) = self.entries.get(namespace) {
-            if *seen == version.unwrap_or_default() && index.catalog.unchanged_by(&tools, at) {
+            if *seen == version.as_deref().unwrap_or_default()
+                && index.catalog.unchanged_by(&tools, at)
+            {
                 return Ok(false);
             }
         }
         let whole = at.first && at.last;
         // A cleared buffer is valid UTF-8; its allocation is what is reused.
         let mut json = String::from_utf8(clear(buffer)).unwrap_or_default();
+        if whole {
+            return self.learn_whole(shared, namespace, (tools, at, memo), version, json);
+        }
         let key = catalog_key(namespace);
         for _ in 0..MAX_CAS_RETRIES {
             let (data, cas) = shared.get(&key)?;
@@ -222,7 +303,7 @@ impl CatalogCache {
                         register_namespace(shared, namespace)?;
                     }
                     self.written
-                        .insert(namespace.to_string(), (version.into_bytes(), next));
+                        .insert(namespace.to_string(), (version.into_bytes(), next, None));
                     return Ok(true);
                 }
                 Err(StoreError::CasMismatch) => {
@@ -233,6 +314,80 @@ impl CatalogCache {
         }
         Err(StoreError::Contended)
     }
+}
+
+impl CatalogCache {
+    /// A whole list replaces the catalog, so the stored one is not parsed (at 10,000 tools
+    /// that was a third of the first list after a change): the new catalog's stored form is
+    /// compared with the stored version, then with the stored bytes, and written in its place.
+    fn learn_whole(
+        &mut self,
+        shared: &dyn SharedData,
+        namespace: &str,
+        (tools, at, memo): (Vec<Tool>, Page, Option<ListMemo>),
+        stored_version: Option<Vec<u8>>,
+        mut json: String,
+    ) -> Result<bool, StoreError> {
+        let next = Catalog::default().merge(tools, at);
+        next.write_json(&mut json);
+        let version = format!("{:016x}", version_of(&json));
+        if stored_version.as_deref() == Some(version.as_bytes()) {
+            return Ok(false);
+        }
+        let key = catalog_key(namespace);
+        for _ in 0..MAX_CAS_RETRIES {
+            let (data, cas) = shared.get(&key)?;
+            if data.as_deref() == Some(json.as_bytes()) {
+                return Ok(false);
+            }
+            drop(data);
+            match shared.set(&key, json.as_bytes(), cas) {
+                Ok(()) => {
+                    drop(json);
+                    shared.set(&version_key(namespace), version.as_bytes(), None)?;
+                    register_namespace(shared, namespace)?;
+                    self.written
+                        .insert(namespace.to_string(), (version.into_bytes(), next, memo));
+                    return Ok(true);
+                }
+                // Another writer came between: a whole list replaces whatever it wrote.
+                Err(StoreError::CasMismatch) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Err(StoreError::Contended)
+    }
+}
+
+/// Records `version` as `namespace`'s in `marks` (a few namespaces: a list, not a map).
+fn mark(marks: &mut Vec<(String, Vec<u8>)>, namespace: &str, version: &[u8]) {
+    match marks.iter_mut().find(|(n, _)| n == namespace) {
+        Some((_, v)) => *v = version.to_vec(),
+        None => marks.push((namespace.to_string(), version.to_vec())),
+    }
+}
+
+/// The published index of `namespace` at `version`, if there is one this configuration can use.
+fn load_snapshot(
+    shared: &dyn SharedData,
+    namespace: &str,
+    version: &[u8],
+    config: &Config,
+) -> Result<Option<CatalogIndex>, StoreError> {
+    // The small key first: a snapshot of another version is megabytes not worth copying.
+    if shared.get(&index_version_key(namespace))?.0.as_deref() != Some(version) {
+        return Ok(None);
+    }
+    let Some(bytes) = shared.get(&index_key(namespace))?.0 else {
+        return Ok(None);
+    };
+    Ok(snapshot::decode(
+        bytes,
+        version,
+        namespace,
+        config.search.weights,
+        config.search.tuning,
+    ))
 }
 
 fn clear(mut buffer: Vec<u8>) -> Vec<u8> {
@@ -253,6 +408,9 @@ pub struct Learned {
     /// The list was `cacheScope: "private"`: it belongs to `credential` only.
     pub private: bool,
     pub credential: String,
+    /// The rewrite of this list, when it is a whole list: it is what the next identical list
+    /// gets, so the catalog version the list writes remembers it from the start.
+    pub memo: Option<ListMemo>,
 }
 
 impl Learned {
@@ -264,6 +422,7 @@ impl Learned {
             buffer: Vec::new(),
             private: false,
             credential: String::new(),
+            memo: None,
         }
     }
 }
@@ -333,7 +492,7 @@ pub fn store_vectors(
         let bytes = store.encode();
         match shared.set(&key, &bytes, cas) {
             Ok(()) => {
-                let version = format!("{:016x}", crate::index::fnv::hash(&bytes));
+                let version = format!("{:016x}", crate::index::fnv::fingerprint(&bytes));
                 return shared.set(&vectors_version_key(namespace), version.as_bytes(), None);
             }
             Err(StoreError::CasMismatch) => continue,
@@ -532,6 +691,140 @@ mod tests {
             .unwrap()
             .catalog
             .is_empty());
+    }
+
+    #[test]
+    fn an_index_one_worker_published_is_loaded_by_the_others_without_the_catalog() {
+        let shared = Counting::default();
+        let config = Config::default();
+        let whole = Page {
+            first: true,
+            last: true,
+        };
+        let mut writer = CatalogCache::new();
+        let tools = vec![
+            tool("refund_charge", "refund a card charge"),
+            tool("b", "beta"),
+        ];
+        assert!(writer
+            .learn(&shared, "ns", Learned::new(tools, whole))
+            .unwrap());
+        // The list that taught the catalog indexes it lazily: no BM25 build in its path.
+        let own = writer.index(&shared, "ns", &config).unwrap();
+        assert!(own.built_bm25().is_none());
+        // The root tick builds and publishes it; a second tick has nothing to do.
+        writer.publish_indexes(&shared, &config).unwrap();
+        assert!(own.built_bm25().is_some());
+        let published = shared.inner.get(&index_key("ns")).unwrap().0.unwrap();
+        writer.publish_indexes(&shared, &config).unwrap();
+        assert_eq!(
+            shared.inner.get(&index_key("ns")).unwrap().0.unwrap(),
+            published
+        );
+
+        shared.reads.borrow_mut().clear();
+        let mut other = CatalogCache::new();
+        let loaded = other.index(&shared, "ns", &config).unwrap();
+        assert!(loaded.built_bm25().is_some(), "loaded, not rebuilt");
+        assert!(
+            !shared.reads.borrow().contains(&catalog_key("ns")),
+            "the stored catalog is not read: {:?}",
+            shared.reads.borrow()
+        );
+        assert_eq!(loaded.catalog.to_json(), own.catalog.to_json());
+        assert_eq!(loaded.bm25().scores("refund"), own.bm25().scores("refund"));
+        // A worker holding a loaded index has nothing to publish.
+        other.publish_indexes(&shared, &config).unwrap();
+
+        // The catalog changes: the published index is of the old version and is not used.
+        assert!(writer
+            .learn(&shared, "ns", Learned::new(vec![tool("c", "gamma")], whole))
+            .unwrap());
+        let fresh = CatalogCache::new().index(&shared, "ns", &config).unwrap();
+        assert_eq!(fresh.catalog.len(), 1);
+        assert!(fresh.built_bm25().is_none(), "indexed from the catalog");
+        assert_eq!(
+            other.index(&shared, "ns", &config).unwrap().catalog.len(),
+            1
+        );
+    }
+
+    /// A cache that learned the whole list `[a]` into `shared`.
+    fn taught_a(shared: &MemorySharedData) -> CatalogCache {
+        let mut writer = CatalogCache::new();
+        let whole = Page {
+            first: true,
+            last: true,
+        };
+        writer
+            .learn(shared, "ns", Learned::new(vec![tool("a", "alpha")], whole))
+            .unwrap();
+        writer
+    }
+
+    #[test]
+    fn the_root_tick_alone_publishes_the_index_of_a_catalog_a_list_taught() {
+        let shared = MemorySharedData::default();
+        let config = Config::default();
+        let mut writer = taught_a(&shared);
+        writer.publish_indexes(&shared, &config).unwrap();
+        let loaded = CatalogCache::new().index(&shared, "ns", &config).unwrap();
+        assert!(loaded.built_bm25().is_some());
+        assert_eq!(loaded.catalog.len(), 1);
+    }
+
+    #[test]
+    fn a_whole_list_that_changed_the_catalog_is_remembered_by_the_new_version() {
+        use crate::index::catalog::MemoKey;
+        let shared = MemorySharedData::default();
+        let config = Config::default();
+        let mut cache = CatalogCache::new();
+        let memo = |n: usize| ListMemo {
+            key: MemoKey {
+                len: n,
+                fingerprint: 7,
+                first_page: true,
+                audience: None,
+            },
+            tail: 1,
+            result: Some("{}".to_string()),
+            hidden: n,
+            page: Page {
+                first: true,
+                last: n == 1,
+            },
+        };
+        let learned = |tools, m: ListMemo| Learned {
+            page: m.page,
+            memo: Some(m),
+            ..Learned::new(tools, Page::default())
+        };
+        assert!(cache
+            .learn(&shared, "ns", learned(vec![tool("a", "alpha")], memo(1)))
+            .unwrap());
+        let index = cache.index(&shared, "ns", &config).unwrap();
+        assert_eq!(index.list_memo.borrow().as_ref().map(|m| m.hidden), Some(1));
+        // A first page of several changes the catalog too, but is not all of it.
+        assert!(cache
+            .learn(&shared, "ns", learned(vec![tool("b", "beta")], memo(2)))
+            .unwrap());
+        let index = cache.index(&shared, "ns", &config).unwrap();
+        assert!(index.list_memo.borrow().is_none());
+    }
+
+    #[test]
+    fn a_worker_that_built_an_index_for_a_search_publishes_it() {
+        let shared = MemorySharedData::default();
+        let config = Config::default();
+        taught_a(&shared);
+        let mut searcher = CatalogCache::new();
+        let index = searcher.index(&shared, "ns", &config).unwrap();
+        // Not learned here and not searched yet: nothing to publish.
+        searcher.publish_indexes(&shared, &config).unwrap();
+        assert!(shared.get(&index_key("ns")).unwrap().0.is_none());
+        index.bm25();
+        searcher.publish_indexes(&shared, &config).unwrap();
+        assert!(shared.get(&index_key("ns")).unwrap().0.is_some());
     }
 
     /// Counts reads of each key.

@@ -357,6 +357,10 @@ pub(super) fn learn_from(
             buffer,
             private: outcome.private,
             credential: credential.to_string(),
+            memo: outcome
+                .memo
+                .clone()
+                .filter(|_| outcome.page.first && outcome.page.last && !outcome.private),
         };
         match env.learn(learned) {
             // The page is already in this catalog version: the same result can be replayed.
