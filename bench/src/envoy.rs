@@ -95,52 +95,60 @@ fn floor_routes(upstreams: &[Upstream]) -> String {
     out
 }
 
-/// The proxy-wasm floor in `http_filters`: V8 as for the filter, in a VM of its own.
-/// `allow_on_headers_stop_iteration` as for the filter: without it Envoy withholds the body
-/// from a filter that paused the headers, and a floor that let the headers go would start an
-/// upstream request that the real filter (holding its headers) never starts.
-fn floor_filter_yaml(wasm: &Path) -> String {
+/// The router, last of every listener's `http_filters`.
+pub const ROUTER_FILTER: &str = r#"          - name: envoy.filters.http.router
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+"#;
+
+/// A proxy-wasm filter in `http_filters` (as in envoy/demo.yaml: V8,
+/// `allow_on_headers_stop_iteration`): `name` its name and root id, `configuration` its plugin
+/// configuration, `vm_id` a VM of its own.
+fn wasm_http_filter(
+    name: &str,
+    wasm: &Path,
+    configuration: Option<&str>,
+    vm_id: Option<&str>,
+) -> String {
+    let configuration = configuration
+        .map(|c| {
+            format!(
+                "                configuration:\n                  \"@type\": type.googleapis.com/google.protobuf.StringValue\n                  value: {}\n",
+                quoted(c)
+            )
+        })
+        .unwrap_or_default();
+    let vm_id = vm_id
+        .map(|id| format!("                  vm_id: {id}\n"))
+        .unwrap_or_default();
     format!(
         r#"          - name: envoy.filters.http.wasm
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm
               config:
-                name: bench_floor
-                root_id: bench_floor
+                name: {name}
+                root_id: {name}
                 allow_on_headers_stop_iteration: true
-                vm_config:
-                  vm_id: bench_floor
-                  runtime: envoy.wasm.runtime.v8
+{configuration}                vm_config:
+{vm_id}                  runtime: envoy.wasm.runtime.v8
                   code: {{ local: {{ filename: {wasm} }} }}
-          - name: envoy.filters.http.router
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
 "#,
         wasm = quoted(&wasm.display().to_string())
     )
 }
 
-/// The filter in an HTTP connection manager's `http_filters` (as in envoy/demo.yaml: V8,
-/// `allow_on_headers_stop_iteration` for `hold_request_headers`), `config` its configuration.
+/// The proxy-wasm floor in `http_filters`, in a VM of its own.
+/// `allow_on_headers_stop_iteration` as for the filter: without it Envoy withholds the body
+/// from a filter that paused the headers, and a floor that let the headers go would start an
+/// upstream request that the real filter (holding its headers) never starts.
+fn floor_filter_yaml(wasm: &Path) -> String {
+    wasm_http_filter("bench_floor", wasm, None, Some("bench_floor")) + ROUTER_FILTER
+}
+
+/// The filter in an HTTP connection manager's `http_filters` (`allow_on_headers_stop_iteration`
+/// for `hold_request_headers`), `config` its configuration.
 pub fn wasm_filter_yaml(wasm: &Path, config: &str) -> String {
-    format!(
-        r#"          - name: envoy.filters.http.wasm
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm
-              config:
-                name: mcp_tool_search
-                root_id: mcp_tool_search
-                allow_on_headers_stop_iteration: true
-                configuration:
-                  "@type": type.googleapis.com/google.protobuf.StringValue
-                  value: {config}
-                vm_config:
-                  runtime: envoy.wasm.runtime.v8
-                  code: {{ local: {{ filename: {wasm} }} }}
-"#,
-        config = quoted(config),
-        wasm = quoted(&wasm.display().to_string())
-    )
+    wasm_http_filter("mcp_tool_search", wasm, Some(config), None)
 }
 
 /// A listener on a free port with an HTTP connection manager: `routes` and `filters` are the
@@ -172,12 +180,7 @@ fn listener(name: &str, upstreams: &[Upstream], wasm_filter: Option<(&Path, &str
     let filter = wasm_filter
         .map(|(wasm, config)| wasm_filter_yaml(wasm, config))
         .unwrap_or_default();
-    let filters = format!(
-        r#"{filter}{BUFFER_FILTER}          - name: envoy.filters.http.router
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-"#
-    );
+    let filters = format!("{filter}{BUFFER_FILTER}{ROUTER_FILTER}");
     http_listener(name, &routes(upstreams), &filters)
 }
 

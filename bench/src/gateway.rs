@@ -128,10 +128,7 @@ fn bootstrap(servers: &[SocketAddr], one: SocketAddr, wasm: &Path) -> String {
             "              - {{ name: s{i:02}, mcp_cluster: {{ cluster: s{i:02}, path: /mcp, timeout: 30s }} }}"
         );
     }
-    let plain = r#"          - name: envoy.filters.http.router
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-"#;
+    let plain = crate::envoy::ROUTER_FILTER;
     let mut clusters: String = servers
         .iter()
         .enumerate()

@@ -394,11 +394,6 @@ impl Catalog {
         self.complete == other.complete && same_definitions(&self.tools, &other.tools)
     }
 
-    /// Takes the tools out (the catalog is left empty).
-    pub fn into_tools(self) -> Vec<Tool> {
-        self.tools
-    }
-
     /// The stored form: `{"complete":bool,"tools":[...]}` with each definition's original bytes.
     pub fn to_json(&self) -> String {
         let mut out = String::new();
@@ -465,8 +460,8 @@ fn same_definitions<T: Borrow<Tool>>(a: &[T], b: &[Tool]) -> bool {
             .all(|(a, b)| a.borrow().definition_bytes() == b.definition_bytes())
 }
 
-/// The version of a catalog stored as `json` (`Catalog::to_json`): its fingerprint, eight
-/// bytes a step (a byte a step cost the list that taught a 10,000-tool catalog 10 ms).
+/// The version of a catalog stored as `json` (`Catalog::to_json`): its `fnv::fingerprint`
+/// (FNV-1a's byte a step cost the list that taught a 10,000-tool catalog 10 ms).
 pub fn version_of(json: &str) -> u64 {
     fnv::fingerprint(json.as_bytes())
 }

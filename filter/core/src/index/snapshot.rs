@@ -84,12 +84,6 @@ fn write_meta(
     bm25.write(w)
 }
 
-/// The catalog version a snapshot was made from, read without decoding the rest.
-pub fn version(bytes: &[u8]) -> Option<&[u8]> {
-    let (meta, _) = split(bytes)?;
-    Reader { rest: meta }.bytes()
-}
-
 /// Loads the snapshot `bytes` of catalog `version` for `namespace`, if it is one and was built
 /// with `weights` and `tuning` (an index built otherwise would rank otherwise).
 #[inline(never)]
@@ -246,7 +240,6 @@ mod tests {
         let config = Config::default();
         let built = CatalogIndex::build("ns", catalog(), &config);
         let bytes = encode(&built, b"v1").unwrap();
-        assert_eq!(version(&bytes), Some(&b"v1"[..]));
         let (w, t) = (config.search.weights, config.search.tuning);
         let loaded = decode(bytes, b"v1", "ns", w, t).unwrap();
         assert!(loaded.built_bm25().is_some());

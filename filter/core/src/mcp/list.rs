@@ -180,22 +180,31 @@ fn replay(
     if key != memo.key {
         return None;
     }
-    let mut outcome = Outcome {
-        tools: true,
-        rewritten: 1,
-        hidden: memo.hidden,
-        page: memo.page,
-        replayed: true,
-        ..Outcome::default()
+    let mut outcome = Outcome::default();
+    let replayed = replay_memo(memo, message, &mut outcome);
+    Some(replayed.map(|body| {
+        outcome.body = body.map(String::into_bytes);
+        outcome
+    }))
+}
+
+/// Counts the replay of `memo` in `outcome`: the message with the remembered result, or `None`
+/// when the remembered answer was to let the message go on untouched.
+fn replay_memo(
+    memo: &ListMemo,
+    message: RawObject,
+    outcome: &mut Outcome,
+) -> Result<Option<String>, RewriteError> {
+    outcome.tools = true;
+    outcome.rewritten += 1;
+    outcome.hidden += memo.hidden;
+    outcome.page = memo.page;
+    outcome.replayed = true;
+    let Some(result) = &memo.result else {
+        return Ok(None);
     };
-    if let Some(result) = &memo.result {
-        outcome.changed = true;
-        match with_result(message, result.clone()) {
-            Ok(text) => outcome.body = Some(text.into_bytes()),
-            Err(e) => return Some(Err(e)),
-        }
-    }
-    Some(Ok(outcome))
+    outcome.changed = true;
+    with_result(message, result.clone()).map(Some)
 }
 
 /// `single`: the message is the whole body (not in a batch), so a memo can stand for it.
@@ -234,20 +243,15 @@ fn rewrite_object(
         first_page: target.first_page,
         audience: ctx.audience.clone(),
     });
-    let remembered = memo
-        .and_then(|m| m.try_borrow().ok())
-        .and_then(|m| m.as_ref().filter(|m| Some(&m.key) == key.as_ref()).cloned());
-    if let Some(memo) = remembered {
-        outcome.tools = true;
-        outcome.rewritten += 1;
-        outcome.hidden += memo.hidden;
-        outcome.page = memo.page;
-        outcome.replayed = true;
-        let Some(result) = memo.result else {
-            return Ok(Some(text.to_string()));
-        };
-        outcome.changed = true;
-        return with_result(message, result).map(Some);
+    let remembered = memo.and_then(|m| m.try_borrow().ok());
+    if let Some(memo) = remembered
+        .as_ref()
+        .and_then(|m| m.as_ref())
+        .filter(|m| Some(&m.key) == key.as_ref())
+    {
+        return Ok(Some(
+            replay_memo(memo, message, outcome)?.unwrap_or_else(|| text.to_string()),
+        ));
     }
     let hidden_before = outcome.hidden;
     let ListResult {

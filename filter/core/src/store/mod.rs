@@ -250,7 +250,7 @@ impl CatalogCache {
         learned: Learned,
     ) -> Result<bool, StoreError> {
         let Learned {
-            mut tools,
+            tools,
             page: at,
             buffer,
             memo,
@@ -284,10 +284,8 @@ impl CatalogCache {
             if current.unchanged_by(&tools, at) {
                 return Ok(false);
             }
-            // A whole list becomes the catalog, so a retry can take the page back from it; a
-            // partial page is merged into the current tools and must be kept for a retry.
-            let retry = (!whole).then(|| tools.clone());
-            let next = current.merge(std::mem::take(&mut tools), at);
+            // The page is kept for a retry, which merges it into what the other writer stored.
+            let next = current.merge(tools.clone(), at);
             if next.same_as(&current) {
                 return Ok(false);
             }
@@ -298,25 +296,15 @@ impl CatalogCache {
                 Ok(()) => {
                     let version = format!("{:016x}", version_of(&json));
                     drop(json);
-                    shared.set(&version_key(namespace), version.as_bytes(), None)?;
-                    if current.is_empty() {
-                        register_namespace(shared, namespace)?;
-                    }
-                    self.written
-                        .insert(namespace.to_string(), (version.into_bytes(), next, None));
-                    return Ok(true);
+                    return self.stored(shared, namespace, version, next, None, current.is_empty());
                 }
-                Err(StoreError::CasMismatch) => {
-                    tools = retry.unwrap_or_else(|| next.into_tools());
-                }
+                Err(StoreError::CasMismatch) => {}
                 Err(e) => return Err(e),
             }
         }
         Err(StoreError::Contended)
     }
-}
 
-impl CatalogCache {
     /// A whole list replaces the catalog, so the stored one is not parsed (at 10,000 tools
     /// that was a third of the first list after a change): the new catalog's stored form is
     /// compared with the stored version, then with the stored bytes, and written in its place.
@@ -344,11 +332,7 @@ impl CatalogCache {
             match shared.set(&key, json.as_bytes(), cas) {
                 Ok(()) => {
                     drop(json);
-                    shared.set(&version_key(namespace), version.as_bytes(), None)?;
-                    register_namespace(shared, namespace)?;
-                    self.written
-                        .insert(namespace.to_string(), (version.into_bytes(), next, memo));
-                    return Ok(true);
+                    return self.stored(shared, namespace, version, next, memo, true);
                 }
                 // Another writer came between: a whole list replaces whatever it wrote.
                 Err(StoreError::CasMismatch) => {}
@@ -356,6 +340,27 @@ impl CatalogCache {
             }
         }
         Err(StoreError::Contended)
+    }
+
+    /// Once `next`'s stored form, of `version`, is in `namespace`'s catalog key: the version key
+    /// that announces it, the namespace in the list of namespaces (`register`), and this VM's
+    /// own copy, indexed without reading back what was just stored.
+    fn stored(
+        &mut self,
+        shared: &dyn SharedData,
+        namespace: &str,
+        version: String,
+        next: Catalog,
+        memo: Option<ListMemo>,
+        register: bool,
+    ) -> Result<bool, StoreError> {
+        shared.set(&version_key(namespace), version.as_bytes(), None)?;
+        if register {
+            register_namespace(shared, namespace)?;
+        }
+        self.written
+            .insert(namespace.to_string(), (version.into_bytes(), next, memo));
+        Ok(true)
     }
 }
 
