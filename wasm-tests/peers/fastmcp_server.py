@@ -108,6 +108,36 @@ def salaries() -> str:
     return "alice,100\nbob,90"
 
 
+# Resources on a host of a special scheme (https), which the SDK reads through pydantic's `AnyUrl`
+# (WHATWG URL serialization: IDNA, IPv4 forms, default ports): the attack tests read them under
+# other spellings of the same URI. FastMCP resolves them as any resource of its own; they are
+# left out of resources/list (a server may serve what it does not list), so that the lists the
+# other tests expect stay as they are.
+UNLISTED = {"https://internal.example.com/payroll.csv", "https://127.0.0.1/admin"}
+
+
+@server.resource(
+    "https://internal.example.com/payroll.csv",
+    name="payroll_export",
+    description="The payroll export on the internal host",
+)
+def payroll_export() -> str:
+    used("resources/read https://internal.example.com/payroll.csv")
+    return "alice,100\nbob,90"
+
+
+@server.resource("https://127.0.0.1/admin", name="loopback_admin", description="The loopback admin page")
+def loopback_admin() -> str:
+    used("resources/read https://127.0.0.1/admin")
+    return "admin"
+
+
+_listed = server._resource_manager.list_resources
+server._resource_manager.list_resources = lambda: [
+    r for r in _listed() if str(r.uri) not in UNLISTED
+]
+
+
 @server.resource("kb://articles/{slug}", name="kb_article", description="A knowledge base article by its slug")
 def kb_article(slug: str) -> str:
     used(f"resources/read kb://articles/{slug}")

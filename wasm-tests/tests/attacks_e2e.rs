@@ -2,10 +2,13 @@
 //! caller is a valid `support` token, allowed `github_*` only) in front of the `.wasm`, in front
 //! of the official Python SDK's FastMCP server (1.x, stateless, JSON), which records every tool
 //! it runs, prompt it renders and resource it reads. Each attack calls `stripe_create_refund`,
-//! gets prompt `payroll_summary` or reads resource `hr://salaries` (none of them the caller's);
-//! every one of them is first shown to run when sent to the server directly, then shown to be
-//! refused through the filter, with request headers held and not held. Requests are written byte for byte (raw HTTP/1.1), so
-//! paths, repeated headers and bodies reach Envoy exactly as an attacker would send them.
+//! gets prompt `payroll_summary` or reads resource `hr://salaries`,
+//! `https://internal.example.com/payroll.csv` or `https://127.0.0.1/admin` (none of them the
+//! caller's: deny rules name the last two by glob, `hr://salaries` exactly); every one the
+//! server runs is first shown to run when sent to it directly, then shown to be refused through
+//! the filter, with request headers held and not held. Requests are written byte for byte (raw
+//! HTTP/1.1), so paths, repeated headers and bodies reach Envoy exactly as an attacker would
+//! send them.
 //!
 //! Needs Envoy, the built filter and a Python with `mcp` (`make test` installs all three).
 
@@ -30,6 +33,9 @@ const ALLOWED: &str = "github_get_issue";
 const FORBIDDEN: &str = "stripe_create_refund";
 const FORBIDDEN_PROMPT: &str = "payroll_summary";
 const FORBIDDEN_RESOURCE: &str = "hr://salaries";
+/// Denied by `https://internal.example.com/*` and `https://127.0.0.1/*`.
+const INTERNAL_RESOURCE: &str = "https://internal.example.com/payroll.csv";
+const LOOPBACK_RESOURCE: &str = "https://127.0.0.1/admin";
 
 /// What the filter must answer instead of forwarding.
 #[derive(Debug, Clone, Copy)]
@@ -54,11 +60,17 @@ struct Attack {
     refused: Refused,
     /// The 1.x server runs it when sent directly (it refuses protocol 2026-07-28 itself).
     runs_directly: bool,
+    /// The resource it reads, when not the one `refused` implies (`resources/read URI` is
+    /// what the server records).
+    reads: Option<&'static str>,
 }
 
 impl Attack {
     /// What the server records when it runs the attack's target.
     fn target(&self) -> String {
+        if let Some(uri) = self.reads {
+            return format!("resources/read {uri}");
+        }
         match self.refused {
             Refused::UnknownPrompt => format!("prompts/get {FORBIDDEN_PROMPT}"),
             Refused::ResourceNotFound => format!("resources/read {FORBIDDEN_RESOURCE}"),
@@ -86,7 +98,7 @@ fn attacks() -> Vec<Attack> {
     let h = |pairs: &[(&'static str, &str)]| -> Vec<(&'static str, String)> {
         pairs.iter().map(|(k, v)| (*k, (*v).to_string())).collect()
     };
-    vec![
+    let mut attacks = vec![
         Attack {
             what: "headers name an allowed tool, the body calls a forbidden one (2025-11-25)",
             path: "/mcp",
@@ -98,6 +110,7 @@ fn attacks() -> Vec<Attack> {
             body: plain.clone().into_bytes(),
             refused: Refused::HeaderMismatch,
             runs_directly: true,
+            reads: None,
         },
         Attack {
             what: "2026-07-28 headers name an allowed tool, the body calls a forbidden one",
@@ -109,6 +122,7 @@ fn attacks() -> Vec<Attack> {
             ]),
             body: call(FORBIDDEN, Some("2026-07-28")).into_bytes(),
             runs_directly: false,
+            reads: None,
             refused: Refused::HeaderMismatch,
         },
         Attack {
@@ -120,6 +134,7 @@ fn attacks() -> Vec<Attack> {
             ]),
             body: plain.clone().into_bytes(),
             runs_directly: true,
+            reads: None,
             refused: Refused::HeaderMismatch,
         },
         Attack {
@@ -131,6 +146,7 @@ fn attacks() -> Vec<Attack> {
             ]),
             body: call(FORBIDDEN, Some("2026-07-28")).into_bytes(),
             runs_directly: false,
+            reads: None,
             refused: Refused::HeaderMismatch,
         },
         Attack {
@@ -139,6 +155,7 @@ fn attacks() -> Vec<Attack> {
             headers: Vec::new(),
             body: plain.clone().into_bytes(),
             runs_directly: true,
+            reads: None,
             refused: Refused::UnknownTool,
         },
         Attack {
@@ -147,6 +164,7 @@ fn attacks() -> Vec<Attack> {
             headers: Vec::new(),
             body: plain.clone().into_bytes(),
             runs_directly: true,
+            reads: None,
             refused: Refused::UnknownTool,
         },
         Attack {
@@ -155,6 +173,7 @@ fn attacks() -> Vec<Attack> {
             headers: Vec::new(),
             body: format!(r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"{ALLOWED}","name":"{FORBIDDEN}","arguments":{{}}}}}}"#).into_bytes(),
             runs_directly: true,
+            reads: None,
             refused: Refused::Unreadable,
         },
         Attack {
@@ -163,6 +182,7 @@ fn attacks() -> Vec<Attack> {
             headers: Vec::new(),
             body: format!(r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"{ALLOWED}"}},"params":{{"name":"{FORBIDDEN}","arguments":{{}}}}}}"#).into_bytes(),
             runs_directly: true,
+            reads: None,
             refused: Refused::Unreadable,
         },
         Attack {
@@ -171,6 +191,7 @@ fn attacks() -> Vec<Attack> {
             headers: Vec::new(),
             body: format!(r#"{{"jsonrpc":"2.0","id":7,"method":"tools/list","method":"tools/call","params":{{"name":"{FORBIDDEN}","arguments":{{}}}}}}"#).into_bytes(),
             runs_directly: true,
+            reads: None,
             refused: Refused::Unreadable,
         },
         Attack {
@@ -179,6 +200,7 @@ fn attacks() -> Vec<Attack> {
             headers: Vec::new(),
             body: format!(r#"{{"jsonrpc":"2.0","id":7,"method":"prompts/get","params":{{"name":"{FORBIDDEN_PROMPT}"}}}}"#).into_bytes(),
             runs_directly: true,
+            reads: None,
             refused: Refused::UnknownPrompt,
         },
         Attack {
@@ -187,6 +209,7 @@ fn attacks() -> Vec<Attack> {
             headers: Vec::new(),
             body: format!(r#"{{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{{"uri":"{FORBIDDEN_RESOURCE}"}}}}"#).into_bytes(),
             runs_directly: true,
+            reads: None,
             refused: Refused::ResourceNotFound,
         },
         Attack {
@@ -199,6 +222,7 @@ fn attacks() -> Vec<Attack> {
             ]),
             body: format!(r#"{{"jsonrpc":"2.0","id":7,"method":"prompts/get","params":{{"name":"{FORBIDDEN_PROMPT}"}}}}"#).into_bytes(),
             runs_directly: true,
+            reads: None,
             refused: Refused::HeaderMismatch,
         },
         Attack {
@@ -207,6 +231,7 @@ fn attacks() -> Vec<Attack> {
             headers: Vec::new(),
             body: format!(r#"{{"jsonrpc":"2.0","id":7,"method":"prompts/get","params":{{"name":"triage_ticket","n\u0061me":"{FORBIDDEN_PROMPT}"}}}}"#).into_bytes(),
             runs_directly: true,
+            reads: None,
             refused: Refused::Unreadable,
         },
         Attack {
@@ -215,6 +240,7 @@ fn attacks() -> Vec<Attack> {
             headers: Vec::new(),
             body: br#"{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"HR://salaries"}}"#.to_vec(),
             runs_directly: true,
+            reads: None,
             refused: Refused::Unreadable,
         },
         Attack {
@@ -223,6 +249,7 @@ fn attacks() -> Vec<Attack> {
             headers: Vec::new(),
             body: format!(r#"{{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{{"uri":"kb://refunds","uri":"{FORBIDDEN_RESOURCE}"}}}}"#).into_bytes(),
             runs_directly: true,
+            reads: None,
             refused: Refused::Unreadable,
         },
         Attack {
@@ -231,6 +258,7 @@ fn attacks() -> Vec<Attack> {
             headers: Vec::new(),
             body: [&[0xef, 0xbb, 0xbf][..], plain.as_bytes()].concat(),
             runs_directly: true,
+            reads: None,
             refused: Refused::Unreadable,
         },
         Attack {
@@ -239,6 +267,7 @@ fn attacks() -> Vec<Attack> {
             headers: Vec::new(),
             body: plain.encode_utf16().flat_map(u16::to_le_bytes).collect(),
             runs_directly: true,
+            reads: None,
             refused: Refused::Unreadable,
         },
         Attack {
@@ -250,6 +279,7 @@ fn attacks() -> Vec<Attack> {
                 .flat_map(u16::to_be_bytes)
                 .collect(),
             runs_directly: true,
+            reads: None,
             refused: Refused::Unreadable,
         },
         Attack {
@@ -258,9 +288,148 @@ fn attacks() -> Vec<Attack> {
             headers: Vec::new(),
             body: plain.chars().flat_map(|c| (c as u32).to_le_bytes()).collect(),
             runs_directly: true,
+            reads: None,
             refused: Refused::Unreadable,
         },
-    ]
+    ];
+    attacks.extend(resource_uri_spellings());
+    attacks
+}
+
+/// A `resources/read` of `uri`, which the server reads as the denied resource `reads`.
+fn read_of(what: &'static str, uri: &str, reads: &'static str, runs_directly: bool) -> Attack {
+    Attack {
+        what,
+        path: "/mcp",
+        headers: Vec::new(),
+        body:
+            json!({"jsonrpc": "2.0", "id": 7, "method": "resources/read", "params": {"uri": uri}})
+                .to_string()
+                .into_bytes(),
+        refused: Refused::Unreadable,
+        runs_directly,
+        reads: Some(reads),
+    }
+}
+
+/// Other spellings of denied resources (issue 30, class 6). The Python SDK reads a resource URI
+/// through pydantic's `AnyUrl` (the WHATWG URL Standard) and FastMCP looks it up by that
+/// serialization, so each of these reads the denied resource on the server directly; the
+/// filter, whose rules match the URI as sent, refuses any URI that is not its own
+/// serialization. The last rows are spellings the SDK keeps as they are (another resource to
+/// it, so they do not run directly), refused all the same: a server that decodes escapes or
+/// fetches the URI could still reach the denied one.
+fn resource_uri_spellings() -> Vec<Attack> {
+    let (internal, loopback, hr) = (INTERNAL_RESOURCE, LOOPBACK_RESOURCE, FORBIDDEN_RESOURCE);
+    let mut rows = vec![Attack {
+        what: "resources/read of a resource a deny glob holds, as listed",
+        refused: Refused::ResourceNotFound,
+        ..read_of("", internal, internal, true)
+    }];
+    for (what, uri, reads) in [
+        (
+            "the default port (:443)",
+            "https://internal.example.com:443/payroll.csv",
+            internal,
+        ),
+        (
+            "an empty port",
+            "https://internal.example.com:/payroll.csv",
+            internal,
+        ),
+        (
+            "fullwidth letters in the host (IDNA maps them)",
+            "https://\u{ff49}\u{ff4e}\u{ff54}ernal.example.com/payroll.csv",
+            internal,
+        ),
+        (
+            "U+3002 for the host's dots (IDNA maps it)",
+            "https://internal\u{3002}example\u{3002}com/payroll.csv",
+            internal,
+        ),
+        (
+            "a soft hyphen in the host (IDNA drops it)",
+            "https://inter\u{ad}nal.example.com/payroll.csv",
+            internal,
+        ),
+        (
+            "scheme and host in capitals",
+            "HTTPS://INTERNAL.EXAMPLE.COM/payroll.csv",
+            internal,
+        ),
+        (
+            "an escaped letter in the host",
+            "https://%69nternal.example.com/payroll.csv",
+            internal,
+        ),
+        (
+            "a dot segment",
+            "https://internal.example.com/kb/../payroll.csv",
+            internal,
+        ),
+        (
+            "backslashes for slashes",
+            "https:\\\\internal.example.com\\payroll.csv",
+            internal,
+        ),
+        (
+            "a tab inside the host",
+            "https://internal.exam\tple.com/payroll.csv",
+            internal,
+        ),
+        (
+            "empty user information",
+            "https://@internal.example.com/payroll.csv",
+            internal,
+        ),
+        (
+            "no slashes after the scheme",
+            "https:internal.example.com/payroll.csv",
+            internal,
+        ),
+        ("IPv4 as 0x7f.1", "https://0x7f.1/admin", loopback),
+        (
+            "IPv4 as one decimal number",
+            "https://2130706433/admin",
+            loopback,
+        ),
+        ("IPv4 as 127.1", "https://127.1/admin", loopback),
+        ("IPv4 in octal", "https://0177.0.0.1/admin", loopback),
+        (
+            "hr://salaries with a trailing colon (an empty port)",
+            "hr://salaries:",
+            hr,
+        ),
+        ("hr://salaries with a newline inside", "hr://sala\nries", hr),
+        ("hr://salaries after a space", " hr://salaries", hr),
+        (
+            "hr://salaries with empty user information",
+            "hr://@salaries",
+            hr,
+        ),
+    ] {
+        rows.push(read_of(what, uri, reads, true));
+    }
+    for (what, uri, reads) in [
+        (
+            "an escaped letter in the path (%70: kept by the SDK)",
+            "https://internal.example.com/%70ayroll.csv",
+            internal,
+        ),
+        (
+            "user information (u@: kept by the SDK)",
+            "https://u@internal.example.com/payroll.csv",
+            internal,
+        ),
+        (
+            "an opaque host in capitals (hr://SALARIES: kept by the SDK)",
+            "hr://SALARIES",
+            hr,
+        ),
+    ] {
+        rows.push(read_of(what, uri, reads, false));
+    }
+    rows
 }
 
 fn request(addr: SocketAddr, attack: &Attack, token: Option<&str>) -> Vec<u8> {
@@ -318,7 +487,8 @@ fn envoy_for(upstream: SocketAddr, hold: bool, dir: &TestDir) -> Envoy {
             "identity": {"source": "jwt_metadata"},
             "rules": [
                 {"claim": "roles", "values": ["support"], "tools": ["github_*"]},
-                {"claim": "roles", "values": ["support"], "resources": ["hr://*"], "effect": "deny"},
+                {"claim": "roles", "values": ["support"], "effect": "deny", "resources":
+                    ["https://internal.example.com/*", "https://127.0.0.1/*", FORBIDDEN_RESOURCE]},
                 {"claim": "roles", "values": ["support"], "resources": ["*"]}
             ],
             "default": "deny"
@@ -361,7 +531,10 @@ fn attacks_are_refused(hold: bool) {
     let server = FastMcpServer::start(FastMcpOptions::default(), &dir).unwrap();
     let envoy = envoy(&server, hold, &dir);
     let token = Hs256Key::new(SECRET).token("mallory", &["support"]);
+    // Every attack is tried before failing, so that a failure names all the ones not refused.
+    let mut not_refused = Vec::new();
     for attack in attacks() {
+        let before = ran(&server, &attack.target());
         let reply = send(envoy.listener, &attack, Some(&token));
         let body = json_of(&reply);
         let (status, code) = match attack.refused {
@@ -370,12 +543,10 @@ fn attacks_are_refused(hold: bool) {
             Refused::UnknownTool | Refused::UnknownPrompt => (200, -32602),
             Refused::ResourceNotFound => (200, -32002),
         };
-        assert_eq!(
-            (reply.status, body["error"]["code"].as_i64()),
-            (status, Some(code)),
-            "{} (hold {hold}): {body}",
-            attack.what
-        );
+        if (reply.status, body["error"]["code"].as_i64()) != (status, Some(code)) {
+            not_refused.push(format!("{}: {} {body}", attack.what, reply.status));
+            continue;
+        }
         let message = body["error"]["message"].as_str().unwrap_or_default();
         match attack.refused {
             Refused::HeaderMismatch => assert!(message.starts_with("Header mismatch: Mcp-"), "{message}"),
@@ -386,11 +557,18 @@ fn attacks_are_refused(hold: bool) {
         }
         assert_eq!(
             ran(&server, &attack.target()),
-            0,
+            before,
             "{} (hold {hold}) ran upstream",
             attack.what
         );
     }
+    assert!(
+        not_refused.is_empty(),
+        "hold {hold}: {} of {} attacks not refused as expected:\n{}",
+        not_refused.len(),
+        attacks().len(),
+        not_refused.join("\n")
+    );
     // The first attack's header mismatch names both values.
     let reply = send(envoy.listener, &attacks()[0], Some(&token));
     assert_eq!(
@@ -415,6 +593,7 @@ fn attacks_are_refused(hold: bool) {
             body: call(ALLOWED, None).into_bytes(),
             refused: Refused::UnknownTool,
             runs_directly: true,
+            reads: None,
         };
         let before = ran(&server, &format!("tools/call {ALLOWED}"));
         let reply = send(envoy.listener, &allowed, Some(&token));
@@ -491,6 +670,7 @@ fn a_path_under_the_mcp_path_is_read_like_the_mcp_path() {
         body: call("stripe_refund_charge", None).into_bytes(),
         refused: Refused::UnknownTool,
         runs_directly: true,
+        reads: None,
     };
     let reply = send(server.addr, &attack, None);
     assert_eq!(
@@ -544,6 +724,7 @@ fn bodies_framed_for_another_reading_are_refused() {
             body: body.clone(),
             refused: Refused::Unreadable,
             runs_directly: false,
+            reads: None,
         };
         let reply = send(envoy.listener, &attack, Some(&token));
         let json = json_of(&reply);
@@ -562,6 +743,7 @@ fn bodies_framed_for_another_reading_are_refused() {
         body,
         refused: Refused::Unreadable,
         runs_directly: true,
+        reads: None,
     };
     let reply = send(envoy.listener, &plain, Some(&token));
     assert_eq!(

@@ -30,47 +30,36 @@ pub fn candidates(path: &str) -> [String; 3] {
     ]
 }
 
-/// Why a resource URI could be read as another one by the server, if it could. Servers look a
-/// resource up by its URI normalized (the TypeScript SDK by `new URL(uri).toString()`, RFC 3986
-/// section 6: scheme and host lowercased, dot segments removed, unreserved characters decoded);
-/// a policy decides on the URI as sent, so only a URI that normalization leaves unchanged (and
-/// that no reader could split differently) can be decided on.
+/// Why a resource URI could be read as another one by the server, if it could. The SDKs read a
+/// `resources/read` URI with a WHATWG URL parser and look the resource up by its serialization:
+/// the TypeScript SDK by `new URL(uri).toString()`, the Python SDK through pydantic's `AnyUrl`,
+/// which is pydantic-core's `PyUrl`: the `url` crate's `Url::options().parse(..)`
+/// (pydantic-core src/validators/url.rs `parse_url`), whose `str()` is `Url::as_str()`
+/// (src/url.rs). That reading lowercases the scheme and a special URL's host, maps the host
+/// through IDNA (fullwidth letters, `U+3002`, a soft hyphen dropped), reads `0x7f.1` as
+/// `127.0.0.1`, drops a default or empty port, resolves dot segments, reads `\` as `/` and
+/// strips tabs and newlines. A policy decides on the URI as sent, so only a URI equal to its own
+/// serialization can be decided on.
+///
+/// The URI is accepted only in a form whose serialization is itself by construction
+/// ([`canonical_problem`]; `tests/uri_spellings.rs` checks that against the `url` crate): a
+/// full parser would cost the `.wasm` more than its 1 MiB budget allows (the `url` crate adds
+/// 84 KB without IDNA tables, 214 KB with them). What that form leaves out is refused though a
+/// parser may keep it (IPv6 and non-ASCII hosts, characters a parser would escape in some
+/// part): fail closed.
+/// Beyond that, what another reader could still split differently (a server that decodes
+/// escapes or fetches the URI): user information, capitals or a trailing dot in a host, dot
+/// segments in an opaque path, escapes of unreserved characters and stray percent signs. A
+/// resource template's expressions (RFC 6570, a completion's `ref/resource`) are read as a
+/// sample of their expansion; a brace that delimits none is a problem.
 pub fn resource_uri_problem(uri: &str) -> Option<&'static str> {
-    if uri
-        .chars()
-        .any(|c| c.is_control() || c.is_whitespace() || c == '\\')
-    {
-        return Some("a control character, space or backslash");
-    }
-    let Some((scheme, rest)) = uri.split_once(':') else {
-        return Some("no scheme");
+    let expanded = match expand_template(uri) {
+        Ok(expanded) => expanded,
+        Err(why) => return Some(why),
     };
-    let mut chars = scheme.chars();
-    let scheme_ok = chars.next().is_some_and(|c| c.is_ascii_lowercase())
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+-.".contains(c));
-    if !scheme_ok {
-        return Some("a scheme not in lowercase letters");
-    }
-    let rest = rest.split(['?', '#']).next().unwrap_or("");
-    let path = match rest.strip_prefix("//") {
-        Some(after) => {
-            let end = after.find('/').unwrap_or(after.len());
-            let authority = after.get(..end).unwrap_or("");
-            if authority
-                .chars()
-                .any(|c| c.is_ascii_uppercase() || c == '@' || c == '%')
-            {
-                return Some("an authority with capitals, user information or escapes");
-            }
-            after.get(end..).unwrap_or("")
-        }
-        None => rest,
-    };
-    if path
-        .split('/')
-        .any(|segment| segment == "." || segment == "..")
-    {
-        return Some("a dot segment");
+    let uri = expanded.as_str();
+    if let Some(why) = canonical_problem(uri) {
+        return Some(why);
     }
     let bytes = uri.as_bytes();
     for (i, _) in uri.match_indices('%') {
@@ -88,6 +77,242 @@ pub fn resource_uri_problem(uri: &str) -> Option<&'static str> {
         }
     }
     None
+}
+
+/// The URL Standard's special schemes and their default ports ("special scheme"): their hosts
+/// are domains or IPv4 addresses, their paths hierarchical.
+const SPECIAL_SCHEMES: [(&str, Option<u16>); 6] = [
+    ("http", Some(80)),
+    ("https", Some(443)),
+    ("ws", Some(80)),
+    ("wss", Some(443)),
+    ("ftp", Some(21)),
+    ("file", None),
+];
+
+/// Why `uri` might not be its own WHATWG serialization, if it might: `None` only for
+/// `scheme:` + (`//` host [`:` port] path | path), query and fragment optional, where
+/// - the scheme is lowercase (`[a-z][a-z0-9+.-]*`);
+/// - a special scheme has `//`, a host of lowercase letters, digits and `-` in non-empty labels
+///   (a last label that is a number makes it an IPv4 address, which must be in dotted decimal
+///   without leading zeros; `file` has no port and no `localhost`) and a path starting with `/`;
+/// - another scheme's host is the same letters, digits, `-` and `.` (no empty label);
+/// - there is no user information, and a port is digits without a leading zero, at most 65535
+///   and not the scheme's default;
+/// - the path has no `.` or `..` segment and, like the query and the fragment, only characters
+///   no part of a URL escapes or reads otherwise: ASCII letters, digits, `-._~!$&()*+,;=:@/%`
+///   (`?` in a query or fragment, `'` outside a special URL's query).
+///
+/// Anything else (a tab, a space, `\`, non-ASCII, capitals in a host, an empty or default port,
+/// `0x7f.1`, IPv6) is a problem, canonical or not.
+fn canonical_problem(uri: &str) -> Option<&'static str> {
+    let Some((scheme, rest)) = uri.split_once(':') else {
+        return Some("no scheme");
+    };
+    let mut chars = scheme.bytes();
+    let scheme_ok = chars.next().is_some_and(|b| b.is_ascii_lowercase())
+        && chars.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"+-.".contains(&b));
+    if !scheme_ok {
+        return Some("a scheme not in lowercase letters");
+    }
+    let special = SPECIAL_SCHEMES.iter().find(|(name, _)| *name == scheme);
+    let (rest, fragment) = rest.split_once('#').unwrap_or((rest, ""));
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let kept = |b: u8| b.is_ascii_alphanumeric() || b"-._~!$&()*+,;=:@/%".contains(&b);
+    let query_ok = |b: u8| kept(b) || b == b'?' || (b == b'\'' && special.is_none());
+    let fragment_ok = |b: u8| kept(b) || b == b'?' || b == b'\'';
+    if !query.bytes().all(query_ok) || !fragment.bytes().all(fragment_ok) {
+        return Some(NOT_KEPT);
+    }
+    let path = match (rest.strip_prefix("//"), special) {
+        (Some(after), _) => {
+            let end = after.find('/').unwrap_or(after.len());
+            let (authority, path) = after.split_at(end);
+            if let Some(why) = authority_problem(authority, special) {
+                return Some(why);
+            }
+            if special.is_some() && path.is_empty() {
+                return Some("no path after the host (a server reads `/` there)");
+            }
+            path
+        }
+        (None, Some(_)) => return Some("a special scheme without `//` before its host"),
+        (None, None) => rest,
+    };
+    if !path.bytes().all(|b| kept(b) || b == b'\'') {
+        return Some(NOT_KEPT);
+    }
+    // In a file URL, a Windows drive letter (`C:`) moves to the front of the path and empties
+    // the host, and the `url` crate (pydantic's) drops leading empty segments.
+    let drive = path
+        .strip_prefix('/')
+        .and_then(|p| p.get(..2))
+        .is_some_and(|d| {
+            d.as_bytes().first().is_some_and(u8::is_ascii_alphabetic) && d.ends_with(':')
+        });
+    if scheme == "file" && (drive || path.contains("//")) {
+        return Some("a Windows drive letter or an empty segment in a file URL's path");
+    }
+    if path
+        .split('/')
+        .any(|segment| segment == "." || segment == "..")
+    {
+        return Some("a dot segment");
+    }
+    None
+}
+
+const NOT_KEPT: &str = "a character a URL parser escapes, drops or reads as another (a space, \
+     control, backslash, quote, bracket, brace, `|`, `^`, a backtick or anything not ASCII)";
+
+/// Why `host[:port]` (after `//`) might not be its own serialization, if it might.
+fn authority_problem(
+    authority: &str,
+    special: Option<&(&str, Option<u16>)>,
+) -> Option<&'static str> {
+    if authority.contains('@') {
+        return Some("user information (`user@`) in the authority");
+    }
+    let (host, port) = match authority.split_once(':') {
+        Some((host, port)) => (host, Some(port)),
+        None => (authority, None),
+    };
+    if let Some(port) = port {
+        let value = port
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| port.parse::<u16>().ok())
+            .flatten();
+        let Some(value) = value.filter(|_| port == "0" || !port.starts_with('0')) else {
+            return Some("a port that is empty, not a number below 65536, or zero-padded");
+        };
+        match special {
+            Some((_, Some(default))) if *default == value => {
+                return Some("the scheme's default port (a server drops it)")
+            }
+            Some(("file", _)) => return Some("a port in a file URL"),
+            _ => {}
+        }
+    }
+    let is_file = special.is_some_and(|(name, _)| *name == "file");
+    if host.is_empty() {
+        return match is_file {
+            true if port.is_none() => None,
+            _ => Some("an empty host"),
+        };
+    }
+    let labels_ok = host.split('.').all(|label| {
+        !label.is_empty()
+            && label
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    });
+    if !labels_ok {
+        return Some(
+            "a host not in lowercase ASCII letters, digits and `-` between single dots (capitals, \
+             escapes, non-ASCII, brackets, a leading or trailing dot)",
+        );
+    }
+    // Another scheme's host is opaque: kept as written.
+    special?;
+    if is_file && host == "localhost" {
+        return Some("`localhost` as a file URL's host (a server reads no host)");
+    }
+    // A host whose last label is a number is an IPv4 address (URL Standard "ends in a number"):
+    // decimal, `0x` hex or octal parts, fewer than four; only dotted decimal is its own form.
+    let last = host.rsplit('.').next().unwrap_or(host);
+    let numeric = last.bytes().all(|b| b.is_ascii_digit()) || last.starts_with("0x");
+    let dotted_decimal = host.split('.').count() == 4
+        && host.split('.').all(|part| {
+            part.bytes().all(|b| b.is_ascii_digit())
+                && (part == "0" || !part.starts_with('0'))
+                && part.parse::<u8>().is_ok()
+        });
+    if numeric && !dotted_decimal {
+        return Some(
+            "an IPv4 address not in dotted decimal (a server reads `0x7f.1` as `127.0.0.1`)",
+        );
+    }
+    None
+}
+
+const NOT_AN_EXPRESSION: &str =
+    "a brace that does not delimit a URI template expression (RFC 6570)";
+
+/// `uri` with each URI template expression (RFC 6570 section 2.2) replaced by a sample of what
+/// it expands to, so that the text around it can be checked as a URI; a URI without braces as
+/// it is.
+fn expand_template(uri: &str) -> Result<String, &'static str> {
+    let mut out = String::with_capacity(uri.len());
+    let mut rest = uri;
+    while let Some(at) = rest.find(['{', '}']) {
+        out.push_str(rest.get(..at).unwrap_or(""));
+        let (inner, after) = rest
+            .get(at..)
+            .and_then(|r| r.strip_prefix('{'))
+            .and_then(|r| r.split_once('}'))
+            .ok_or(NOT_AN_EXPRESSION)?;
+        out.push_str(expansion_sample(inner).ok_or(NOT_AN_EXPRESSION)?);
+        rest = after;
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// One expansion of the expression `{inner}`: its operator's prefix and a letter (a letter is its
+/// own canonical form in every part of a URL). `None` when `inner` is not an expression of
+/// levels 1-4 (the operators RFC 6570 reserves, `=,!@|`, are not).
+fn expansion_sample(inner: &str) -> Option<&'static str> {
+    const OPERATORS: [(char, &str); 7] = [
+        ('+', "z"),
+        ('#', "#z"),
+        ('.', ".z"),
+        ('/', "/z"),
+        (';', ";z"),
+        ('?', "?z"),
+        ('&', "&z"),
+    ];
+    let (sample, list) = OPERATORS
+        .iter()
+        .find_map(|(op, sample)| inner.strip_prefix(*op).map(|list| (*sample, list)))
+        .unwrap_or(("z", inner));
+    list.split(',').all(is_varspec).then_some(sample)
+}
+
+/// `varspec = varname [ ":" max-length / "*" ]`, `varname = varchar *( ["."] varchar )`,
+/// `varchar = ALPHA / DIGIT / "_" / pct-encoded` (RFC 6570 section 2.3-2.4).
+fn is_varspec(spec: &str) -> bool {
+    let name = match spec.split_once(':') {
+        Some((name, max)) => {
+            let digits = (1..=4).contains(&max.len()) && max.bytes().all(|b| b.is_ascii_digit());
+            if !digits || max.starts_with('0') {
+                return false;
+            }
+            name
+        }
+        None => spec.strip_suffix('*').unwrap_or(spec),
+    };
+    let bytes = name.as_bytes();
+    let mut i = 0;
+    let mut after_dot = true;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'.' if !after_dot => {
+                after_dot = true;
+                i += 1;
+                continue;
+            }
+            b'%' if bytes.get(i + 1).and_then(|h| hex(*h)).is_some()
+                && bytes.get(i + 2).and_then(|l| hex(*l)).is_some() =>
+            {
+                i += 3
+            }
+            b if b.is_ascii_alphanumeric() || b == b'_' => i += 1,
+            _ => return false,
+        }
+        after_dot = false;
+    }
+    !after_dot
 }
 
 /// A parameter of the path's query string (`name=value`, `+` read as a space, percent-decoded
@@ -221,6 +446,15 @@ mod tests {
             "demo://resource/static/document/architecture.md",
             "https://example.com/a%20b?q=A#F",
             "urn:isbn:0451450523",
+            "hr://salaries",
+            "https://internal.example.com/x",
+            "https://127.0.0.1:8443/x",
+            "hr://salaries:8080/x",
+            "file://host/share/x",
+            "https://xn--nxasmq6b.example/x",
+            "file:///kb/{article}{?v}",
+            "https://example.com{/path*}{#section}",
+            "kb://{group.name}/{id:3}{&tags*}",
         ] {
             assert_eq!(resource_uri_problem(ok), None, "{ok}");
         }
@@ -237,6 +471,52 @@ mod tests {
             "file:///a%",
             "no-scheme",
             "file:///a b",
+            "https://internal.example.com:443/x",
+            "https://internal.example.com:/x",
+            "hr://salaries:",
+            "https://0x7f.1/x",
+            "https://2130706433/x",
+            "https://127.1/x",
+            "https://\u{ff49}nternal.example.com/x",
+            "https://internal\u{3002}example.com/x",
+            "https://inter\u{ad}nal.example.com/x",
+            "https://internal.example.com",
+            "https:internal.example.com/x",
+            "https://@internal.example.com/x",
+            "hr://sala\tries",
+            "hr://Salaries",
+            "hr://%73alaries",
+            "hr://u:p@salaries",
+            "https://internal.example.com./x",
+            "hr://salaries./x",
+            "urn:a/../b",
+            "hr://x/a\\b",
+            "kb://articles/{slug",
+            "kb://articles/slug}",
+            "kb://articles/{}",
+            "kb://articles/{=slug}",
+            "kb://articles/{../x}",
+            "kb://articles/{a:0}",
+            "HR://{name}",
+            // Canonical, but outside the form decided on (fail closed).
+            "https://[::1]/x",
+            "file:///C:/x",
+            "file:////x",
+            "file://h//x",
+            "https://h/a^b",
+            "urn:a|b",
+            // Not canonical for a reader the filter does not share the form with.
+            "file://localhost/x",
+            "https://h:0443/x",
+            "https://h:65536/x",
+            "file://h:80/x",
+            "https://1.2.3/x",
+            "https://1.2.3.04/x",
+            "https://a.0x1/x",
+            "https://h/x?a'b",
+            "https://h?q",
+            "https:///h/x",
+            "hr:///x",
         ] {
             assert!(resource_uri_problem(bad).is_some(), "{bad}");
         }
