@@ -288,16 +288,17 @@ fn quoted(s: &str) -> String {
 }
 
 /// The filter as the README configures it for hybrid ranking, `hold_request_headers` on (Envoy's
-/// `allow_on_headers_stop_iteration`, as in `envoy/demo.yaml`), every other setting its default:
-/// the soak checks what operators run. `catalog.path` is `/mcp` because the routes rewrite
-/// their client-facing paths to the upstream's `/mcp`, and the filter's own fetches go to the
-/// cluster directly.
+/// `allow_on_headers_stop_iteration`, as in `envoy/demo.yaml`), every other setting its default
+/// but two: the soak checks what operators run. `catalog.path` is `/mcp` because the routes
+/// rewrite their client-facing paths to the upstream's `/mcp`, and the filter's own fetches go
+/// to the cluster directly; `search.http_namespaces` lets the endpoint's route (namespace
+/// `alpha`) search `beta` too.
 pub fn plugin_config() -> String {
     serde_json::json!({
         "mcp_paths": ROUTES,
         "hold_request_headers": true,
         "eager_patterns": ["github_get_*"],
-        "search": {"ranking": "hybrid", "embeddings": {
+        "search": {"ranking": "hybrid", "http_namespaces": ["beta"], "embeddings": {
             "cluster": "embeddings", "model_id": "all-MiniLM-L6-v2", "dimensions": 384}},
         "catalog": {"path": "/mcp"}
     })

@@ -681,7 +681,7 @@ pub fn write(inp: &Inputs) -> crate::Result<bool> {
     );
     let _ = writeln!(
         o,
-        "- Two rmcp `catalog-server`s (stateful, SSE), routes `{}` → namespace `{}` and `{}` → `{}`; `POST {}` searches either (the namespace in the body). {} tools each ({} stable, {} rotating, `slow_progress`).",
+        "- Two rmcp `catalog-server`s (stateful, SSE), routes `{}` → namespace `{}` and `{}` → `{}`; `POST {}` searches either (the namespace in the body, `beta` listed in `search.http_namespaces`). {} tools each ({} stable, {} rotating, `slow_progress`).",
         crate::ROUTES.first().copied().unwrap_or_default(),
         NAMESPACES.first().copied().unwrap_or_default(),
         crate::ROUTES.get(1).copied().unwrap_or_default(),

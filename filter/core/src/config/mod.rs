@@ -202,6 +202,10 @@ pub struct SearchConfig {
     pub score_threshold: Option<f32>,
     /// The plain-HTTP search endpoint (`POST`), and `<path>/health` (`GET`).
     pub http_path: Option<String>,
+    /// The namespaces the HTTP endpoint (search, groups view, health) may read besides the
+    /// route's own, sorted: another route's catalog sits behind that route's access control,
+    /// which a request to this route never passed.
+    pub http_namespaces: Vec<String>,
     pub ranking: Ranking,
     /// The weight of the vector ranking in hybrid fusion (the lexical one gets the rest).
     pub hybrid_vector_weight: f32,
@@ -248,6 +252,7 @@ impl Default for SearchConfig {
             result_format: ResultFormat::Definitions,
             score_threshold: None,
             http_path: Some(DEFAULT_HTTP_SEARCH_PATH.to_string()),
+            http_namespaces: Vec::new(),
             ranking: Ranking::Bm25,
             hybrid_vector_weight: DEFAULT_HYBRID_VECTOR_WEIGHT,
             min_cosine: Some(DEFAULT_MIN_COSINE),
@@ -654,6 +659,9 @@ fn parse_search(value: &Value) -> Result<SearchConfig, ConfigError> {
             _ => Some(parse_paths("search.http_path", &Value::Array(vec![v.clone()]))?.remove(0)),
         };
     }
+    if let Some(v) = obj.take("http_namespaces") {
+        search.http_namespaces = parse_http_namespaces(v)?;
+    }
     if let Some(v) = obj.take("embeddings") {
         search.embeddings = Some(parse_embeddings(v)?);
         search.ranking = Ranking::Hybrid;
@@ -741,6 +749,26 @@ fn parse_search(value: &Value) -> Result<SearchConfig, ConfigError> {
     }
     obj.finish()?;
     Ok(search)
+}
+
+/// `search.http_namespaces`: namespace names, never one of the filter's own catalog keys
+/// (`<ns>#prompts`, `<ns>@private-<digest>`: `entries::Entry::catalog_key`,
+/// `index::catalog::private_key`), which are no route's namespace.
+fn parse_http_namespaces(value: &Value) -> Result<Vec<String>, ConfigError> {
+    let field = "search.http_namespaces";
+    let mut names = string_list(field, value)?;
+    for (i, name) in names.iter().enumerate() {
+        if name.contains(['#', '@']) {
+            return Err(ConfigError::invalid(
+                &format!("{field}[{i}]"),
+                &Value::String(name.clone()),
+                "a namespace name without '#' or '@' (those mark the filter's internal catalog keys, such as \"<ns>#prompts\" and \"<ns>@private-<digest>\", which are not namespaces)",
+            ));
+        }
+    }
+    names.sort();
+    names.dedup();
+    Ok(names)
 }
 
 fn parse_embeddings(value: &Value) -> Result<EmbeddingsConfig, ConfigError> {
@@ -933,6 +961,29 @@ mod tests {
     }
 
     #[test]
+    fn http_namespaces_are_names_never_internal_keys() {
+        assert!(Config::default().search.http_namespaces.is_empty());
+        let c = Config::parse(r#"{"search":{"http_namespaces":["team-b","team-a","team-b"]}}"#)
+            .unwrap();
+        assert_eq!(c.search.http_namespaces, ["team-a", "team-b"]);
+        for key in ["team-a#prompts", "team-a@private-0123"] {
+            let e = error(&format!(
+                r#"{{"search":{{"http_namespaces":["team-b",{key:?}]}}}}"#
+            ));
+            assert!(
+                e.starts_with(&format!(
+                    "plugin configuration field `search.http_namespaces[1]` is {key:?}; expected a namespace name without '#' or '@'"
+                )),
+                "{e}"
+            );
+        }
+        assert!(error(r#"{"search":{"http_namespaces":"team-a"}}"#)
+            .contains("`search.http_namespaces` is \"team-a\"; expected a list of strings"));
+        assert!(error(r#"{"search":{"http_namespaces":[""]}}"#)
+            .contains("`search.http_namespaces[0]` is \"\"; expected a non-empty string"));
+    }
+
+    #[test]
     fn errors_name_field_value_and_allowed() {
         assert_eq!(
             error(r#"{"default_disclosure_mode":"LAZY"}"#),
@@ -944,7 +995,7 @@ mod tests {
         );
         assert_eq!(
             error(r#"{"search":{"max_results":3}}"#),
-            "plugin configuration field `search.max_results` is not known; allowed here: call_timeout, embeddings, http_path, hybrid_vector_weight, list_query, max_allowable_results, min_cosine, ranking, result_format, routing, score_threshold, strategy, tool_name, weights"
+            "plugin configuration field `search.max_results` is not known; allowed here: call_timeout, embeddings, http_namespaces, http_path, hybrid_vector_weight, list_query, max_allowable_results, min_cosine, ranking, result_format, routing, score_threshold, strategy, tool_name, weights"
         );
         assert_eq!(
             error(r#"{"tools":[{"disclosure_mode":"EAGER"}]}"#),

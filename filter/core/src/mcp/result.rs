@@ -184,14 +184,14 @@ pub fn list<'t>(
 pub fn http_search(
     tools: &RawValue,
     meta: SearchMeta<'_>,
-    explanations: Option<&[crate::rank::explain::Explanation]>,
+    explanations: Option<&[crate::rank::explain::Shown]>,
 ) -> String {
     #[derive(Serialize)]
     struct Body<'a> {
         tools: &'a RawValue,
         metadata: SearchMeta<'a>,
         #[serde(skip_serializing_if = "Option::is_none")]
-        explanations: Option<&'a [crate::rank::explain::Explanation]>,
+        explanations: Option<&'a [crate::rank::explain::Shown]>,
     }
     to_json(&Body {
         tools,

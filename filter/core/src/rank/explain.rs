@@ -4,6 +4,11 @@
 //! `Searcher::explain`), as plain data: it serializes with serde, its fields in declaration
 //! order and its lists in query, field and feedback order, so the same search explains the
 //! same way everywhere.
+//!
+//! idf, average field lengths, the best raw score and the feedback weights are computed over
+//! the whole catalog, tools a restricted caller may not see included: from them a caller could
+//! count those tools and learn their words. Such a caller gets `Explanation::withheld`, the
+//! result's own facts only.
 
 use crate::config::Ranking;
 use crate::index::bm25::FIELD_NAMES;
@@ -205,5 +210,103 @@ pub fn explain(index: &CatalogIndex, query: &str, scoring: &Scoring, doc: u32) -
             feedback,
         },
         vector,
+    }
+}
+
+/// An explanation as a caller the policy restricts may read it: the result's score and, per
+/// query term found in it, the term's frequency and the length of each field it is in; nothing
+/// computed over the catalog (idf, average lengths, raw BM25 scores, feedback). The vector part
+/// stays whole: its cosine is the result's own, and its minimum and maximum are taken over the
+/// tools this caller's search ranked.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WithheldExplanation {
+    pub name: String,
+    pub ranking: &'static str,
+    pub score: f32,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub exact_name: bool,
+    /// Always `"withheld"`: says why the catalog's statistics are missing.
+    pub statistics: &'static str,
+    pub bm25: WithheldLexical,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vector: Option<VectorExplanation>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WithheldLexical {
+    /// The BM25 part of the score (relative to the best result this caller could get).
+    pub normalized: f32,
+    pub k1: f32,
+    pub terms: Vec<WithheldTerm>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WithheldTerm {
+    pub term: String,
+    pub fields: Vec<WithheldField>,
+}
+
+/// A field's own facts: the term's frequency in it, its length, and the configured weight and
+/// `b` (settings, not statistics).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WithheldField {
+    pub field: &'static str,
+    pub tf: f32,
+    pub length: f32,
+    pub weight: f32,
+    pub b: f32,
+}
+
+/// What the HTTP endpoint answers for one result: the whole explanation, or the withheld one.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Shown {
+    Whole(Explanation),
+    Withheld(WithheldExplanation),
+}
+
+impl Explanation {
+    /// This explanation without anything computed over the catalog.
+    pub fn withheld(self) -> WithheldExplanation {
+        WithheldExplanation {
+            name: self.name,
+            ranking: self.ranking,
+            score: self.score,
+            exact_name: self.exact_name,
+            statistics: "withheld",
+            bm25: WithheldLexical {
+                normalized: self.bm25.normalized,
+                k1: self.bm25.k1,
+                terms: self
+                    .bm25
+                    .terms
+                    .into_iter()
+                    .map(|t| WithheldTerm {
+                        term: t.term,
+                        fields: t
+                            .fields
+                            .into_iter()
+                            .map(|f| WithheldField {
+                                field: f.field,
+                                tf: f.tf,
+                                length: f.length,
+                                weight: f.weight,
+                                b: f.b,
+                            })
+                            .collect(),
+                    })
+                    .collect(),
+            },
+            vector: self.vector,
+        }
+    }
+
+    /// As shown to a caller the policy restricts (`restricted`) or not.
+    pub fn shown(self, restricted: bool) -> Shown {
+        if restricted {
+            Shown::Withheld(self.withheld())
+        } else {
+            Shown::Whole(self)
+        }
     }
 }

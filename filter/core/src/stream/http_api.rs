@@ -1,11 +1,16 @@
 //! The plain-HTTP search endpoint (`POST <http_path>`), its health (`GET <http_path>/health`)
 //! and its view of hierarchical search's stage 1 (`GET <http_path>/groups`), for callers that do
 //! not speak MCP.
+//!
+//! All three read the route's own namespace and those `search.http_namespaces` lists, nothing
+//! else: another route's catalog sits behind that route's access control (Envoy RBAC,
+//! ext_authz), which a request to this route never passed, and the filter's internal catalog
+//! keys (`<ns>#prompts`, `<ns>@private-<digest>`) are no namespace at all.
 
 use super::reply::{bad_request, error_json};
 use super::*;
 use crate::mcp::result::{self, SearchMeta};
-use crate::rank::explain::{explain, Explanation};
+use crate::rank::explain::{explain, Shown};
 
 impl Stream {
     pub(super) fn on_search_endpoint(
@@ -21,7 +26,10 @@ impl Stream {
                 return RequestBodyAction::Reply(bad_request(&problem));
             }
         };
-        let namespace = request.namespace.clone().unwrap_or_else(|| env.namespace());
+        let namespace = match endpoint_namespace(config, env, request.namespace.as_deref()) {
+            Ok(namespace) => namespace,
+            Err(refused) => return RequestBodyAction::Reply(refused),
+        };
         if self.must_fetch(config, env, &namespace) {
             // Another namespace than the route's is fetched from where it was last seen.
             let origin = if namespace == env.namespace() {
@@ -84,11 +92,17 @@ impl Stream {
         }
         let ranked = self.rank(config, env, &index, &request.query, vector);
         let tools = result::definitions(ranked.found.iter().map(|f| f.tool));
-        let explanations: Option<Vec<Explanation>> = request.explain.then(|| {
+        // The ranking's statistics are the whole catalog's: a caller the policy restricts would
+        // read in them the tools it may not see.
+        let restricted = self.scope(config, &namespace).is_some()
+            || self.scope(config, &index.namespace).is_some();
+        let explanations: Option<Vec<Shown>> = request.explain.then(|| {
             ranked
                 .found
                 .iter()
-                .map(|f| explain(&index, &request.query.text, &ranked.scoring, f.doc))
+                .map(|f| {
+                    explain(&index, &request.query.text, &ranked.scoring, f.doc).shown(restricted)
+                })
                 .collect()
         });
         let body = match RawValue::from_string(tools) {
@@ -128,7 +142,10 @@ impl Stream {
             env.record(Event::SearchRejected);
             return bad_request("the query string must have a non-empty `query` parameter");
         };
-        let namespace = param("namespace").unwrap_or_else(|| env.namespace());
+        let namespace = match endpoint_namespace(config, env, param("namespace").as_deref()) {
+            Ok(namespace) => namespace,
+            Err(refused) => return refused,
+        };
         let index = match self.endpoint_catalog(config, env, &namespace) {
             Ok(index) => index,
             Err(reply) => return reply,
@@ -157,6 +174,50 @@ impl Stream {
             result::groups_view(&query, config, &groups, &ranked, &chosen),
         )
     }
+}
+
+/// The namespace a request to the endpoint reads: the route's own unless it names one that
+/// `search.http_namespaces` lists; anything else is a 403 naming what this route searches.
+fn endpoint_namespace(
+    config: &Config,
+    env: &mut dyn Env,
+    asked: Option<&str>,
+) -> Result<String, LocalReply> {
+    let own = env.namespace();
+    let Some(asked) = asked else {
+        return Ok(own);
+    };
+    let internal = asked.contains(['#', '@']);
+    let listed = config.search.http_namespaces.iter().any(|ns| ns == asked);
+    if !internal && (asked == own || listed) {
+        return Ok(asked.to_string());
+    }
+    env.record(Event::SearchRejected);
+    let why = if internal {
+        " ('#' and '@' mark the filter's internal catalog keys)"
+    } else {
+        ""
+    };
+    let mut searchable = format!("{own:?} (this route's namespace)");
+    let others: Vec<String> = config
+        .search
+        .http_namespaces
+        .iter()
+        .filter(|ns| **ns != own)
+        .map(|ns| format!("{ns:?}"))
+        .collect();
+    if !others.is_empty() {
+        searchable.push_str(&format!(
+            " and {} (search.http_namespaces)",
+            others.join(", ")
+        ));
+    }
+    Err(LocalReply::json(
+        403,
+        error_json(&format!(
+            "namespace {asked:?} is not searchable from this route{why}; searchable here: {searchable}"
+        )),
+    ))
 }
 
 /// `{"query": "...", "limit": N, "namespace": "...", "offset": N, "group": "...", "explain":
@@ -200,141 +261,184 @@ pub(super) fn parse_http_search(body: &[u8], config: &Config) -> Result<HttpSear
     })
 }
 
-/// `GET <search path>/health`.
-pub(super) fn health(config: &Config, env: &mut dyn Env) -> LocalReply {
-    let mode = match config.search.ranking {
-        Ranking::Bm25 => "lexical",
-        Ranking::Vector => "semantic",
-        Ranking::Hybrid => "hybrid",
-    };
-    let (degraded, circuit) = if config.search.ranking == Ranking::Bm25 {
-        (None, None)
-    } else {
-        (env.embeddings_degraded(), env.embeddings_circuit())
-    };
-    let now = env.now_ms();
-    let circuit = circuit.map(|c| {
-        let closed = c.state == crate::store::circuit::State::Closed;
-        Circuit {
-            state: c.state.name(),
-            since_ms: (c.since_ms > 0).then_some(c.since_ms),
-            probe_in_ms: (!closed).then(|| c.until_ms.saturating_sub(now)),
-        }
-    });
-    let open = circuit.as_ref().is_some_and(|c| c.state != "closed");
-    #[derive(serde::Serialize)]
-    struct Search<'a> {
-        status: &'static str,
-        mode: &'static str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        reason: Option<&'a str>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        circuit: Option<Circuit>,
+/// How many of `index`'s entries of kind `entry` the caller may use (`scope`: the policy for
+/// this caller and namespace, `None` without one).
+fn usable(index: &CatalogIndex, entry: Entry, scope: Option<&Scope<'_>>) -> usize {
+    match scope.filter(|s| !s.allows_every(entry)) {
+        None => index.catalog.len(),
+        Some(scope) => index
+            .catalog
+            .tools()
+            .iter()
+            .filter(|t| scope.allows_entry(entry, &t.name))
+            .count(),
     }
-    /// The query embeddings' circuit breaker: its state and since when.
-    #[derive(serde::Serialize)]
-    struct Circuit {
-        state: &'static str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        since_ms: Option<u64>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        probe_in_ms: Option<u64>,
-    }
-    #[derive(serde::Serialize)]
-    struct Catalog {
-        tools: usize,
-        embedded: usize,
-        /// `learned` from a client's list, or `fetched` by the filter.
-        source: crate::store::Source,
-        /// Since the whole list was last seen; absent when it never was.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        age_ms: Option<u64>,
-        /// A refresh is due (`max_age`, `ttlMs` or a list-changed notification).
-        stale: bool,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        last_error: Option<String>,
-        #[serde(skip_serializing_if = "is_zero")]
-        failures: u32,
-        /// The server's lists are private: each credential has its own catalog (`<ns>@private-*`).
-        #[serde(skip_serializing_if = "std::ops::Not::not")]
-        private: bool,
-        /// Prompts, resources and resource templates known beside the tools.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        prompts: Option<usize>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        resources: Option<usize>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        resource_templates: Option<usize>,
-    }
-    fn is_zero(n: &u32) -> bool {
-        *n == 0
-    }
-    #[derive(serde::Serialize)]
-    struct Health<'a> {
-        search: Search<'a>,
-        catalogs: std::collections::BTreeMap<String, Catalog>,
-    }
-    let mut catalogs = std::collections::BTreeMap::new();
-    let keys = env.namespaces();
-    // Prompts and resources are reported with their namespace's tools, not as namespaces.
-    let mut namespaces: Vec<String> = keys
-        .iter()
-        .map(|key| Entry::of_catalog_key(key).1.to_string())
-        .collect();
-    namespaces.sort();
-    namespaces.dedup();
-    for ns in namespaces {
-        let mut count = |entry: Entry| {
-            let key = entry.catalog_key(&ns);
-            keys.contains(&key)
-                .then(|| env.catalog_of(&key).map_or(0, |index| index.catalog.len()))
+}
+
+impl Stream {
+    /// `GET <search path>/health`: the search mode, and the catalogs of the namespaces this
+    /// route's endpoint reads (its own and `search.http_namespaces`) that are known. Under a
+    /// policy the counts are of what this caller may use (a catalog's whole size would tell it
+    /// how many entries it may not see); a private namespace reports this caller's credential's
+    /// catalog.
+    pub(super) fn answer_health(&self, config: &Config, env: &mut dyn Env) -> LocalReply {
+        let mode = match config.search.ranking {
+            Ranking::Bm25 => "lexical",
+            Ranking::Vector => "semantic",
+            Ranking::Hybrid => "hybrid",
         };
-        let (prompts, resources, resource_templates) = (
-            count(Entry::Prompt),
-            count(Entry::Resource),
-            count(Entry::ResourceTemplate),
-        );
-        let (tools, embedded) = match env.catalog_of(&ns) {
-            Ok(index) => {
-                let embedded = env.tool_vectors(&index).map(|v| v.count()).unwrap_or(0);
-                (index.catalog.len(), embedded)
-            }
-            Err(_) => (0, 0),
+        let (degraded, circuit) = if config.search.ranking == Ranking::Bm25 {
+            (None, None)
+        } else {
+            (env.embeddings_degraded(), env.embeddings_circuit())
         };
-        let meta = env.catalog_meta(&ns);
         let now = env.now_ms();
-        let age_ms = (meta.updated_ms > 0).then(|| now.saturating_sub(meta.updated_ms));
-        // A private namespace's own key holds no list: its callers' catalogs are listed apart.
-        let private_base = meta.private && crate::index::catalog::base_namespace(&ns) == ns;
-        catalogs.insert(
-            ns,
-            Catalog {
-                tools,
-                embedded,
-                source: meta.source,
-                age_ms,
-                stale: !private_base && meta.due(now, config.catalog.max_age_ms),
-                last_error: meta.last_error,
-                failures: meta.failures,
-                private: private_base,
-                prompts,
-                resources,
-                resource_templates,
+        let circuit = circuit.map(|c| {
+            let closed = c.state == crate::store::circuit::State::Closed;
+            Circuit {
+                state: c.state.name(),
+                since_ms: (c.since_ms > 0).then_some(c.since_ms),
+                probe_in_ms: (!closed).then(|| c.until_ms.saturating_sub(now)),
+            }
+        });
+        let open = circuit.as_ref().is_some_and(|c| c.state != "closed");
+        #[derive(serde::Serialize)]
+        struct Search<'a> {
+            status: &'static str,
+            mode: &'static str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            reason: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            circuit: Option<Circuit>,
+        }
+        /// The query embeddings' circuit breaker: its state and since when.
+        #[derive(serde::Serialize)]
+        struct Circuit {
+            state: &'static str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            since_ms: Option<u64>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            probe_in_ms: Option<u64>,
+        }
+        #[derive(serde::Serialize)]
+        struct Catalog {
+            tools: usize,
+            embedded: usize,
+            /// `learned` from a client's list, or `fetched` by the filter.
+            source: crate::store::Source,
+            /// Since the whole list was last seen; absent when it never was.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            age_ms: Option<u64>,
+            /// A refresh is due (`max_age`, `ttlMs` or a list-changed notification).
+            stale: bool,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            last_error: Option<String>,
+            #[serde(skip_serializing_if = "is_zero")]
+            failures: u32,
+            /// The server's lists are private: each credential has its own catalog, and this
+            /// one is the caller's.
+            #[serde(skip_serializing_if = "std::ops::Not::not")]
+            private: bool,
+            /// Prompts, resources and resource templates known beside the tools.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            prompts: Option<usize>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            resources: Option<usize>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            resource_templates: Option<usize>,
+        }
+        fn is_zero(n: &u32) -> bool {
+            *n == 0
+        }
+        #[derive(serde::Serialize)]
+        struct Health<'a> {
+            search: Search<'a>,
+            catalogs: std::collections::BTreeMap<String, Catalog>,
+        }
+        let mut catalogs = std::collections::BTreeMap::new();
+        let keys = env.namespaces();
+        let mut namespaces = config.search.http_namespaces.clone();
+        namespaces.push(env.namespace());
+        namespaces.sort();
+        namespaces.dedup();
+        for ns in namespaces {
+            // Prompts, resources and private catalogs are reported with their namespace.
+            let known = keys.iter().any(|key| {
+                crate::index::catalog::base_namespace(Entry::of_catalog_key(key).1) == ns
+            });
+            if !known {
+                continue;
+            }
+            let scope = config
+                .authorization
+                .as_ref()
+                .map(|policy| policy.scope(&self.head.caller, &ns));
+            let mut count = |entry: Entry| {
+                let key = entry.catalog_key(&ns);
+                keys.contains(&key).then(|| {
+                    env.catalog_of(&key)
+                        .map_or(0, |index| usable(&index, entry, scope.as_ref()))
+                })
+            };
+            let (prompts, resources, resource_templates) = (
+                count(Entry::Prompt),
+                count(Entry::Resource),
+                count(Entry::ResourceTemplate),
+            );
+            let key = self.catalog_key(config, env, &ns);
+            let (tools, embedded) = match env.catalog_of(&key) {
+                Ok(index) => {
+                    let tools = usable(&index, Entry::Tool, scope.as_ref());
+                    let embedded = env.tool_vectors(&index).map_or(0, |vectors| {
+                        match scope.as_ref().filter(|s| !s.allows_everything()) {
+                            None => vectors.count(),
+                            Some(scope) => index
+                                .catalog
+                                .tools()
+                                .iter()
+                                .enumerate()
+                                .filter(|(i, t)| vectors.get(*i).is_some() && scope.allows(&t.name))
+                                .count(),
+                        }
+                    });
+                    (tools, embedded)
+                }
+                Err(_) => (0, 0),
+            };
+            let meta = env.catalog_meta(&key);
+            let age_ms = (meta.updated_ms > 0).then(|| now.saturating_sub(meta.updated_ms));
+            // A private namespace's own key holds no list: its callers' catalogs are apart.
+            let holds_no_list = meta.private && key == ns;
+            catalogs.insert(
+                ns.clone(),
+                Catalog {
+                    tools,
+                    embedded,
+                    source: meta.source,
+                    age_ms,
+                    stale: !holds_no_list && meta.due(now, config.catalog.max_age_ms),
+                    last_error: meta.last_error,
+                    failures: meta.failures,
+                    private: meta.private || key != ns,
+                    prompts,
+                    resources,
+                    resource_templates,
+                },
+            );
+        }
+        let health = Health {
+            search: Search {
+                status: if degraded.is_some() || open {
+                    "degraded"
+                } else {
+                    "ok"
+                },
+                mode,
+                reason: degraded.as_deref(),
+                circuit,
             },
-        );
+            catalogs,
+        };
+        LocalReply::json(200, crate::mcp::result::to_json(&health))
     }
-    let health = Health {
-        search: Search {
-            status: if degraded.is_some() || open {
-                "degraded"
-            } else {
-                "ok"
-            },
-            mode,
-            reason: degraded.as_deref(),
-            circuit,
-        },
-        catalogs,
-    };
-    LocalReply::json(200, crate::mcp::result::to_json(&health))
 }
