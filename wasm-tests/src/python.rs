@@ -235,3 +235,180 @@ pub fn run_client(python: &Path, flow: &ClientFlow, dir: &TestDir) -> Result<Val
     serde_json::from_str(&text)
         .map_err(|e| format!("the MCP client's report is not JSON ({e}): {text}").into())
 }
+
+/// How `peers/response_attack_server.py` runs (the tools, prompts and resources of
+/// `fastmcp_server.py` plus a resource template, every request recorded).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AttackServerOptions {
+    /// The SDK 2.x (`MCPServer`) instead of 1.x (`FastMCP`).
+    pub sdk2: bool,
+    /// SSE responses instead of JSON.
+    pub sse: bool,
+    /// Sessions (`initialize` first) instead of stateless requests.
+    pub stateful: bool,
+    /// An in-memory event store: SSE events carry ids, and a GET with `Last-Event-ID` replays.
+    pub event_store: bool,
+    /// Lists answered after this many milliseconds (1.x).
+    pub list_delay_ms: u64,
+    /// `ping` answered after this many milliseconds (1.x).
+    pub ping_delay_ms: u64,
+}
+
+/// A running `peers/response_attack_server.py`.
+#[derive(Debug)]
+pub struct AttackServer {
+    proc: Proc,
+    pub addr: SocketAddr,
+    record_path: PathBuf,
+    events_path: PathBuf,
+    log_path: PathBuf,
+}
+
+impl AttackServer {
+    /// Starts one server per entry of `opts`, all at once, and waits until each listens.
+    pub fn start_all(opts: &[AttackServerOptions], dir: &TestDir) -> Result<Vec<Self>> {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/response_attack_server.py");
+        let mut servers = Vec::new();
+        for o in opts {
+            let python = if o.sdk2 { python2()? } else { python()? };
+            let port = free_port()?;
+            let record_path = dir.join(&format!("attack-server-{port}.requests"));
+            let events_path = dir.join(&format!("attack-server-{port}.events"));
+            let log_path = dir.join(&format!("attack-server-{port}.log"));
+            std::fs::write(&record_path, "")?;
+            std::fs::write(&events_path, "")?;
+            let mut cmd = Command::new(python);
+            cmd.arg(&script)
+                .arg("--port")
+                .arg(port.to_string())
+                .arg("--record")
+                .arg(&record_path);
+            if o.sse {
+                cmd.arg("--sse");
+            }
+            if o.stateful {
+                cmd.arg("--stateful");
+            }
+            if o.event_store {
+                cmd.arg("--event-store").arg("--events").arg(&events_path);
+            }
+            if o.list_delay_ms > 0 {
+                cmd.arg("--list-delay")
+                    .arg(format!("{:.3}", o.list_delay_ms as f64 / 1000.0));
+            }
+            if o.ping_delay_ms > 0 {
+                cmd.arg("--ping-delay")
+                    .arg(format!("{:.3}", o.ping_delay_ms as f64 / 1000.0));
+            }
+            let log = std::fs::File::create(&log_path)?;
+            cmd.stdin(Stdio::null())
+                .stdout(log.try_clone()?)
+                .stderr(log);
+            let proc = Proc::spawn("response_attack_server", cmd)?;
+            servers.push(Self {
+                proc,
+                addr: ([127, 0, 0, 1], port).into(),
+                record_path,
+                events_path,
+                log_path,
+            });
+        }
+        for s in &mut servers {
+            let (addr, log_path) = (s.addr, s.log_path.clone());
+            wait_until(
+                "the attack server to listen",
+                Duration::from_secs(30),
+                || {
+                    if let Some(status) = s.proc.exited() {
+                        return Some(Err(format!(
+                            "the attack server exited ({status}):\n{}",
+                            tail(&log_path, 30)
+                        )));
+                    }
+                    port_open(addr).then_some(Ok(()))
+                },
+            )??;
+        }
+        Ok(servers)
+    }
+
+    /// Every HTTP request that reached the server: `{"http", "last_event_id", "body"}`.
+    pub fn requests(&self) -> Vec<Value> {
+        json_lines(&self.record_path)
+    }
+
+    /// Every event the event store kept: `{"event_id", "stream_id", "message"}`.
+    pub fn events(&self) -> Vec<Value> {
+        json_lines(&self.events_path)
+    }
+
+    pub fn log(&self) -> String {
+        tail(&self.log_path, 40)
+    }
+}
+
+fn json_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .map(|t| {
+            t.lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A running `peers/duplicate_members_server.py`: lists with a member named twice.
+#[derive(Debug)]
+pub struct DuplicateMembersServer {
+    _proc: Proc,
+    pub addr: SocketAddr,
+    record_path: PathBuf,
+}
+
+impl DuplicateMembersServer {
+    pub fn start(dir: &TestDir) -> Result<Self> {
+        let script =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/duplicate_members_server.py");
+        let port = free_port()?;
+        let record_path = dir.join(&format!("duplicate-members-{port}.requests"));
+        let log_path = dir.join(&format!("duplicate-members-{port}.log"));
+        std::fs::write(&record_path, "")?;
+        let log = std::fs::File::create(&log_path)?;
+        let mut cmd = Command::new(python()?);
+        cmd.arg(script)
+            .arg("--port")
+            .arg(port.to_string())
+            .arg("--record")
+            .arg(&record_path)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        let mut proc = Proc::spawn("duplicate_members_server", cmd)?;
+        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+        wait_until(
+            "the duplicate-members server to listen",
+            Duration::from_secs(30),
+            || {
+                if let Some(status) = proc.exited() {
+                    return Some(Err(format!(
+                        "the duplicate-members server exited ({status}):\n{}",
+                        tail(&log_path, 30)
+                    )));
+                }
+                port_open(addr).then_some(Ok(()))
+            },
+        )??;
+        Ok(Self {
+            _proc: proc,
+            addr,
+            record_path,
+        })
+    }
+
+    /// The request bodies received, one line each.
+    pub fn requests(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.record_path)
+            .map(|t| t.lines().map(str::to_owned).collect())
+            .unwrap_or_default()
+    }
+}

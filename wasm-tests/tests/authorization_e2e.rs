@@ -832,11 +832,16 @@ async fn probe_every_path(stack: &Stack, token: &str) -> Exchanges {
             json!({"query": q, "limit": 5, "offset": 5, "namespace": NAMESPACE}),
             json!({"query": q, "group": "stripe"}),
             json!({"query": q, "namespace": "mcp_upstream"}),
+            json!({"query": q, "namespace": "elsewhere"}),
+            json!({"query": q, "namespace": format!("{NAMESPACE}#prompts")}),
         ] {
             let (status, _, v) = http_search(stack, &auth, body.to_string().as_bytes()).await;
-            // A namespace with no catalog (the route's is NAMESPACE) answers 404.
+            // A listed namespace with no catalog (the route's is NAMESPACE) answers 404; one
+            // neither the route's nor listed, or an internal key, 403.
             let want = if body["namespace"] == "mcp_upstream" {
                 404
+            } else if body["namespace"].as_str().is_some_and(|ns| ns != NAMESPACE) {
+                403
             } else {
                 200
             };
@@ -854,7 +859,8 @@ async fn probe_every_path(stack: &Stack, token: &str) -> Exchanges {
 #[tokio::test]
 async fn no_path_names_a_forbidden_tool() {
     let mut config = plugin_config(json!({"source": "jwt_metadata"}));
-    config["search"] = json!({"result_format": "summary"});
+    // `mcp_upstream`: a namespace the HTTP endpoint may read that has no catalog.
+    config["search"] = json!({"result_format": "summary", "http_namespaces": ["mcp_upstream"]});
     let paged = CatalogOptions {
         stateless: true,
         page_size: 50,
@@ -927,9 +933,11 @@ async fn http_search_endpoint_follows_the_policy() {
         assert_eq!(status, 200);
         let age = health["catalogs"][NAMESPACE]["age_ms"].as_u64();
         assert!(age.is_some_and(|ms| ms < 60_000), "{health}");
+        // Without a token the caller is unidentified: under `"default": "deny"` it may use none
+        // of the 301 tools, and health counts what its caller may use.
         assert_eq!(
             health,
-            json!({"search": {"status": "ok", "mode": "lexical"}, "catalogs": {NAMESPACE: {"tools": 301, "embedded": 0, "source": "learned", "stale": false, "age_ms": age}}})
+            json!({"search": {"status": "ok", "mode": "lexical"}, "catalogs": {NAMESPACE: {"tools": 0, "embedded": 0, "source": "learned", "stale": false, "age_ms": age}}})
         );
 
         for (auth, allowed, query, first) in [
@@ -1087,10 +1095,16 @@ async fn oversized_list_is_not_passed_through_unfiltered() {
             );
             assert_eq!(
                 nonzero_stats(stack),
-                [(
-                    "wasmcustom.mcp_tool_search.passthrough.too_large".to_owned(),
-                    1
-                )]
+                [
+                    (
+                        "wasmcustom.mcp_tool_search.passthrough.too_large".to_owned(),
+                        1
+                    ),
+                    (
+                        "wasmcustom.mcp_tool_search.responses_withheld".to_owned(),
+                        1
+                    )
+                ]
             );
             seen.assert_no_forbidden(&forbidden);
         }

@@ -423,19 +423,18 @@ async fn a_search_before_any_list_fetches_every_page_from_rmcp_servers() {
         assert_found_first(&r, LATE);
         assert_every_page_listed_once(&json_2026, 0, "a stateless list");
         // rmcp marks 2026-07-28 lists `cacheScope: "private"`: the catalog is kept for this
-        // caller's credentials, next to the namespace's own (empty) entry.
+        // caller's credentials (none, here as in the search). Health reports it under the
+        // namespace for the caller it belongs to, and never names a credential's key.
         let h = health(&e_json_2026).await;
-        let fetched: Vec<&String> = h["catalogs"]
+        let listed: Vec<&String> = h["catalogs"]
             .as_object()
-            .map(|all| {
-                all.iter()
-                    .filter(|(_, c)| c["tools"] == 301 && c["source"] == "fetched")
-                    .map(|(k, _)| k)
-                    .collect()
-            })
+            .map(|all| all.keys().collect())
             .unwrap_or_default();
-        assert_eq!(fetched.len(), 1, "{h}");
-        assert!(fetched[0].starts_with(&format!("{NAMESPACE}@")), "{h}");
+        assert_eq!(listed, [NAMESPACE], "{h}");
+        let own = &h["catalogs"][NAMESPACE];
+        assert_eq!(own["tools"], 301, "{h}");
+        assert_eq!(own["source"], "fetched", "{h}");
+        assert_eq!(own["private"], true, "{h}");
 
         for (envoy, upstream) in [
             (&e_sse_session, &sse_session),

@@ -133,7 +133,10 @@ fn stat(envoy: &Envoy, name: &str) -> u64 {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_fresh_gateway_searches_the_aggregated_catalog_and_calls_reach_their_server() {
-    let gw = start("router-fresh", json!({"catalog": {"cluster": "self"}}));
+    let gw = start(
+        "router-fresh",
+        json!({"catalog": {"cluster": "self", "loopback": true}}),
+    );
     let url = gw.envoy.mcp_url();
     // No client has listed: the filter fetches through its own listener, past the router.
     let (client, _) = connect(&url, &[]).await;
@@ -192,7 +195,10 @@ async fn a_fresh_gateway_searches_the_aggregated_catalog_and_calls_reach_their_s
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_forged_fetch_marker_gets_an_ordinary_rewritten_list() {
-    let gw = start("router-forged", json!({"catalog": {"cluster": "self"}}));
+    let gw = start(
+        "router-forged",
+        json!({"catalog": {"cluster": "self", "loopback": true}}),
+    );
     let url = gw.envoy.mcp_url();
     let forged = "0123456789abcdef0123456789abcdef";
     let resp = rpc(

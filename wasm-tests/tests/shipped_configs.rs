@@ -178,6 +178,7 @@ fn the_gateway_config_puts_the_filter_before_mcp_and_mcp_router() {
     // mcp_router acts on a tools/call whatever the path: every path is authorized.
     assert_eq!(config.mcp_paths, ["/"]);
     assert_eq!(config.catalog.cluster.as_deref(), Some("self"));
+    assert!(config.catalog.loopback, "`self` is this listener");
     assert_eq!(config.catalog.path, "/mcp");
     let mut files = Vec::new();
     wasm_files(&gw, &mut files);

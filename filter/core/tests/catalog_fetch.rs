@@ -158,6 +158,10 @@ const EVERY_LIST: [&str; 4] = [
     "resources/templates/list",
 ];
 
+/// A server's `notifications/tools/list_changed`, as an SSE event.
+const LIST_CHANGED: &[u8] =
+    b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n";
+
 const SEARCH: &[u8] =
     br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"refund a charge"}}}"#;
 
@@ -435,20 +439,28 @@ fn list_changed_on_a_passing_stream_makes_the_tick_refresh_and_removed_tools_go(
         method: "GET".into(),
         ..head("", &[("mcp-session-id", "caller-1")])
     };
-    let event: &[u8] = b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n";
     let out = exchange(
         &mut env,
         get,
         b"",
-        ("200", "text/event-stream", &[&event[..20], &event[20..]]),
+        (
+            "200",
+            "text/event-stream",
+            &[&LIST_CHANGED[..20], &LIST_CHANGED[20..]],
+        ),
     );
-    assert_eq!(out.body(), event);
+    assert_eq!(out.body(), LIST_CHANGED);
+    assert!(env.plugin_env_meta("upstream").stale);
     // Still the old catalog until the tick (stale while revalidate)...
     assert_eq!(
         search(&mut env, head("", &[])).unwrap()[0],
         "stripe_refund_charge"
     );
-    env.host.clock_ms.set(env.host.clock_ms.get() + 1_500);
+    // ... and until `catalog.min_refresh_interval` (5 s) has passed since the last fetch.
+    env.host.clock_ms.set(env.host.clock_ms.get() + 4_000);
+    env.plugin.on_tick(env.host.as_ref());
+    assert!(env.serve_fetches().is_empty(), "refreshed within 5 s");
+    env.host.clock_ms.set(env.host.clock_ms.get() + 1_000);
     env.plugin.on_tick(env.host.as_ref());
     env.serve_fetches();
     let found = search(&mut env, head("", &[])).unwrap();
@@ -524,7 +536,10 @@ fn the_http_endpoint_fetches_on_a_fresh_filter_without_forwarding_its_callers_he
 #[test]
 fn only_this_envoys_secret_marks_a_fetch_the_filter_lets_through_untouched() {
     let server = Server::new(&["stripe_refund_charge"]);
-    let mut env = env_for(&server, r#"{"catalog":{"cluster":"loopback"}}"#);
+    let mut env = env_for(
+        &server,
+        r#"{"catalog":{"cluster":"loopback","loopback":true}}"#,
+    );
     install_fetch_secret(env.host.as_ref(), [7; 16]);
     let secret = fetch_secret(env.host.as_ref()).unwrap();
     // Fetches go through the configured cluster, with the marker.
@@ -598,8 +613,10 @@ fn a_private_list_is_kept_per_credential_and_never_searched_for_another_caller()
     assert_eq!(search(&mut env, bob()).unwrap(), ["square_refund_payment"]);
 }
 
+/// Issue 30, contract D: under a policy of ours too, a list the server marks private is kept
+/// per credential, and the policy filters that credential's catalog.
 #[test]
-fn under_a_policy_of_its_own_the_filter_keeps_one_catalog_and_filters_it() {
+fn under_a_policy_a_private_list_is_still_kept_per_credential_and_filtered() {
     let server = Server::new(&["github_get_issue"]);
     *server.private.borrow_mut() = vec![("Bearer alice", "stripe_refund_charge")];
     let config = r#"{"authorization":{"identity":{"source":"header","header":"x-roles"},
@@ -610,8 +627,17 @@ fn under_a_policy_of_its_own_the_filter_keeps_one_catalog_and_filters_it() {
         &[("authorization", "Bearer alice"), ("x-roles", "billing")],
     );
     assert_eq!(search(&mut env, h).unwrap(), ["stripe_refund_charge"]);
-    let meta = env.plugin_env_meta("upstream");
-    assert!(!meta.private);
+    assert!(env.plugin_env_meta("upstream").private);
+    // Bob has the same role and another credential: Alice's list is not his.
+    let h = head(
+        config,
+        &[("authorization", "Bearer bob"), ("x-roles", "billing")],
+    );
+    let found = search(&mut env, h).unwrap();
+    assert!(
+        !found.contains(&"stripe_refund_charge".to_string()),
+        "{found:?}"
+    );
 }
 
 /// One worker's view of the shared data, which lets another worker's fetch end at the worst
@@ -681,7 +707,7 @@ fn a_refresh_another_worker_just_finished_is_not_repeated() {
     *server.tools.borrow_mut() = vec!["square_refund_payment", "github_get_issue"];
     let namespace = a.namespace();
     a.mark_stale(&namespace);
-    host.clock_ms.set(host.clock_ms.get() + 1_500);
+    host.clock_ms.set(host.clock_ms.get() + 5_000);
 
     let a = RefCell::new(a);
     let b_view = Interleaved {
@@ -748,4 +774,228 @@ fn a_fetch_brings_the_declared_prompts_with_the_tools() {
             "DELETE"
         ]
     );
+}
+
+/// How many `tools/list` the server answered.
+fn lists(server: &Server) -> usize {
+    methods(server)
+        .iter()
+        .filter(|m| *m == "tools/list")
+        .count()
+}
+
+/// One root tick, its fetches answered: how many refreshes ended.
+fn tick(env: &mut TestEnv) -> usize {
+    env.plugin.on_tick(env.host.as_ref());
+    env.serve_fetches().len()
+}
+
+/// `body` passes through as the upstream's answer to a client's POST of `request`.
+fn answered(env: &mut TestEnv, request: &[u8], content_type: &str, body: &[u8]) {
+    let h = head("", &[("mcp-session-id", "caller-1")]);
+    exchange(env, h, request, ("200", content_type, &[body]));
+}
+
+/// Issue 30, class 7. A client sends a `ping` whose id is the notification's method; the server
+/// echoes the id in its answer. Only a server notification (a message with that `method` and no
+/// `id`) is a list change: no answer a client can shape marks the catalog stale, and the tick
+/// does not refetch the catalog however often the client asks.
+#[test]
+fn a_client_echoing_the_method_as_an_id_does_not_make_the_filter_refetch() {
+    let server = Server::new(&["stripe_refund_charge"]);
+    let mut env = env_for(&server, "");
+    search(&mut env, head("", &[])).unwrap();
+    let listed = lists(&server);
+    let ping = br#"{"jsonrpc":"2.0","id":"notifications/tools/list_changed","method":"ping"}"#;
+    let answers: &[(&str, &[u8])] = &[
+        // The server's answer to the ping, on SSE (the Python SDK) and JSON.
+        (
+            "text/event-stream",
+            b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"notifications/tools/list_changed\",\"result\":{}}\n\n",
+        ),
+        (
+            "application/json",
+            br#"{"jsonrpc":"2.0","id":"notifications/tools/list_changed","result":{}}"#,
+        ),
+        // A request with that method has an id: it is not the notification.
+        (
+            "text/event-stream",
+            b"data: {\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"notifications/tools/list_changed\"}\n\n",
+        ),
+        // The method named twice: a reader may take either.
+        (
+            "text/event-stream",
+            b"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\",\"method\":\"ping\"}\n\n",
+        ),
+        // In a tool's result (a client chooses what an echo tool returns).
+        (
+            "text/event-stream",
+            b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"structuredContent\":{\"method\":\"notifications/tools/list_changed\"}}}\n\n",
+        ),
+        // In a comment or an `id:` field: no client reads those as a message.
+        (
+            "text/event-stream",
+            b": \"notifications/tools/list_changed\"\nid: \"notifications/tools/list_changed\"\ndata: {}\n\n",
+        ),
+        // An event of another type: the SDKs' clients skip it.
+        (
+            "text/event-stream",
+            b"event: other\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n",
+        ),
+        // An event the stream ends before completing is never dispatched (WHATWG HTML 9.2.6).
+        (
+            "text/event-stream",
+            b"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n",
+        ),
+    ];
+    for (i, (content_type, body)) in answers.iter().enumerate() {
+        // Well past any interval between refreshes each time.
+        env.host.clock_ms.set(env.host.clock_ms.get() + 10_000);
+        answered(&mut env, ping, content_type, body);
+        assert!(
+            !env.plugin_env_meta("upstream").stale,
+            "answer {i} marked the catalog stale"
+        );
+        assert_eq!(tick(&mut env), 0, "answer {i} made the tick refetch");
+    }
+    assert_eq!(lists(&server), listed);
+}
+
+/// A notification in the forms servers send it: CRLF lines, split anywhere, with `params`,
+/// several data lines, among other events, or as an element of a (2025-03-26) batch.
+#[test]
+fn a_server_notification_marks_the_catalog_stale_in_every_form() {
+    let forms: &[&[u8]] = &[
+        LIST_CHANGED,
+        b"event: message\r\nid: 4\r\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\r\n\r\n",
+        b"data: {\"method\":\"notifications/tools/list_changed\",\"params\":{\"_meta\":{\"k\":1}},\"jsonrpc\":\"2.0\"}\r\r",
+        b": ping\n\ndata: {\"jsonrpc\":\"2.0\",\ndata: \"method\":\"notifications/tools/list_changed\"}\n\n",
+        b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\ndata:{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n",
+        b"data: [{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}},{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}]\n\n",
+    ];
+    for (i, form) in forms.iter().enumerate() {
+        let server = Server::new(&["stripe_refund_charge"]);
+        let mut env = env_for(&server, "");
+        search(&mut env, head("", &[])).unwrap();
+        let get = RequestHead {
+            method: "GET".into(),
+            ..head("", &[("mcp-session-id", "caller-1")])
+        };
+        let chunks: Vec<&[u8]> = form.chunks(7).collect();
+        exchange(&mut env, get, b"", ("200", "text/event-stream", &chunks));
+        assert!(env.plugin_env_meta("upstream").stale, "form {i}");
+        env.host.clock_ms.set(env.host.clock_ms.get() + 5_000);
+        assert_eq!(tick(&mut env), 1, "form {i}");
+    }
+}
+
+/// A server announcing changes in a burst (or one a client can make announce them, by changing
+/// what it lists for it) costs one catalog fetch per `catalog.min_refresh_interval` (5 s by
+/// default), the interval counted from the last fetch.
+#[test]
+fn notifications_within_the_interval_give_one_refresh() {
+    let server = Server::new(&["stripe_refund_charge"]);
+    let mut env = env_for(&server, "");
+    search(&mut env, head("", &[])).unwrap();
+    let notify = |env: &mut TestEnv| {
+        let get = RequestHead {
+            method: "GET".into(),
+            ..head("", &[("mcp-session-id", "caller-1")])
+        };
+        exchange(env, get, b"", ("200", "text/event-stream", &[LIST_CHANGED]));
+    };
+    let start = env.host.clock_ms.get();
+    let at = |env: &mut TestEnv, ms: u64| env.host.clock_ms.set(start + ms);
+    at(&mut env, 6_000);
+    notify(&mut env);
+    assert_eq!(tick(&mut env), 1, "the first notification refreshes");
+    let mut refreshes = 0;
+    for ms in (7_000..11_000).step_by(500) {
+        at(&mut env, ms);
+        notify(&mut env);
+        refreshes += tick(&mut env);
+    }
+    assert_eq!(refreshes, 0, "refreshed again within 5 s");
+    at(&mut env, 11_000);
+    assert_eq!(tick(&mut env), 1, "the last notification is not lost");
+    assert_eq!(tick(&mut env), 0);
+    assert_eq!(lists(&server), 3);
+
+    // A configured interval.
+    let server = Server::new(&["stripe_refund_charge"]);
+    let config = r#"{"catalog":{"min_refresh_interval":"30s"}}"#;
+    let mut env = env_for(&server, config);
+    search(&mut env, head(config, &[])).unwrap();
+    let start = env.host.clock_ms.get();
+    notify(&mut env);
+    env.host.clock_ms.set(start + 29_000);
+    assert_eq!(tick(&mut env), 0);
+    env.host.clock_ms.set(start + 30_000);
+    assert_eq!(tick(&mut env), 1);
+}
+
+/// `catalog.max_age` shorter than the default interval is honoured (the interval defaults to
+/// the shorter of 5 s and `max_age`, and is never under 1 s).
+#[test]
+fn a_short_max_age_still_refreshes_at_that_age() {
+    let server = Server::new(&["stripe_refund_charge"]);
+    let config = r#"{"catalog":{"max_age":"2s"}}"#;
+    let mut env = env_for(&server, config);
+    search(&mut env, head(config, &[])).unwrap();
+    let start = env.host.clock_ms.get();
+    env.host.clock_ms.set(start + 1_900);
+    assert_eq!(tick(&mut env), 0);
+    env.host.clock_ms.set(start + 2_000);
+    assert_eq!(tick(&mut env), 1);
+}
+
+/// `catalog.cluster` at an upstream (`loopback: false`): the fetches go there and never carry
+/// this Envoy's fetch secret, neither on a miss nor in a background refresh.
+#[test]
+fn the_fetch_marker_is_never_sent_to_a_cluster_that_is_not_a_loopback() {
+    let server = Server::new(&["stripe_refund_charge"]);
+    let config = r#"{"catalog":{"cluster":"elsewhere","loopback":false,"max_age":"60s"}}"#;
+    let mut env = env_for(&server, config);
+    install_fetch_secret(env.host.as_ref(), [7; 16]);
+    search(&mut env, head(config, &[])).unwrap();
+    env.host.clock_ms.set(env.host.clock_ms.get() + 61_000);
+    assert_eq!(tick(&mut env), 1);
+    let seen = server.seen.borrow();
+    assert!(seen.len() > 5, "a fetch and a refresh");
+    for call in seen.iter() {
+        assert_eq!(call.cluster, "elsewhere");
+        assert_eq!(call_header(call, "x-mcp-tool-search-fetch"), None);
+    }
+}
+
+#[test]
+fn a_catalog_cluster_must_say_whether_it_is_a_loopback() {
+    let err = |config: &str| {
+        mcp_tool_search_core::config::Config::parse(config)
+            .unwrap_err()
+            .to_string()
+    };
+    let e = err(r#"{"catalog":{"cluster":"self"}}"#);
+    assert!(
+        e.contains("`catalog.loopback` is missing")
+            && e.contains("\"loopback\": true")
+            && e.contains("\"loopback\": false"),
+        "{e}"
+    );
+    let e = err(r#"{"catalog":{"loopback":true}}"#);
+    assert!(
+        e.contains("`catalog.loopback`") && e.contains("`catalog.cluster`"),
+        "{e}"
+    );
+    let e = err(r#"{"catalog":{"cluster":"self","loopback":"yes"}}"#);
+    assert!(e.contains("`catalog.loopback` is \"yes\""), "{e}");
+    let e = err(r#"{"catalog":{"min_refresh_interval":"0.5s"}}"#);
+    assert!(e.contains("`catalog.min_refresh_interval`"), "{e}");
+    for ok in [
+        r#"{"catalog":{"cluster":"self","loopback":true}}"#,
+        r#"{"catalog":{"cluster":"mcp","loopback":false}}"#,
+        r#"{"catalog":{"min_refresh_interval":"10s"}}"#,
+    ] {
+        mcp_tool_search_core::config::Config::parse(ok).unwrap();
+    }
 }

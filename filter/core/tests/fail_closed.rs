@@ -184,8 +184,8 @@ fn every_list_the_filter_cannot_read_is_replaced_by_an_error_under_a_policy() {
         );
         assert_eq!(
             env.events,
-            [Event::PassedThrough(case.reason)],
-            "{what}: counted once, as why it could not be filtered"
+            [Event::PassedThrough(case.reason), Event::ResponseWithheld],
+            "{what}: counted once, as why it could not be filtered, and as withheld"
         );
         assert_eq!(env.warnings.len(), 1, "{what}: {:?}", env.warnings);
         assert!(
@@ -307,7 +307,13 @@ fn a_compressed_list_is_refused_under_a_policy_and_passes_without_one() {
         let (action, out) = encoded_exchange(&mut env, support(), encoding, gz);
         assert_eq!(action, ResponseHeadersAction::Refuse, "{encoding}");
         assert_eq!(out, refusal("1", "encoded", false), "{encoding}");
-        assert_eq!(env.events, [Event::PassedThrough(PassReason::Encoded)]);
+        assert_eq!(
+            env.events,
+            [
+                Event::PassedThrough(PassReason::Encoded),
+                Event::ResponseWithheld
+            ]
+        );
         assert_eq!(
             env.warnings,
             ["tools/list response refused: it cannot be filtered for the caller (encoded)"]
@@ -329,11 +335,11 @@ fn a_compressed_list_is_refused_under_a_policy_and_passes_without_one() {
     assert_eq!(v["result"]["tools"].as_array().unwrap().len(), 1, "{v}");
 }
 
-/// Another success status still carries a list a client reads: refused under a policy, as
-/// every list the filter cannot filter. Error statuses are not list results (and a 401 must
-/// reach the client as sent): they pass, counted, policy or not.
+/// Another success status still carries a list a client reads: under a policy it is read and
+/// filtered like any response the caller receives (`mcp::guard`). Error statuses are not list
+/// results (and a 401 must reach the client as sent): they pass, counted, policy or not.
 #[test]
-fn a_list_under_another_status_is_refused_under_a_policy_only_if_it_is_a_success() {
+fn a_list_under_another_success_status_is_filtered_under_a_policy() {
     let body = list_body("1", false);
     for status in ["201", "203"] {
         let mut env = with_policy();
@@ -343,19 +349,17 @@ fn a_list_under_another_status_is_refused_under_a_policy_only_if_it_is_a_success
             LIST,
             (status, "application/json", &[&body]),
         );
+        let v: Value = serde_json::from_slice(out.body()).unwrap();
         assert_eq!(
-            out,
-            Outcome::Upstream {
-                body: refusal("1", "status", false),
-                rewritten: true
-            },
+            v["result"]["tools"],
+            json!([{"name": "github_get_issue", "description": "Get an issue"}]),
             "{status}"
         );
-        assert_eq!(env.events, [Event::PassedThrough(PassReason::Status)]);
-        assert_eq!(
-            env.warnings,
-            ["tools/list response refused: it cannot be filtered for the caller (status)"]
-        );
+        assert_eq!(v["result"]["cacheScope"], "private");
+        assert!(!env
+            .events
+            .contains(&Event::PassedThrough(PassReason::Status)));
+        assert!(env.warnings.is_empty(), "{:?}", env.warnings);
     }
     let passing = ["500", "404", "401"]
         .into_iter()

@@ -245,8 +245,9 @@ impl Inner {
                     Action::Pause
                 }
                 Err(reason) => {
-                    let config = &self.shared.plugin.config;
-                    let action = self.stream.on_call_answer(config, Err(reason));
+                    let action = self.with_env(|stream, config, env| {
+                        stream.on_call_answer(config, env, Err(reason))
+                    });
                     self.carry_out(action, body_size)
                 }
             },
@@ -347,10 +348,8 @@ impl Inner {
             if token == expected {
                 self.upstream_call = None;
                 let answer = call_response(headers, body_size);
-                let shared = Rc::clone(&self.shared);
                 let action = self
-                    .stream
-                    .on_call_answer(&shared.plugin.config, Ok(answer));
+                    .with_env(|stream, config, env| stream.on_call_answer(config, env, Ok(answer)));
                 self.carry_out_later(action, request_size);
                 return;
             }

@@ -86,7 +86,7 @@ impl RootContext for Root {
                 return false;
             }
         }
-        if plugin.config.catalog.cluster.is_some() {
+        if plugin.config.catalog.cluster.is_some() && plugin.config.catalog.loopback {
             let mut secret = [0u8; 16];
             // The loopback fetch's marker must be unguessable: without randomness there is
             // no marker, and fetches through the loopback cluster are answered by the filter.

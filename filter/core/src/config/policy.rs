@@ -87,7 +87,7 @@ impl Caller {
     /// The caller as `identity` names it, from the request headers or (only when the source
     /// is `jwt_metadata`) the Envoy dynamic metadata `metadata` reads. A header the identity
     /// comes from must be sent once: a repeated one (one value set by the trusted proxy, one
-    /// by the client) names nobody.
+    /// by the client) names nobody, and so does one sent empty (as if it were missing).
     pub fn identify(
         identity: &IdentitySource,
         headers: &[(String, String)],
@@ -120,7 +120,10 @@ impl Caller {
         }
     }
 
-    /// Values of a header set by an earlier filter: comma-separated, trimmed.
+    /// Values of a header set by an earlier filter: comma-separated, trimmed. A value with
+    /// none (empty, blanks, commas) is no identity, as a missing header is: a proxy that writes
+    /// the header empty for an anonymous request must not make it an identified caller, who
+    /// escapes the deny-by-default that `Policy::scope` gives unidentified ones.
     pub fn from_header(claim: &str, value: &str) -> Self {
         let values: Vec<Value> = value
             .split(',')
@@ -128,6 +131,9 @@ impl Caller {
             .filter(|v| !v.is_empty())
             .map(|v| Value::String(v.to_string()))
             .collect();
+        if values.is_empty() {
+            return Caller::anonymous();
+        }
         let mut map = serde_json::Map::new();
         map.insert(claim.to_string(), Value::Array(values));
         Caller {
@@ -136,7 +142,7 @@ impl Caller {
     }
 
     /// A base64url (RFC 4648 §5, padding optional) JSON payload, as `forward_payload_header`
-    /// sends it. Anything unreadable is no identity at all.
+    /// sends it. Anything unreadable, an empty value included, is no identity at all.
     pub fn from_base64url_json(encoded: &str) -> Self {
         base64::decode(encoded.trim(), Alphabet::UrlOrStandard)
             .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
@@ -650,6 +656,76 @@ mod tests {
             Caller::from_base64url_json("bnVsbA").values("sub"),
             Vec::<String>::new()
         );
+    }
+
+    /// An identity header sent empty (or with nothing but separators) names nobody, as a
+    /// missing one does. Rules cannot name either (both have no claim value); the difference
+    /// would be the default, which a caller nobody identified does not get when the policy has
+    /// a deny rule: an empty header must not buy it.
+    #[test]
+    fn an_empty_identity_header_is_no_identity() {
+        let policy = policy(json!({
+            "identity": {"source": "header", "header": "x-roles"},
+            "rules": [{"claim": "roles", "values": ["intern"], "tools": ["*_delete_*"], "effect": "deny"}],
+            "default": "allow"
+        }));
+        let identify = |headers: &[(&str, &str)]| {
+            let headers: Vec<(String, String)> = headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            Caller::identify(&policy.identity, &headers, || None)
+        };
+        let missing = identify(&[]);
+        assert_eq!(missing, Caller::anonymous());
+        assert!(!policy.allows(&missing, "ns", "github_get_issue"));
+        for value in ["", " ", "\t", ",", " , ,, "] {
+            let caller = identify(&[("x-roles", value)]);
+            assert_eq!(caller, missing, "{value:?}");
+            assert!(
+                !policy.allows(&caller, "ns", "github_get_issue"),
+                "{value:?}"
+            );
+        }
+        let staff = identify(&[("X-Roles", " staff ,")]);
+        assert_eq!(staff.values("roles"), ["staff"]);
+        assert!(policy.allows(&staff, "ns", "repo_delete_file"));
+        assert_eq!(Caller::from_header("roles", " ,, "), Caller::anonymous());
+        let jwt = IdentitySource::JwtHeader {
+            header: "x-jwt".into(),
+        };
+        for value in ["", "  "] {
+            let headers = vec![("x-jwt".to_string(), value.to_string())];
+            assert_eq!(
+                Caller::identify(&jwt, &headers, || None),
+                Caller::anonymous()
+            );
+        }
+    }
+
+    /// Why "no identity" is the safe reading of an empty header: whatever the rules, a caller
+    /// nobody identified may use no more than one identified with no claim values.
+    #[test]
+    fn nobody_may_use_no_more_than_a_caller_without_values() {
+        let no_values = Caller::from_payload(json!({"roles": []}));
+        for rules in [
+            json!([]),
+            json!([{"claim": "roles", "values": ["*"], "tools": ["a*"], "effect": "deny"}]),
+            json!([{"claim": "roles", "values": ["x"], "tools": ["a*"]}]),
+            json!([{"claim": "roles", "values": ["*"], "tools": ["a*"]}]),
+            json!([{"claim": "roles", "values": ["x"], "tools": ["b*"], "effect": "deny"}]),
+        ] {
+            for default in ["allow", "deny"] {
+                let p = policy(
+                    json!({"identity": {"source": "jwt_metadata"}, "rules": rules, "default": default}),
+                );
+                for tool in ["a1", "b1", "c1"] {
+                    if p.allows(&Caller::anonymous(), "ns", tool) {
+                        assert!(p.allows(&no_values, "ns", tool), "{rules} {default} {tool}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -20,6 +20,21 @@ impl<'a> RawObject<'a> {
         serde_json::from_str(text)
     }
 
+    /// Like `parse`, but a member named twice (escaped or not) is an error: readers disagree on
+    /// which of the two wins (Python's `json` and JavaScript's `JSON.parse` take the last).
+    pub fn parse_unique(text: &'a str) -> Result<Self, serde_json::Error> {
+        let object = Self::parse(text)?;
+        let mut keys: Vec<&str> = object.0.iter().map(|(k, _)| k.as_str()).collect();
+        keys.sort_unstable();
+        if let Some(pair) = keys.windows(2).find(|pair| pair.first() == pair.get(1)) {
+            let key = pair.first().copied().unwrap_or_default();
+            return Err(serde::de::Error::custom(format!(
+                "duplicate member {key:?}"
+            )));
+        }
+        Ok(object)
+    }
+
     pub fn get(&self, key: &str) -> Option<&RawValue> {
         self.0
             .iter()

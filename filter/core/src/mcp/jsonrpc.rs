@@ -16,16 +16,23 @@ pub struct Message {
     pub id: Option<Box<RawValue>>,
     pub method: Option<String>,
     pub params: Option<Box<RawValue>>,
+    /// The message has `"id": null`: a notification to some readers, a request to others.
+    pub null_id: bool,
 }
 
 #[derive(Deserialize)]
 struct Envelope {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "present")]
     id: Option<Box<RawValue>>,
     #[serde(default)]
     method: Option<String>,
     #[serde(default)]
     params: Option<Box<RawValue>>,
+}
+
+/// A member that is there, `null` included (serde reads a `null` `Option` as absent).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
+    Box::<RawValue>::deserialize(d).map(Some)
 }
 
 #[derive(Debug)]
@@ -73,11 +80,13 @@ fn message(raw: &RawValue) -> Result<Message, JsonRpcError> {
     }
     let env: Envelope =
         serde_json::from_str(raw.get()).map_err(|e| JsonRpcError::NotJson(e.to_string()))?;
+    let null_id = env.id.as_ref().is_some_and(|id| id.get().trim() == "null");
     Ok(Message {
         // `"id": null` is not a request id a reply could be matched on.
-        id: env.id.filter(|id| id.get() != "null"),
+        id: env.id.filter(|_| !null_id),
         method: env.method,
         params: env.params,
+        null_id,
     })
 }
 
@@ -364,22 +373,84 @@ impl Message {
         Ok(params.meta.and_then(|m| m.protocol_version))
     }
 
-    /// The id as a value, for matching a response to its request (servers may re-serialize).
-    pub fn id_value(&self) -> Option<Value> {
-        self.id
-            .as_deref()
-            .and_then(|raw| serde_json::from_str(raw.get()).ok())
+    /// The key that matches the message's answer to it (`None` for a notification).
+    pub fn id_key(&self) -> Option<Result<IdKey, String>> {
+        if self.null_id {
+            return Some(Err("the request id is null".to_string()));
+        }
+        self.id.as_deref().map(IdKey::of)
     }
 }
 
-/// Whether two JSON-RPC ids name one request as a server reads them: numbers by value (a
-/// server may parse `1.0` or `1e0` as 1 and answer `"id": 1`), anything else exactly.
-pub fn same_id(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => {
-            x == y || x.as_f64().zip(y.as_f64()).is_some_and(|(x, y)| x == y)
+/// The largest integer every JSON reader holds exactly: JavaScript's `JSON.parse` reads numbers
+/// as IEEE 754 doubles, so the TypeScript SDK sees 2^53 and 2^53 + 1 as one id.
+const MAX_EXACT_ID: u64 = (1 << 53) - 1;
+
+/// A request id as the SDKs key the answers they route: the Python SDK by `str(id)` (so `1`
+/// and `"1"` are one key), the TypeScript SDK by the number a double holds (so `1.0`, `1e0`
+/// and `1` are one key). Ids that any of them would read as the same request have one key
+/// here, so that no two requests the filter tells apart can trade answers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct IdKey(String);
+
+impl IdKey {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The key of a JSON-RPC id (spec 2025-11-25 "Base Protocol": a string or an integer), or
+    /// why it has none: an id every reader cannot hold as the same value (a number past
+    /// 2^53 - 1 or with a fraction, a string with a lone surrogate escape, null, another type).
+    pub fn of(raw: &RawValue) -> Result<IdKey, String> {
+        let text = raw.get().trim();
+        let shown = || {
+            let mut shown: String = text.chars().take(24).collect();
+            if shown.len() < text.len() {
+                shown.push('…');
+            }
+            shown
+        };
+        if text.starts_with('"') {
+            return serde_json::from_str::<String>(text)
+                .map(IdKey)
+                .map_err(|e| {
+                    format!(
+                        "the request id {} cannot be read as a string ({e})",
+                        shown()
+                    )
+                });
         }
-        _ => a == b,
+        let inexact = || {
+            format!(
+                "the request id {} is not an integer that every reader holds exactly (|id| <= 2^53 - 1)",
+                shown()
+            )
+        };
+        match serde_json::from_str::<Value>(text) {
+            Ok(Value::Number(n)) => {
+                if let Some(i) = n.as_i64() {
+                    return (i.unsigned_abs() <= MAX_EXACT_ID)
+                        .then(|| IdKey(i.to_string()))
+                        .ok_or_else(inexact);
+                }
+                match n.as_f64() {
+                    Some(f)
+                        if n.as_u64().is_none()
+                            && f.fract() == 0.0
+                            && f.abs() <= MAX_EXACT_ID as f64 =>
+                    {
+                        Ok(IdKey(format!("{}", f as i64)))
+                    }
+                    _ => Err(inexact()),
+                }
+            }
+            Ok(Value::Null) => Err("the request id is null".to_string()),
+            Ok(_) => Err(format!(
+                "the request id {} is neither a string nor a number",
+                shown()
+            )),
+            Err(_) => Err(inexact()),
+        }
     }
 }
 
@@ -499,6 +570,38 @@ mod tests {
                 "{odd}"
             );
         }
+    }
+
+    #[test]
+    fn ids_that_any_reader_conflates_have_one_key_and_unholdable_ids_none() {
+        let key = |id: &str| IdKey::of(&serde_json::from_str::<Box<RawValue>>(id).unwrap());
+        for same in ["1", "\"1\"", "1.0", "1e0", "10e-1", "\"\\u0031\""] {
+            assert_eq!(key(same), key("1"), "{same}");
+        }
+        assert_ne!(key("\"01\""), key("1"));
+        assert_eq!(key("-0"), key("0"));
+        assert!(key("9007199254740991").is_ok());
+        assert!(key("-9007199254740991").is_ok());
+        let big = "9".repeat(310);
+        for bad in [
+            "9007199254740992",
+            "18446744073709551615",
+            "1e30",
+            "1.5",
+            big.as_str(),
+            "null",
+            "true",
+            "[1]",
+            "{}",
+            "\"\\ud800\"",
+        ] {
+            assert!(key(bad).is_err(), "{bad}");
+        }
+        let m = parse(br#"{"jsonrpc":"2.0","id":null,"method":"tools/list"}"#).unwrap();
+        assert!(m.messages()[0].id.is_none());
+        assert!(matches!(m.messages()[0].id_key(), Some(Err(_))));
+        let n = parse(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
+        assert!(n.messages()[0].id_key().is_none());
     }
 
     #[test]

@@ -14,18 +14,39 @@ use crate::mcp::sse;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::Value;
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt;
 
 /// A `tools/list` request whose response is to be rewritten.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct ListTarget {
-    pub id: Value,
+    /// The id as the request wrote it, to answer with.
+    pub id: Box<RawValue>,
+    /// What the answer's id must key to (`jsonrpc::IdKey`).
+    pub key: jsonrpc::IdKey,
     pub first_page: bool,
     /// What the list lists (tools, prompts, resources or resource templates).
     pub entry: Entry,
+}
+
+impl ListTarget {
+    /// The target of a list request with this id; `None` when the id has no key (its answer is
+    /// then filtered like any other list on the stream, never paired).
+    pub fn new(id: &RawValue, first_page: bool, entry: Entry) -> Option<ListTarget> {
+        let key = jsonrpc::IdKey::of(id).ok()?;
+        Some(ListTarget {
+            id: id.to_owned(),
+            key,
+            first_page,
+            entry,
+        })
+    }
+
+    /// Whether a response's `id` answers this request.
+    fn answered_by(&self, id: &RawValue) -> bool {
+        jsonrpc::IdKey::of(id).is_ok_and(|key| key == self.key)
+    }
 }
 
 /// What rewriting needs besides the message.
@@ -165,8 +186,8 @@ fn replay(
         return None;
     }
     let message = RawObject::parse(&rest).ok()?;
-    let id = serde_json::from_str::<Value>(message.get("id")?.get()).ok()?;
-    let target = targets.iter().find(|t| jsonrpc::same_id(&t.id, &id))?;
+    let id = message.get("id")?;
+    let target = targets.iter().find(|t| t.answered_by(id))?;
     let result = message.borrowed("result")?;
     let at = (result.get().as_ptr() as usize).checked_sub(rest.as_ptr() as usize)?;
     if target.entry != Entry::Tool || at != start || result.get() != "0" {
@@ -218,14 +239,12 @@ fn rewrite_object(
     if !text.trim_start().starts_with('{') {
         return Ok(None);
     }
-    let message = RawObject::parse(text).map_err(|e| RewriteError::NotJson(e.to_string()))?;
-    let Some(id) = message
-        .get("id")
-        .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
-    else {
+    let message =
+        RawObject::parse_unique(text).map_err(|e| RewriteError::NotJson(e.to_string()))?;
+    let Some(id) = message.get("id") else {
         return Ok(None);
     };
-    let Some(target) = targets.iter().find(|t| jsonrpc::same_id(&t.id, &id)) else {
+    let Some(target) = targets.iter().find(|t| t.answered_by(id)) else {
         return Ok(None);
     };
     let Some(result_raw) = message.borrowed("result") else {
@@ -400,7 +419,7 @@ fn rewrite_entries(
 ) -> Result<Option<String>, RewriteError> {
     let entry = target.entry;
     let not_json = |e: serde_json::Error| RewriteError::NotJson(e.to_string());
-    let mut result = RawObject::parse(result_raw.get()).map_err(not_json)?;
+    let mut result = RawObject::parse_unique(result_raw.get()).map_err(not_json)?;
     let Some(items) = result.borrowed(entry.list_member()) else {
         return Ok(None);
     };
@@ -518,7 +537,13 @@ impl<'de> Deserialize<'de> for ListResult<'de> {
                 let mut members = Vec::new();
                 let mut tools = None;
                 while let Some(key) = map.next_key::<String>()? {
-                    if key == "tools" && tools.is_none() {
+                    if members.iter().any(|(k, _)| *k == key) {
+                        // Clients' readers take the last of two, this one would take the first.
+                        return Err(serde::de::Error::custom(format!(
+                            "duplicate member {key:?} in the result"
+                        )));
+                    }
+                    if key == "tools" {
                         tools = Some(map.next_value::<Vec<&'de RawValue>>()?);
                         let placeholder = RawValue::from_string("[]".to_string())
                             .map_err(serde::de::Error::custom)?;
@@ -603,7 +628,7 @@ impl SseRewriter {
                 out.extend_from_slice(&event.raw);
                 continue;
             }
-            let new_data = match event.data() {
+            let new_data = match event.data().filter(|_| event.is_message()) {
                 Some(data) => match rewrite(data) {
                     Ok(new) => new,
                     Err(e) => {
@@ -638,6 +663,12 @@ impl SseRewriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
+
+    fn target(id: Value, first_page: bool) -> ListTarget {
+        let raw = RawValue::from_string(id.to_string()).unwrap();
+        ListTarget::new(&raw, first_page, Entry::Tool).unwrap()
+    }
 
     fn ctx<'a>(config: &'a Config, allowed: &'a dyn Fn(&str) -> bool) -> ListContext<'a> {
         ListContext {
@@ -660,13 +691,7 @@ mod tests {
         let memo = RefCell::new(None);
         let mut c = ctx(&config, &all);
         c.memo = Some(&memo);
-        let first_page = |id: i64| {
-            [ListTarget {
-                id: serde_json::json!(id),
-                first_page: true,
-                entry: Entry::Tool,
-            }]
-        };
+        let first_page = |id: i64| [target(serde_json::json!(id), true)];
         let mut first = rewrite_message(LIST.as_bytes(), &first_page(2), &c)
             .unwrap()
             .unwrap();
@@ -698,11 +723,7 @@ mod tests {
         narrowed.memo = Some(&memo);
         narrowed.audience = Some(vec![0]);
         assert!(fresh(LIST, &first_page(2), &narrowed));
-        let later = [ListTarget {
-            id: serde_json::json!(2),
-            first_page: false,
-            entry: Entry::Tool,
-        }];
+        let later = [target(serde_json::json!(2), false)];
         assert!(fresh(LIST, &later, &c));
         assert!(fresh(&format!("[{LIST}]"), &first_page(2), &c));
         assert!(!fresh(LIST, &first_page(2), &c));
@@ -722,11 +743,7 @@ mod tests {
     }
 
     fn first_page_str(id: &str) -> [ListTarget; 1] {
-        [ListTarget {
-            id: serde_json::json!(id),
-            first_page: true,
-            entry: Entry::Tool,
-        }]
+        [target(serde_json::json!(id), true)]
     }
 
     const LIST: &str = r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"get_a","description":"A", "inputSchema":{"type":"object"}},{"name":"do_b","description":"B"},{"name":"get_c","x":[1, 2]}],"nextCursor":"abc","_meta":{"k":1}}}"#;
@@ -735,11 +752,7 @@ mod tests {
     fn keeps_eager_hides_progressive_adds_search_tool_first() {
         let config = Config::parse(r#"{"eager_patterns":["get_*"]}"#).unwrap();
         let all = |_: &str| true;
-        let targets = [ListTarget {
-            id: serde_json::json!(2),
-            first_page: true,
-            entry: Entry::Tool,
-        }];
+        let targets = [target(serde_json::json!(2), true)];
         let out = rewrite_message(LIST.as_bytes(), &targets, &ctx(&config, &all))
             .unwrap()
             .unwrap();
@@ -756,21 +769,14 @@ mod tests {
     fn later_pages_get_no_search_tool_and_other_ids_are_untouched() {
         let config = Config::default();
         let all = |_: &str| true;
-        let later = [ListTarget {
-            id: serde_json::json!(2),
-            first_page: false,
-            entry: Entry::Tool,
-        }];
+        let later = [target(serde_json::json!(2), false)];
         let out = rewrite_message(LIST.as_bytes(), &later, &ctx(&config, &all))
             .unwrap()
             .unwrap();
         let v: Value = serde_json::from_slice(out.body.as_ref().unwrap()).unwrap();
         assert_eq!(v["result"]["tools"], serde_json::json!([]));
-        let other = [ListTarget {
-            id: serde_json::json!("2"),
-            first_page: true,
-            entry: Entry::Tool,
-        }];
+        // `"2"` would be the same request as `2` to the Python SDK (`jsonrpc::IdKey`).
+        let other = [target(serde_json::json!("3"), true)];
         assert!(
             rewrite_message(LIST.as_bytes(), &other, &ctx(&config, &all))
                 .unwrap()
@@ -783,11 +789,7 @@ mod tests {
     fn all_eager_means_no_search_tool() {
         let config = Config::parse(r#"{"default_disclosure_mode":"EAGER"}"#).unwrap();
         let all = |_: &str| true;
-        let targets = [ListTarget {
-            id: serde_json::json!(2),
-            first_page: true,
-            entry: Entry::Tool,
-        }];
+        let targets = [target(serde_json::json!(2), true)];
         let out = rewrite_message(LIST.as_bytes(), &targets, &ctx(&config, &all))
             .unwrap()
             .unwrap();
@@ -806,11 +808,7 @@ mod tests {
         let config = Config::default();
         let all = |_: &str| true;
         let body = format!(r#"[{{"jsonrpc":"2.0","id":1,"result":{{}}}},{LIST}]"#);
-        let targets = [ListTarget {
-            id: serde_json::json!(2),
-            first_page: true,
-            entry: Entry::Tool,
-        }];
+        let targets = [target(serde_json::json!(2), true)];
         let out = rewrite_message(body.as_bytes(), &targets, &ctx(&config, &all))
             .unwrap()
             .unwrap();

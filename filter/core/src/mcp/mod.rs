@@ -2,6 +2,7 @@
 //! headers, and the two things the filter changes: the `tools/list` result
 //! (`list`) and the tools it answers itself (`injected`).
 
+pub mod guard;
 pub mod headers;
 pub mod injected;
 pub(crate) mod json;

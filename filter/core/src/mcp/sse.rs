@@ -54,6 +54,23 @@ impl Event {
         Event { raw, lines, data }
     }
 
+    /// Whether clients read the event as a JSON-RPC message: its type (the last `event:` field,
+    /// WHATWG HTML §9.2.6) is `message`, or it has none. The SDKs' clients skip other types.
+    pub fn is_message(&self) -> bool {
+        let mut kind: &[u8] = b"message";
+        for line in self
+            .lines
+            .iter()
+            .map(|r| self.raw.get(r.clone()).unwrap_or_default())
+        {
+            let (name, value) = field(line);
+            if line.first() != Some(&b':') && name == b"event" {
+                kind = value;
+            }
+        }
+        kind == b"message" || kind.is_empty()
+    }
+
     /// `data:` lines joined with `\n`; `None` when the event has no data line.
     pub fn data(&self) -> Option<&[u8]> {
         match self.data.as_ref()? {

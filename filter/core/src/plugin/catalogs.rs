@@ -3,7 +3,6 @@
 //! per namespace at a time across workers, by a shared-data lease.
 
 use super::{Host, Level, Plugin};
-use crate::config::catalog::MIN_REFRESH_INTERVAL_MS;
 use crate::config::entries::Entry;
 use crate::fetch::{Context, Fetch, FetchError, FetchSpec, Fetched, Origin, Step};
 use crate::index::catalog::{private_key, Page};
@@ -190,15 +189,15 @@ impl Plugin {
     }
 
     /// Where a list learned for `namespace` is kept: the namespace's catalog, or, for a list
-    /// the server marked private and no policy of ours shapes, its credential's (and the
-    /// namespace is marked private, so that every caller is looked up by credential).
+    /// the server marked private, its credential's, whatever policy of ours also applies (and
+    /// the namespace is marked private, so that every caller is looked up by credential).
     pub(super) fn learned_key(
         &self,
         host: &dyn Host,
         namespace: &str,
         learned: &Learned,
     ) -> String {
-        if !learned.private || self.config.authorization.is_some() {
+        if !learned.private {
             return namespace.to_string();
         }
         let _ = store::update_meta(host, namespace, |meta| {
@@ -294,9 +293,8 @@ impl Plugin {
             meta.source = Source::Fetched;
             meta.stale = false;
             meta.ttl_ms = ttl_ms;
-            // Kept per credential (and so refreshed in its callers' requests only) when no
-            // policy of ours shapes the lists.
-            meta.private = private && self.config.authorization.is_none();
+            // Kept per credential, and so refreshed in its callers' requests only.
+            meta.private = private;
             meta.failures = 0;
             meta.last_error = None;
             meta.set_origin(origin);
@@ -359,7 +357,7 @@ impl Plugin {
             let Some(origin) = meta.origin() else {
                 continue;
             };
-            if now < next_attempt(&meta, host.random_u64()) {
+            if now < next_attempt(&meta, catalog.min_refresh_interval_ms, host.random_u64()) {
                 continue;
             }
             let already = self
@@ -383,7 +381,9 @@ impl Plugin {
     }
 
     /// A fetch of `origin` in `context`, with the caller's forwarded headers, the configured
-    /// ones, and the loopback marker when fetching through a configured cluster.
+    /// ones, and the marker when fetching through a cluster the operator declared a loopback to
+    /// this listener (`catalog.loopback`): the marker's secret lets whoever holds it pass as
+    /// this filter's own fetch, so an upstream is never sent it.
     pub fn fetch_spec(
         &self,
         host: &dyn Host,
@@ -395,7 +395,7 @@ impl Plugin {
         let credential = crate::fetch::credential_of(&forwarded);
         let mut headers = forwarded;
         headers.extend(catalog.headers.iter().cloned());
-        if catalog.cluster.is_some() {
+        if catalog.cluster.is_some() && catalog.loopback {
             if let Some(secret) = fetch_secret(host) {
                 headers.push((FETCH_MARKER_HEADER.to_string(), secret));
             }
@@ -411,17 +411,19 @@ impl Plugin {
     }
 }
 
-/// When a due catalog may be fetched again: at once the first time; after a failure, after a
-/// backoff that doubles per failure up to a minute, jittered by up to a quarter so that the
-/// replicas of a mesh do not retry in step. Never twice within a second.
-fn next_attempt(meta: &store::CatalogMeta, random: u64) -> u64 {
+/// When a due catalog may be fetched again: `interval` (`catalog.min_refresh_interval`) after
+/// the last attempt, whatever made it due; after a failure, after a backoff that doubles per
+/// failure up to a minute (or `interval`, when that is longer), jittered by up to a quarter so
+/// that the replicas of a mesh do not retry in step.
+fn next_attempt(meta: &store::CatalogMeta, interval: u64, random: u64) -> u64 {
     let base = if meta.failures == 0 {
-        MIN_REFRESH_INTERVAL_MS
+        interval
     } else {
         let exp = meta.failures.saturating_sub(1).min(16);
-        MIN_REFRESH_INTERVAL_MS
+        interval
             .saturating_mul(1u64 << exp)
             .min(MAX_RETRY_MS)
+            .max(interval)
     };
     let jitter = if meta.failures == 0 {
         0
@@ -458,4 +460,34 @@ pub fn is_own_fetch(host: &dyn Host, marker: &str) -> bool {
                 .fold(0u8, |acc, (a, b)| acc | (a ^ b))
                 == 0
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(attempt_ms: u64, failures: u32) -> store::CatalogMeta {
+        store::CatalogMeta {
+            attempt_ms,
+            failures,
+            ..store::CatalogMeta::default()
+        }
+    }
+
+    #[test]
+    fn attempts_are_an_interval_apart_and_back_off_after_failures() {
+        assert_eq!(next_attempt(&meta(0, 0), 5_000, 99), 5_000);
+        assert_eq!(next_attempt(&meta(100_000, 0), 5_000, 99), 105_000);
+        assert_eq!(next_attempt(&meta(100_000, 0), 30_000, 99), 130_000);
+        // Failures double the wait (plus jitter of up to a quarter), up to a minute.
+        let after = |failures, interval| next_attempt(&meta(0, failures), interval, 0);
+        assert_eq!(after(1, 5_000), 5_000);
+        assert_eq!(after(2, 5_000), 10_000);
+        assert_eq!(after(5, 5_000), 60_000);
+        assert_eq!(after(30, 5_000), 60_000);
+        // ... never under the interval.
+        assert_eq!(after(3, 120_000), 120_000);
+        let jittered = next_attempt(&meta(0, 2), 5_000, 1_234_567);
+        assert!((10_000..=12_500).contains(&jittered), "{jittered}");
+    }
 }

@@ -525,16 +525,24 @@ impl Env for PluginEnv<'_> {
             .fetch_spec(self.host, origin, context, forwarded)
     }
 
+    /// A server's `notifications/tools/list_changed` passed (only `mcp::notify` decides that):
+    /// the catalog is due. Nothing is fetched here; the root tick refreshes due catalogs, at most
+    /// once per `catalog.min_refresh_interval`. Written (and logged) only when it changes
+    /// something: a catalog already stale, or one never obtained (due anyway, and not to be
+    /// created by a notification), is left as it is.
     fn mark_stale(&mut self, namespace: &str) {
+        let mut marked = false;
         let _ = store::update_meta(self.host, namespace, |meta| {
-            let was = meta.stale;
-            meta.stale = true;
-            !was
+            marked = meta.updated_ms != 0 && !meta.stale;
+            meta.stale |= marked;
+            marked
         });
-        self.host.log(
-            Level::Info,
-            &format!("catalog {namespace:?}: the server announced a tool list change"),
-        );
+        if marked {
+            self.host.log(
+                Level::Info,
+                &format!("catalog {namespace:?}: the server announced a tool list change"),
+            );
+        }
     }
 
     fn is_own_fetch(&mut self, marker: &str) -> bool {

@@ -20,10 +20,13 @@ impl Stream {
         if index.catalog.is_empty() {
             return true;
         }
+        // A caller's own catalog that is due is fetched again in its requests, at most once per
+        // `min_refresh_interval` however often it searches.
+        let meta = env.catalog_meta(&key);
+        let now = env.now_ms();
         key != namespace
-            && env
-                .catalog_meta(&key)
-                .due(env.now_ms(), config.catalog.max_age_ms)
+            && meta.due(now, config.catalog.max_age_ms)
+            && config.catalog.may_refetch(meta.attempt_ms, now)
     }
 
     /// The digest of this caller's credentials (the forwarded headers' values).
@@ -32,16 +35,16 @@ impl Stream {
     }
 
     /// Where this caller's catalog of `namespace` is kept: the namespace's own, or, when the
-    /// server marks its lists `cacheScope: "private"` (spec 2026-07-28 "Caching") and no
-    /// policy of ours shapes them, the catalog of this caller's credentials; a list shaped by
-    /// the server for one caller is never searched for another.
+    /// server marks its lists `cacheScope: "private"` (spec 2026-07-28 "Caching"), the catalog
+    /// of this caller's credentials, with or without a policy of ours (which then narrows it
+    /// further): a list shaped by the server for one caller is never searched for another.
     pub(super) fn catalog_key(
         &self,
-        config: &Config,
+        _config: &Config,
         env: &mut dyn Env,
         namespace: &str,
     ) -> String {
-        if config.authorization.is_none() && env.catalog_meta(namespace).private {
+        if env.catalog_meta(namespace).private {
             crate::index::catalog::private_key(namespace, &self.credential())
         } else {
             namespace.to_string()

@@ -502,6 +502,7 @@ impl Stream {
     pub fn on_call_answer(
         &mut self,
         config: &Config,
+        env: &mut dyn Env,
         answer: Result<crate::call::CallResponse, String>,
     ) -> RequestBodyAction {
         let Phase::Calling(id) = std::mem::replace(&mut self.phase, Phase::Done) else {
@@ -531,14 +532,55 @@ impl Stream {
             return failed(self, "a response without a valid status");
         };
         let kept = ["content-type", "mcp-session-id", "content-encoding"];
-        RequestBodyAction::Reply(LocalReply {
+        let mut reply = LocalReply {
             status,
             headers: headers
                 .into_iter()
                 .filter(|(k, _)| kept.contains(&k.to_ascii_lowercase().as_str()))
                 .collect(),
             body,
-        })
+        };
+        self.guard_relayed(config, env, &mut reply);
+        RequestBodyAction::Reply(reply)
+    }
+
+    /// The upstream's answer relayed as a local reply reaches the client like any response:
+    /// under a policy that restricts the caller it is read and filtered the same way (a server
+    /// that keys answers by `str(id)` can send a list here).
+    fn guard_relayed(&mut self, config: &Config, env: &mut dyn Env, reply: &mut LocalReply) {
+        if !self.restricted(config, &env.namespace()) {
+            return;
+        }
+        let header = |name: &str| {
+            reply
+                .headers
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.clone())
+        };
+        let (content_type, encoding) = (header("content-type"), header("content-encoding"));
+        self.phase = Phase::AwaitResponse;
+        let status = reply.status.to_string();
+        let action = self.on_response_headers(
+            config,
+            env,
+            Some(&status),
+            content_type.as_deref(),
+            encoding.as_deref(),
+        );
+        if action == ResponseHeadersAction::Refuse {
+            reply.headers.retain(|(k, _)| {
+                !k.eq_ignore_ascii_case("content-type")
+                    && !k.eq_ignore_ascii_case("content-encoding")
+            });
+            reply
+                .headers
+                .push(("content-type".to_string(), "application/json".to_string()));
+        }
+        if self.rewriting_response() {
+            reply.body = self.on_response_chunk(config, env, &reply.body, true);
+        }
+        self.phase = Phase::Done;
     }
 }
 

@@ -84,6 +84,14 @@ pub enum Event {
     RequestRefused(Refusal),
     /// A catalog fetch ended: `true` when it succeeded.
     CatalogFetched(bool),
+    /// Under a policy, a response body or SSE event that could not be read in exactly one way,
+    /// replaced by an error.
+    ResponseWithheld,
+    /// Under a policy, a list result on a stream that did not ask for it (another id, a resumed
+    /// GET stream), filtered for the caller.
+    ListFilteredUnpaired,
+    /// A list of a request to another authority than `catalog.authority`: answered, not learned.
+    ListNotLearned,
     Error,
 }
 
@@ -409,6 +417,13 @@ pub struct Stream {
     fetch_error: Option<String>,
     /// A fetch was made for this request (at most one).
     fetched: bool,
+    /// Under a policy that restricts this caller: every list result on the response is
+    /// filtered, whatever its id (`mcp::guard`).
+    guarding: bool,
+    /// The id of the request when it is one message, to answer a withheld response with.
+    reply_id: Option<Box<RawValue>>,
+    /// An SSE response being rewritten or guarded is also read for list changes.
+    changes: Option<crate::mcp::notify::ListChangedScanner>,
 }
 
 impl Default for Stream {
@@ -426,6 +441,9 @@ impl Stream {
             watch: false,
             fetch_error: None,
             fetched: false,
+            guarding: false,
+            reply_id: None,
+            changes: None,
         }
     }
 
@@ -458,6 +476,50 @@ impl Stream {
             .as_ref()
             .map(|policy| policy.scope(&self.head.caller, namespace));
         move |entry: Entry, key: &str| scope.as_ref().is_none_or(|s| s.allows_entry(entry, key))
+    }
+
+    /// Whether the policy keeps any entry of any kind from this caller in `namespace`.
+    fn restricted(&self, config: &Config, namespace: &str) -> bool {
+        config.authorization.as_ref().is_some_and(|policy| {
+            let scope = policy.scope(&self.head.caller, namespace);
+            Entry::ALL.iter().any(|&entry| !scope.allows_every(entry))
+        })
+    }
+
+    /// What a guarded response may carry (`mcp::guard`): the entries the policy allows this
+    /// caller, and the filter's own tools, which it answers itself.
+    fn receivable<'c>(
+        &self,
+        config: &'c Config,
+        namespace: &str,
+    ) -> impl Fn(Entry, Option<&str>) -> bool + 'c {
+        let scope = config
+            .authorization
+            .as_ref()
+            .map(|policy| policy.scope(&self.head.caller, namespace));
+        let injecting = config.mode != Mode::List;
+        move |entry: Entry, key: Option<&str>| {
+            let Some(scope) = &scope else {
+                return true;
+            };
+            match key {
+                Some(_) if scope.allows_every(entry) => true,
+                Some(key) if entry == Entry::Tool => {
+                    (injecting && Injected::of(config, key).is_some())
+                        || scope.allows_entry(entry, key)
+                }
+                // A URI a server would read otherwise than as written (`HTTPS://…:443/x`) is
+                // matched by no rule as the server reads it: listed, it would pass a deny glob.
+                Some(key) if entry != Entry::Prompt => {
+                    crate::config::paths::resource_uri_problem(key).is_none()
+                        && scope.allows_entry(entry, key)
+                }
+                Some(key) => scope.allows_entry(entry, key),
+                // No rule can allow an entry without a readable key, unless the caller may
+                // have every entry of its kind.
+                None => scope.allows_every(entry),
+            }
+        }
     }
 
     fn allowed<'c>(&self, config: &'c Config, namespace: &str) -> impl Fn(&str) -> bool + 'c {

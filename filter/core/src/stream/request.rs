@@ -2,7 +2,6 @@
 //! JSON-RPC body holds; whether the headers agree with it and the policy allows it; and so
 //! whether it is answered here, refused, or sent upstream (with its list response awaited).
 
-use super::http_api::health;
 use super::reply::{bad_request, error_json, method_not_allowed};
 use super::*;
 
@@ -62,7 +61,8 @@ impl Stream {
                 if head.method != "GET" {
                     return RequestHeadersAction::Reply(method_not_allowed("GET"));
                 }
-                return RequestHeadersAction::Reply(health(config, env));
+                self.head = head;
+                return RequestHeadersAction::Reply(self.answer_health(config, env));
             }
         }
         if !config.is_mcp_path(&forms) {
@@ -234,11 +234,26 @@ impl Stream {
                 jsonrpc::error_response(id, headers::HEADER_MISMATCH, &mismatch.to_string()),
             ));
         }
-        if strict && repeats_an_id(&incoming) {
-            // Responses are matched to requests by id: two requests of one id could have the
-            // answer of one read as the other's (a tools list as a prompts list, unfiltered).
-            let reply = self.refuse_unreadable(env, "a batch repeats a request id");
-            return RequestBodyAction::Reply(reply);
+        if strict {
+            // An id the filter cannot hold as the value the server and the client hold may
+            // pair answers the filter cannot see (spec 2025-11-25 "Base Protocol": ids are
+            // strings or integers).
+            if let Some(Err(why)) = incoming
+                .messages()
+                .iter()
+                .find_map(|m| m.id_key().filter(|key| key.is_err()))
+            {
+                return RequestBodyAction::Reply(self.refuse_unreadable(env, &why));
+            }
+            if repeats_an_id(&incoming) {
+                // Responses are matched to requests by id: two requests of one id could have
+                // the answer of one read as the other's (a tools list as a prompts list).
+                let reply = self.refuse_unreadable(env, "a batch repeats a request id");
+                return RequestBodyAction::Reply(reply);
+            }
+        }
+        if let Incoming::Single(m) = &incoming {
+            self.reply_id = m.id.clone();
         }
         let namespace = env.namespace();
         let listing = config.mode != Mode::List;
@@ -250,13 +265,10 @@ impl Stream {
                 // The kill switch: with nobody to filter for, lists are left completely alone.
                 Kind::ToolsList { .. } if !listing && config.authorization.is_none() => {}
                 Kind::ToolsList { first_page } => {
-                    if let Some(id) = m.id_value() {
-                        self.targets.push(ListTarget {
-                            id,
-                            first_page,
-                            entry: Entry::Tool,
-                        });
-                    }
+                    let target =
+                        m.id.as_deref()
+                            .and_then(|id| ListTarget::new(id, first_page, Entry::Tool));
+                    self.targets.extend(target);
                 }
                 Kind::ToolsCall { name, .. } => {
                     if listing && m.id.is_some() && Injected::of(config, &name).is_some() {
@@ -272,13 +284,10 @@ impl Stream {
                 Kind::EntriesList { entry, first_page } => {
                     // Learned for search; under a policy, filtered for the caller.
                     if listing || config.authorization.is_some() {
-                        if let Some(id) = m.id_value() {
-                            self.targets.push(ListTarget {
-                                id,
-                                first_page,
-                                entry,
-                            });
-                        }
+                        let target =
+                            m.id.as_deref()
+                                .and_then(|id| ListTarget::new(id, first_page, entry));
+                        self.targets.extend(target);
                     }
                 }
                 Kind::Use { entry, key } => {
@@ -440,16 +449,17 @@ impl Stream {
     }
 }
 
-/// Whether two requests of a batch have one id (as a server reads ids: `jsonrpc::same_id`).
+/// Whether two requests of a batch have one id as some reader keys ids (`jsonrpc::IdKey`).
 fn repeats_an_id(incoming: &Incoming) -> bool {
-    let ids: Vec<Value> = incoming
+    let mut keys: Vec<jsonrpc::IdKey> = incoming
         .messages()
         .iter()
-        .filter_map(Message::id_value)
+        .filter_map(|m| m.id_key()?.ok())
         .collect();
-    ids.iter()
-        .enumerate()
-        .any(|(i, a)| ids.iter().skip(i + 1).any(|b| jsonrpc::same_id(a, b)))
+    let all = keys.len();
+    keys.sort_unstable_by(|a, b| a.as_str().cmp(b.as_str()));
+    keys.dedup();
+    keys.len() < all
 }
 
 /// Whether answering the request reads the catalog (a search, the groups, a description, a

@@ -13,21 +13,28 @@ impl Stream {
         content_type: Option<&str>,
         content_encoding: Option<&str>,
     ) -> ResponseHeadersAction {
-        if !matches!(self.phase, Phase::AwaitResponse) {
+        let paired = matches!(self.phase, Phase::AwaitResponse);
+        // What the client receives is decided on here, not on what it asked: under a policy
+        // every response on an MCP path is read (`mcp::guard`).
+        self.guarding = self.watch && self.restricted(config, &env.namespace());
+        if !paired && !self.guarding {
             if status == Some("200") && self.watch_response(content_type) {
                 return ResponseHeadersAction::Watch;
             }
             return ResponseHeadersAction::Continue;
         }
         self.phase = Phase::Done;
-        if status != Some("200") {
+        let success = status.is_some_and(|s| s.starts_with('2'));
+        if status != Some("200") && !(self.guarding && success) {
             // Another success status may still carry a list a client reads: under a policy it
             // cannot pass unfiltered. Error statuses are not list results, and a 401 must reach
             // the client as sent (MCP authorization: its WWW-Authenticate starts the flow).
-            if status.is_some_and(|s| s.starts_with('2')) {
+            if success {
                 return self.cannot_filter(config, env, PassReason::Status);
             }
-            env.record(Event::PassedThrough(PassReason::Status));
+            if paired {
+                env.record(Event::PassedThrough(PassReason::Status));
+            }
             return ResponseHeadersAction::Continue;
         }
         if content_encoding.is_some_and(|e| !e.trim().eq_ignore_ascii_case("identity")) {
@@ -43,6 +50,7 @@ impl Stream {
             }
             Some("text/event-stream") => {
                 self.phase = Phase::Sse(SseRewriter::new(config.max_body_bytes));
+                self.changes = Some(crate::mcp::notify::ListChangedScanner::default());
                 ResponseHeadersAction::RewriteBody
             }
             _ => self.cannot_filter(config, env, PassReason::ContentType),
@@ -61,12 +69,36 @@ impl Stream {
         if config.authorization.is_none() {
             return ResponseHeadersAction::Continue;
         }
+        env.record(Event::ResponseWithheld);
         env.log_warn(&format!(
-            "tools/list response refused: it cannot be filtered for the caller ({})",
+            "{} refused: it cannot be filtered for the caller ({})",
+            self.what(),
             reason.name()
         ));
         self.phase = Phase::Refuse(reason, false);
         ResponseHeadersAction::Refuse
+    }
+
+    /// What the response is, for the operator's log.
+    fn what(&self) -> &'static str {
+        if self.targets.is_empty() {
+            "response"
+        } else {
+            "tools/list response"
+        }
+    }
+
+    /// The JSON-RPC error a client receives in place of what could not be filtered for it.
+    fn refusal_message(&self, reason: &str) -> String {
+        if self.targets.is_empty() {
+            format!(
+                "the response could not be filtered for this caller ({reason}); ask the operator"
+            )
+        } else {
+            format!(
+                "the tool list could not be filtered for this caller ({reason}); ask the operator"
+            )
+        }
     }
 
     /// The response's declared length: a JSON list is held whole, and growing the buffer by
@@ -79,18 +111,20 @@ impl Stream {
 
     /// The JSON-RPC error that replaces a list that cannot be filtered for the caller.
     pub(super) fn refusal(&self, reason: PassReason, sse: bool) -> Vec<u8> {
-        let message = format!(
-            "the tool list could not be filtered for this caller ({}); ask the operator",
-            reason.name()
-        );
-        let errors: Vec<String> = self
+        let message = self.refusal_message(reason.name());
+        let mut errors: Vec<String> = self
             .targets
             .iter()
-            .map(|t| {
-                let id = RawValue::from_string(t.id.to_string()).ok();
-                jsonrpc::error_response(id.as_deref(), jsonrpc::INTERNAL_ERROR, &message)
-            })
+            .map(|t| jsonrpc::error_response(Some(&t.id), jsonrpc::INTERNAL_ERROR, &message))
             .collect();
+        if errors.is_empty() {
+            let id = self.reply_id.as_deref();
+            errors.push(jsonrpc::error_response(
+                id,
+                jsonrpc::INTERNAL_ERROR,
+                &message,
+            ));
+        }
         let body = if errors.len() == 1 {
             errors.concat()
         } else {
@@ -124,8 +158,10 @@ impl Stream {
             }
             return held;
         }
+        env.record(Event::ResponseWithheld);
         env.log_warn(&format!(
-            "tools/list response refused: it cannot be filtered for the caller ({}){detail}",
+            "{} refused: it cannot be filtered for the caller ({}){detail}",
+            self.what(),
             reason.name()
         ));
         self.phase = Phase::Refuse(reason, true);
@@ -155,17 +191,23 @@ impl Stream {
                     return Vec::new();
                 }
                 let whole = std::mem::take(held);
-                match self.rewrite_list(config, env, &whole) {
+                let paired = if self.targets.is_empty() {
+                    Ok(None)
+                } else {
+                    self.rewrite_list(config, env, &whole)
+                };
+                let learning = self.may_learn(config);
+                match paired {
                     Ok(Some(rewritten)) => {
-                        if rewritten.outcome.body.is_some() {
-                            learn_from(env, rewritten, whole, &self.credential())
-                                .unwrap_or_default()
+                        let body = if rewritten.outcome.body.is_some() {
+                            learn_from(env, rewritten, whole, &learning).unwrap_or_default()
                         } else {
-                            learn_from(env, rewritten, Vec::new(), &self.credential());
+                            learn_from(env, rewritten, Vec::new(), &learning);
                             whole
-                        }
+                        };
+                        self.guard_json(config, env, body, true)
                     }
-                    Ok(None) => whole,
+                    Ok(None) => self.guard_json(config, env, whole, false),
                     Err(e) => {
                         env.record(Event::PassedThrough(PassReason::Unparseable));
                         let detail = e.to_string();
@@ -191,9 +233,13 @@ impl Stream {
                 chunk.to_vec()
             }
             Phase::Sse(rewriter) => {
+                if self.changes.as_mut().is_some_and(|s| s.push(chunk)) {
+                    let namespace = env.namespace();
+                    env.mark_stale(&namespace);
+                }
                 let before = rewriter.gave_up().is_some();
                 let out = rewriter.push(chunk, end_of_stream, &mut |data| {
-                    self.rewrite(config, env, data)
+                    self.answer_event(config, env, data)
                 });
                 let (reason, detail) = match (before, rewriter.gave_up()) {
                     (false, Some(SseGiveUp::TooLarge)) => (Some(PassReason::TooLarge), None),
@@ -270,9 +316,120 @@ impl Stream {
         env: &mut dyn Env,
         message: &[u8],
     ) -> Result<Option<Vec<u8>>, RewriteError> {
+        let learning = self.may_learn(config);
         Ok(self
             .rewrite_list(config, env, message)?
-            .and_then(|rewritten| learn_from(env, rewritten, Vec::new(), &self.credential())))
+            .and_then(|rewritten| learn_from(env, rewritten, Vec::new(), &learning)))
+    }
+
+    /// One SSE event's message as the client receives it: this stream's list rewritten, and,
+    /// when guarding, every list in it filtered, or the whole event replaced by an error when
+    /// it cannot be read (the stream goes on: a GET stream may carry minutes of other events).
+    fn answer_event(
+        &self,
+        config: &Config,
+        env: &mut dyn Env,
+        data: &[u8],
+    ) -> Result<Option<Vec<u8>>, RewriteError> {
+        let rewritten = if self.targets.is_empty() {
+            Ok(None)
+        } else {
+            self.rewrite(config, env, data)
+        };
+        if !self.guarding {
+            return rewritten;
+        }
+        let guarded = rewritten.map_err(|e| e.to_string()).and_then(|rewritten| {
+            let paired = rewritten.is_some();
+            let input = rewritten.as_deref().unwrap_or(data);
+            let namespace = env.namespace();
+            let receivable = self.receivable(config, &namespace);
+            match crate::mcp::guard::guard(input, &receivable) {
+                Ok(g) => {
+                    if g.lists > 0 && !paired {
+                        env.record(Event::ListFilteredUnpaired);
+                    }
+                    Ok(g.body.or(rewritten))
+                }
+                Err(e) => Err(e.to_string()),
+            }
+        });
+        match guarded {
+            Ok(data) => Ok(data),
+            Err(why) => {
+                env.record(Event::PassedThrough(PassReason::Unparseable));
+                env.record(Event::ResponseWithheld);
+                env.log_warn(&format!(
+                    "{} refused: it cannot be filtered for the caller (unparseable): an event: {why}",
+                    self.what()
+                ));
+                let message = self.refusal_message(PassReason::Unparseable.name());
+                Ok(Some(
+                    jsonrpc::error_response(
+                        self.reply_id.as_deref(),
+                        jsonrpc::INTERNAL_ERROR,
+                        &message,
+                    )
+                    .into_bytes(),
+                ))
+            }
+        }
+    }
+
+    /// A whole JSON body as the client receives it: when guarding, every list in it filtered
+    /// (`paired`: this stream's own list was rewritten already), or the error in its place.
+    fn guard_json(
+        &mut self,
+        config: &Config,
+        env: &mut dyn Env,
+        body: Vec<u8>,
+        paired: bool,
+    ) -> Vec<u8> {
+        if !self.guarding {
+            return body;
+        }
+        let namespace = env.namespace();
+        let verdict = {
+            let receivable = self.receivable(config, &namespace);
+            crate::mcp::guard::guard(&body, &receivable)
+        };
+        match verdict {
+            Ok(g) => {
+                if g.lists > 0 && !paired {
+                    env.record(Event::ListFilteredUnpaired);
+                }
+                g.body.unwrap_or(body)
+            }
+            Err(e) => {
+                env.record(Event::PassedThrough(PassReason::Unparseable));
+                let detail = e.to_string();
+                self.give_up(
+                    config,
+                    env,
+                    body,
+                    PassReason::Unparseable,
+                    false,
+                    Some(&detail),
+                )
+            }
+        }
+    }
+
+    /// Whether lists on this stream may be learned into the namespace's catalog, and for whom:
+    /// only a request to the authority the operator configured (`catalog.authority`) writes
+    /// it; the catalog is every caller's, and another virtual host of the same upstream may
+    /// list other tools (or an attacker's descriptions).
+    fn may_learn(&self, config: &Config) -> Learning {
+        let foreign = config.catalog.authority.as_deref().and_then(|configured| {
+            let authority = self.head.authority.as_deref().unwrap_or_default();
+            (!authority.eq_ignore_ascii_case(configured)).then(|| {
+                format!("a list for authority {authority:?} is not learned: catalog.authority is {configured:?}")
+            })
+        });
+        Learning {
+            refused: foreign,
+            credential: self.credential(),
+        }
     }
 
     /// The rewrite of a `tools/list` response, not yet learned from: learning can wait until
@@ -322,15 +479,31 @@ pub(super) struct Rewritten {
     index: Option<Rc<CatalogIndex>>,
 }
 
+/// Whether a stream's lists are learned, and whose they are when the server made them private.
+pub(super) struct Learning {
+    /// Why the lists are not learned, if they are not.
+    refused: Option<String>,
+    credential: String,
+}
+
 /// Learns the page of a rewritten list and counts it; returns the new body (`None`: unchanged).
 /// `buffer` is the response's, spent: the catalog is written to shared data through it.
 pub(super) fn learn_from(
     env: &mut dyn Env,
     rewritten: Rewritten,
     buffer: Vec<u8>,
-    credential: &str,
+    learning: &Learning,
 ) -> Option<Vec<u8>> {
     let Rewritten { mut outcome, index } = rewritten;
+    let credential = learning.credential.as_str();
+    if let Some(why) = &learning.refused {
+        if outcome.tools || !outcome.entries.is_empty() {
+            env.record(Event::ListNotLearned);
+            env.log_warn(why);
+        }
+        outcome.entries.clear();
+        outcome.tools = false;
+    }
     for (entry, entries, page) in std::mem::take(&mut outcome.entries) {
         // A list the server shaped for this caller is never searched for another; without a
         // policy of ours to key it by, it is not learned at all.

@@ -37,6 +37,9 @@ pub const STATS: &[&str] = &[
     "requests_refused.header_mismatch",
     "catalog_fetches.ok",
     "catalog_fetches.failed",
+    "responses_withheld",
+    "lists_filtered_unpaired",
+    "lists_not_learned",
 ];
 
 impl Event {
@@ -73,6 +76,9 @@ impl Event {
             Event::RequestRefused(Refusal::HeaderMismatch) => "requests_refused.header_mismatch",
             Event::CatalogFetched(true) => "catalog_fetches.ok",
             Event::CatalogFetched(false) => "catalog_fetches.failed",
+            Event::ResponseWithheld => "responses_withheld",
+            Event::ListFilteredUnpaired => "lists_filtered_unpaired",
+            Event::ListNotLearned => "lists_not_learned",
         };
         (name, 1)
     }
@@ -93,6 +99,9 @@ mod tests {
             Event::Error,
             Event::CatalogFetched(true),
             Event::CatalogFetched(false),
+            Event::ResponseWithheld,
+            Event::ListFilteredUnpaired,
+            Event::ListNotLearned,
         ];
         for r in [Ranking::Bm25, Ranking::Vector, Ranking::Hybrid] {
             events.push(Event::SearchAnswered(r));

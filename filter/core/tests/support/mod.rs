@@ -358,7 +358,7 @@ pub fn exchange(
                     Some(upstream) => Ok(upstream(call)),
                     None => Err("no upstream in this test".to_string()),
                 };
-                action = stream.on_call_answer(&config, answer);
+                action = stream.on_call_answer(&config, env, answer);
             }
             if let RequestBodyAction::Embed { texts } = &action {
                 let texts = texts.clone();
