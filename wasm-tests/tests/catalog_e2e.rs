@@ -542,7 +542,13 @@ async fn http_search_endpoint_fetches_on_a_fresh_envoy() {
 async fn list_changed_on_the_client_stream_refreshes_the_catalog() {
     let dir = TestDir::new("catalog_list_changed").expect("dir");
     let upstream = start_catalog(&CatalogOptions::default(), &dir);
-    let envoy = start_envoy(upstream.addr, &config(json!({})), &dir);
+    // The first fetch was just made: with the default 5 s between two refreshes of a
+    // namespace, the change would wait that long.
+    let envoy = start_envoy(
+        upstream.addr,
+        &config(json!({"min_refresh_interval": "1s"})),
+        &dir,
+    );
     within("list_changed refresh", async {
         let (client, _) = connect(&envoy.mcp_url(), &[]).await;
         assert_found_first(&search(&client, REFUND_QUERY).await, REFUND);

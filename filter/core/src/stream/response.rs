@@ -90,15 +90,12 @@ impl Stream {
 
     /// The JSON-RPC error a client receives in place of what could not be filtered for it.
     fn refusal_message(&self, reason: &str) -> String {
-        if self.targets.is_empty() {
-            format!(
-                "the response could not be filtered for this caller ({reason}); ask the operator"
-            )
+        let subject = if self.targets.is_empty() {
+            "response"
         } else {
-            format!(
-                "the tool list could not be filtered for this caller ({reason}); ask the operator"
-            )
-        }
+            "tool list"
+        };
+        format!("the {subject} could not be filtered for this caller ({reason}); ask the operator")
     }
 
     /// The response's declared length: a JSON list is held whole, and growing the buffer by
