@@ -565,18 +565,24 @@ fn health_lists_the_routes_namespace_and_the_listed_ones_only() {
     }
 }
 
-#[test]
-fn health_under_a_policy_counts_what_an_unidentified_caller_may_use() {
-    let mut env = TestEnv::new(&format!("{{{POLICY}}}"));
-    let admin = || as_role(post("/mcp"), "admin");
-    learn(&mut env, "upstream", admin(), "tools/list", &catalog());
+/// A worker of `config` that learned the catalog's tools and prompts from `lister`'s lists.
+fn with_tools_and_prompts(config: &str, lister: impl Fn() -> RequestHead) -> TestEnv {
+    let mut env = TestEnv::new(config);
+    learn(&mut env, "upstream", lister(), "tools/list", &catalog());
     learn(
         &mut env,
         "upstream",
-        admin(),
+        lister(),
         "prompts/list",
         &prompts_list(),
     );
+    env
+}
+
+#[test]
+fn health_under_a_policy_counts_what_an_unidentified_caller_may_use() {
+    let admin = || as_role(post("/mcp"), "admin");
+    let mut env = with_tools_and_prompts(&format!("{{{POLICY}}}"), admin);
     let catalogs = health_catalogs(&mut env, get("/"));
     assert_eq!(
         catalogs["upstream"],
@@ -584,15 +590,7 @@ fn health_under_a_policy_counts_what_an_unidentified_caller_may_use() {
         "{catalogs:?}"
     );
     // Without a policy, everything is every caller's.
-    let mut env = TestEnv::new("{}");
-    learn(&mut env, "upstream", post("/mcp"), "tools/list", &catalog());
-    learn(
-        &mut env,
-        "upstream",
-        post("/mcp"),
-        "prompts/list",
-        &prompts_list(),
-    );
+    let mut env = with_tools_and_prompts("{}", || post("/mcp"));
     let catalogs = health_catalogs(&mut env, get("/"));
     assert_eq!(catalogs["upstream"]["tools"], 3, "{catalogs:?}");
     assert_eq!(catalogs["upstream"]["prompts"], 2, "{catalogs:?}");
@@ -600,16 +598,8 @@ fn health_under_a_policy_counts_what_an_unidentified_caller_may_use() {
 
 #[test]
 fn health_under_a_policy_counts_what_the_caller_may_use() {
-    let mut env = TestEnv::new(&format!("{{{POLICY}}}"));
     let admin = || as_role(post("/mcp"), "admin");
-    learn(&mut env, "upstream", admin(), "tools/list", &catalog());
-    learn(
-        &mut env,
-        "upstream",
-        admin(),
-        "prompts/list",
-        &prompts_list(),
-    );
+    let mut env = with_tools_and_prompts(&format!("{{{POLICY}}}"), admin);
     for (role, tools, prompts) in [("support", 2, 1), ("admin", 3, 2), ("billing", 0, 0)] {
         let catalogs = health_catalogs(&mut env, as_role(get("/"), role));
         assert_eq!(catalogs["upstream"]["tools"], tools, "{role}: {catalogs:?}");
