@@ -13,7 +13,7 @@ impl Stream {
         if !config.catalog.fetch || self.fetched {
             return false;
         }
-        let key = self.catalog_key(config, env, namespace);
+        let key = self.catalog_key(env, namespace);
         let Ok(index) = env.catalog_of(&key) else {
             return false;
         };
@@ -38,12 +38,7 @@ impl Stream {
     /// server marks its lists `cacheScope: "private"` (spec 2026-07-28 "Caching"), the catalog
     /// of this caller's credentials, with or without a policy of ours (which then narrows it
     /// further): a list shaped by the server for one caller is never searched for another.
-    pub(super) fn catalog_key(
-        &self,
-        _config: &Config,
-        env: &mut dyn Env,
-        namespace: &str,
-    ) -> String {
+    pub(super) fn catalog_key(&self, env: &mut dyn Env, namespace: &str) -> String {
         if env.catalog_meta(namespace).private {
             crate::index::catalog::private_key(namespace, &self.credential())
         } else {

@@ -72,7 +72,7 @@ impl Stream {
                 }
             };
         }
-        let index = match self.endpoint_catalog(config, env, &namespace) {
+        let index = match self.endpoint_catalog(env, &namespace) {
             Ok(index) => index,
             Err(reply) => return reply,
         };
@@ -122,11 +122,10 @@ impl Stream {
     /// This caller's catalog of `namespace`, or the 503 that says why there is none to read.
     fn endpoint_catalog(
         &self,
-        config: &Config,
         env: &mut dyn Env,
         namespace: &str,
     ) -> Result<Rc<CatalogIndex>, LocalReply> {
-        let key = self.catalog_key(config, env, namespace);
+        let key = self.catalog_key(env, namespace);
         env.catalog_of(&key).map_err(|e| {
             env.record(Event::Error);
             LocalReply::json(503, error_json(&format!("catalog unavailable: {e}")))
@@ -146,7 +145,7 @@ impl Stream {
             Ok(namespace) => namespace,
             Err(refused) => return refused,
         };
-        let index = match self.endpoint_catalog(config, env, &namespace) {
+        let index = match self.endpoint_catalog(env, &namespace) {
             Ok(index) => index,
             Err(reply) => return reply,
         };
@@ -385,7 +384,7 @@ impl Stream {
                 count(Entry::Resource),
                 count(Entry::ResourceTemplate),
             );
-            let key = self.catalog_key(config, env, &ns);
+            let key = self.catalog_key(env, &ns);
             let (tools, embedded) = match env.catalog_of(&key) {
                 Ok(index) => {
                     let tools = usable(&index, Entry::Tool, scope.as_ref());

@@ -190,7 +190,7 @@ impl Stream {
                 }
             };
         }
-        let key = self.catalog_key(config, env, &namespace);
+        let key = self.catalog_key(env, &namespace);
         let index = match self.catalog_or_error(env, &key) {
             Ok(index) => index,
             Err(message) => return injected::error_result(&message, modern),
@@ -212,7 +212,7 @@ impl Stream {
         let mut catalogs = Vec::new();
         for &entry in kind.entries() {
             let key = match entry {
-                Entry::Tool => self.catalog_key(config, env, namespace),
+                Entry::Tool => self.catalog_key(env, namespace),
                 other => other.catalog_key(namespace),
             };
             catalogs.push((entry, env.catalog_of(&key)?));
@@ -257,7 +257,7 @@ impl Stream {
             }
         };
         let namespace = env.namespace();
-        let key = self.catalog_key(config, env, &namespace);
+        let key = self.catalog_key(env, &namespace);
         let index = match self.catalog_or_error(env, &key) {
             Ok(index) => index,
             Err(message) => {
@@ -324,7 +324,7 @@ impl Stream {
         namespace: &str,
     ) -> String {
         let modern = self.modern();
-        let key = self.catalog_key(config, env, namespace);
+        let key = self.catalog_key(env, namespace);
         let index = match self.catalog_or_error(env, &key) {
             Ok(index) => index,
             Err(message) => return injected::error_result(&message, modern),
@@ -354,7 +354,7 @@ impl Stream {
             Ok(names) => names,
             Err(message) => return injected::error_result(&message, modern),
         };
-        let key = self.catalog_key(config, env, namespace);
+        let key = self.catalog_key(env, namespace);
         let index = match self.catalog_or_error(env, &key) {
             Ok(index) => index,
             Err(message) => return injected::error_result(&message, modern),

@@ -339,17 +339,8 @@ impl Stream {
         let guarded = rewritten.map_err(|e| e.to_string()).and_then(|rewritten| {
             let paired = rewritten.is_some();
             let input = rewritten.as_deref().unwrap_or(data);
-            let namespace = env.namespace();
-            let receivable = self.receivable(config, &namespace);
-            match crate::mcp::guard::guard(input, &receivable) {
-                Ok(g) => {
-                    if g.lists > 0 && !paired {
-                        env.record(Event::ListFilteredUnpaired);
-                    }
-                    Ok(g.body.or(rewritten))
-                }
-                Err(e) => Err(e.to_string()),
-            }
+            let filtered = self.guard(config, env, input, paired)?;
+            Ok(filtered.or(rewritten))
         });
         match guarded {
             Ok(data) => Ok(data),
@@ -385,21 +376,10 @@ impl Stream {
         if !self.guarding {
             return body;
         }
-        let namespace = env.namespace();
-        let verdict = {
-            let receivable = self.receivable(config, &namespace);
-            crate::mcp::guard::guard(&body, &receivable)
-        };
-        match verdict {
-            Ok(g) => {
-                if g.lists > 0 && !paired {
-                    env.record(Event::ListFilteredUnpaired);
-                }
-                g.body.unwrap_or(body)
-            }
-            Err(e) => {
+        match self.guard(config, env, &body, paired) {
+            Ok(filtered) => filtered.unwrap_or(body),
+            Err(detail) => {
                 env.record(Event::PassedThrough(PassReason::Unparseable));
-                let detail = e.to_string();
                 self.give_up(
                     config,
                     env,
@@ -410,6 +390,25 @@ impl Stream {
                 )
             }
         }
+    }
+
+    /// `message` (a body or one event's data) with every list in it filtered for this caller
+    /// (`None`: it goes on as it is), counting a list this stream did not ask for (`paired`:
+    /// the stream's own list was rewritten already); `Err`: why it cannot be read in one way.
+    fn guard(
+        &self,
+        config: &Config,
+        env: &mut dyn Env,
+        message: &[u8],
+        paired: bool,
+    ) -> Result<Option<Vec<u8>>, String> {
+        let namespace = env.namespace();
+        let receivable = self.receivable(config, &namespace);
+        let guarded = crate::mcp::guard::guard(message, &receivable).map_err(|e| e.to_string())?;
+        if guarded.lists > 0 && !paired {
+            env.record(Event::ListFilteredUnpaired);
+        }
+        Ok(guarded.body)
     }
 
     /// Whether lists on this stream may be learned into the namespace's catalog, and for whom:
