@@ -11,10 +11,14 @@ mod base64;
 pub mod call;
 pub mod config;
 pub mod fetch;
+pub mod http;
 pub mod index;
 pub mod mcp;
 pub mod plugin;
 pub mod rank;
+pub mod stats;
 pub mod store;
 pub mod stream;
 pub mod vector;
+
+pub use stats::STATS;

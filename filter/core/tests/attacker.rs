@@ -459,22 +459,20 @@ fn without_a_policy_unreadable_bodies_still_pass_through() {
 
 #[test]
 fn a_body_that_cannot_be_had_whole_is_refused_under_a_policy() {
-    use mcp_tool_search_core::stream::Stream;
+    // Request trailers end the stream before the body did: under a policy the body was never
+    // read whole, so the request is refused; without one it goes on unread.
+    let ended_by_trailers = |env: &TestEnv| mcp_tool_search_core::http::Request {
+        headers: env.request_headers(&post("/mcp"), b"{"),
+        chunks: vec![br#"{"jsonrpc":"2.0","id":1,"#.to_vec()],
+        trailers: true,
+    };
+    let upstream = ("200", "application/json", &[&b"{}"[..]][..]);
     let mut env = TestEnv::new(&POLICY.replace("HOLD", "false"));
-    let config = env.config.clone();
-    let mut stream = Stream::new();
-    stream.on_request_headers(&config, &mut env, post("/mcp"), false);
-    assert!(stream.wants_request_body());
-    let reply = stream
-        .request_body_unavailable(&config, &mut env, "request trailers ended the body")
-        .expect("refused");
-    assert_eq!(reply.status, 400);
+    let request = ended_by_trailers(&env);
+    let out = exchange_request(&mut env, &request, upstream);
+    assert!(matches!(out, Outcome::Local { status: 400, .. }), "{out:?}");
     let mut env = TestEnv::new("{}");
-    let config = env.config.clone();
-    let mut stream = Stream::new();
-    stream.on_request_headers(&config, &mut env, post("/mcp"), false);
-    assert_eq!(
-        stream.request_body_unavailable(&config, &mut env, "x"),
-        None
-    );
+    let request = ended_by_trailers(&env);
+    let out = exchange_request(&mut env, &request, upstream);
+    assert!(matches!(out, Outcome::Upstream { .. }), "{out:?}");
 }

@@ -10,8 +10,9 @@
 
 mod support;
 
-use mcp_tool_search_core::plugin::{fetch_secret, install_fetch_secret, HttpCall, MemoryHost};
-use mcp_tool_search_core::stream::{Env, Event, RequestBodyAction, RequestHead, Stream};
+use mcp_tool_search_core::http::MemoryHost;
+use mcp_tool_search_core::plugin::{fetch_secret, install_fetch_secret, HttpCall};
+use mcp_tool_search_core::stream::{Event, RequestHead};
 use serde_json::{json, Value};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -386,34 +387,22 @@ fn one_worker_fetches_while_another_waits_for_it() {
     let host = Rc::new(fresh_host());
     let mut a = env_on(&server, "", Rc::clone(&host));
     let mut b = env_on(&server, "", Rc::clone(&host));
-    let config = a.config.clone();
-    let mut sa = Stream::new();
-    let mut sb = Stream::new();
-    let _ = sa.on_request_headers(&config, &mut a, head("", &[]), false);
-    let _ = sb.on_request_headers(&config, &mut b, head("", &[]), false);
-    let RequestBodyAction::Fetch { namespace, spec } = sa.on_request_body(&config, &mut a, SEARCH)
-    else {
-        panic!()
-    };
-    let started = a.plugin.start_fetch(host.as_ref(), &namespace, spec);
-    assert!(matches!(
-        started,
-        mcp_tool_search_core::plugin::FetchStart::Started(_)
-    ));
-    let RequestBodyAction::Fetch { namespace, spec } = sb.on_request_body(&config, &mut b, SEARCH)
-    else {
-        panic!()
-    };
-    assert!(matches!(
-        b.plugin.start_fetch(host.as_ref(), &namespace, spec),
-        mcp_tool_search_core::plugin::FetchStart::Busy
-    ));
-    assert!(!b.plugin.fetch_settled(host.as_ref(), &namespace));
-    a.serve_fetches();
-    assert!(b.plugin.fetch_settled(host.as_ref(), &namespace));
-    let RequestBodyAction::Reply(reply) = sb.on_catalog_settled(&config, &mut b, &namespace) else {
-        panic!()
-    };
+    let (mut sa, first) = a.start(head("", &[]), SEARCH);
+    let (_sb, second) = b.start(head("", &[]), SEARCH);
+    // The second worker found the first one's fetch under way: it waits for it.
+    assert!(b.root.has_waiting());
+    let namespace = b.namespace.clone();
+    assert!(!b.root.plugin.fetch_settled(host.as_ref(), &namespace));
+    a.answer(Some(&mut sa));
+    assert!(host.stream(first).reply.is_some());
+    assert!(b.root.plugin.fetch_settled(host.as_ref(), &namespace));
+    assert!(host.stream(second).reply.is_none());
+    host.enter(0);
+    b.root.resume_waiting(host.as_ref());
+    let reply = host
+        .stream(second)
+        .reply
+        .expect("answered once the fetch ended");
     let v: Value = serde_json::from_slice(&reply.body).unwrap();
     assert!(v["result"]["content"][0]["text"]
         .as_str()
@@ -458,10 +447,10 @@ fn list_changed_on_a_passing_stream_makes_the_tick_refresh_and_removed_tools_go(
     );
     // ... and until `catalog.min_refresh_interval` (5 s) has passed since the last fetch.
     env.host.clock_ms.set(env.host.clock_ms.get() + 4_000);
-    env.plugin.on_tick(env.host.as_ref());
+    env.root.plugin.on_tick(env.host.as_ref());
     assert!(env.serve_fetches().is_empty(), "refreshed within 5 s");
     env.host.clock_ms.set(env.host.clock_ms.get() + 1_000);
-    env.plugin.on_tick(env.host.as_ref());
+    env.root.plugin.on_tick(env.host.as_ref());
     env.serve_fetches();
     let found = search(&mut env, head("", &[])).unwrap();
     assert_eq!(found[0], "square_refund_payment");
@@ -475,10 +464,10 @@ fn without_a_notification_a_catalog_older_than_max_age_is_refreshed() {
     search(&mut env, head("", &[])).unwrap();
     *server.tools.borrow_mut() = vec!["square_refund_payment"];
     env.host.clock_ms.set(env.host.clock_ms.get() + 30_000);
-    env.plugin.on_tick(env.host.as_ref());
+    env.root.plugin.on_tick(env.host.as_ref());
     assert!(env.serve_fetches().is_empty(), "not due yet");
     env.host.clock_ms.set(env.host.clock_ms.get() + 31_000);
-    env.plugin.on_tick(env.host.as_ref());
+    env.root.plugin.on_tick(env.host.as_ref());
     assert_eq!(env.serve_fetches().len(), 1);
     assert_eq!(
         search(&mut env, head("", &[])).unwrap(),
@@ -685,6 +674,9 @@ impl mcp_tool_search_core::plugin::Host for Interleaved<'_> {
     fn random_u64(&self) -> u64 {
         self.host.random_u64()
     }
+    fn fill_random(&self, out: &mut [u8]) -> Result<(), String> {
+        self.host.fill_random(out)
+    }
 }
 
 /// A `list_changed` makes two workers' ticks find the catalog due. One refreshes it; the other
@@ -705,8 +697,12 @@ fn a_refresh_another_worker_just_finished_is_not_repeated() {
     };
     let listed = lists(&server);
     *server.tools.borrow_mut() = vec!["square_refund_payment", "github_get_issue"];
-    let namespace = a.namespace();
-    a.mark_stale(&namespace);
+    // The server announced a change (what a `list_changed` notification does to the catalog).
+    mcp_tool_search_core::store::update_meta(host.as_ref(), &a.namespace, |meta| {
+        meta.stale = true;
+        true
+    })
+    .unwrap();
     host.clock_ms.set(host.clock_ms.get() + 5_000);
 
     let a = RefCell::new(a);
@@ -714,11 +710,11 @@ fn a_refresh_another_worker_just_finished_is_not_repeated() {
         host: host.as_ref(),
         before_lease: RefCell::new(Some(Box::new(|| {
             let mut a = a.borrow_mut();
-            a.plugin.on_tick(host.as_ref());
+            a.root.plugin.on_tick(host.as_ref());
             assert_eq!(a.serve_fetches().len(), 1, "the first worker refreshes");
         }))),
     };
-    b.plugin.on_tick(&b_view);
+    b.root.plugin.on_tick(&b_view);
     assert!(
         b_view.before_lease.borrow().is_none(),
         "the interleaving ran"
@@ -786,7 +782,7 @@ fn lists(server: &Server) -> usize {
 
 /// One root tick, its fetches answered: how many refreshes ended.
 fn tick(env: &mut TestEnv) -> usize {
-    env.plugin.on_tick(env.host.as_ref());
+    env.root.plugin.on_tick(env.host.as_ref());
     env.serve_fetches().len()
 }
 

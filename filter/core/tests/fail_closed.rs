@@ -11,10 +11,8 @@
 mod support;
 
 use mcp_tool_search_core::config::policy::Caller;
-use mcp_tool_search_core::stream::{
-    Event, PassReason, RequestBodyAction, RequestHead, RequestHeadersAction, ResponseHeadersAction,
-    Stream,
-};
+use mcp_tool_search_core::http::Exchanged;
+use mcp_tool_search_core::stream::{Event, PassReason, RequestHead};
 use serde_json::{json, Value};
 use support::*;
 
@@ -264,39 +262,39 @@ fn the_error_answers_each_list_by_its_id() {
     assert_eq!(out.text(), want);
 }
 
-/// A compressed list (`content-encoding`): the shared `exchange` sends no encoding, so the
-/// stream is driven here as the glue drives it.
+/// A compressed list (`content-encoding`): `true` when the filter refused it at its headers
+/// (the encoding removed, the body turned into JSON), and the body the client receives.
 fn encoded_exchange(
     env: &mut TestEnv,
     head: RequestHead,
     encoding: &str,
     body: &[u8],
-) -> (ResponseHeadersAction, Vec<u8>) {
-    let config = env.config.clone();
-    let mut stream = Stream::new();
-    let action = stream.on_request_headers(&config, env, head, false);
-    assert!(
-        matches!(action, RequestHeadersAction::ReadBody { .. }),
-        "{action:?}"
+) -> (bool, Vec<u8>) {
+    let request = mcp_tool_search_core::http::Request {
+        headers: env.request_headers(&head, LIST),
+        chunks: vec![LIST.to_vec()],
+        trailers: false,
+    };
+    let mut response = upstream_response(
+        "200",
+        "application/json",
+        &[&body[..body.len() / 2], &body[body.len() / 2..]],
     );
-    let action = stream.on_request_body(&config, env, LIST);
-    assert!(
-        matches!(action, RequestBodyAction::Continue { .. }),
-        "{action:?}"
-    );
-    let action = stream.on_response_headers(
-        &config,
-        env,
-        Some("200"),
-        Some("application/json"),
-        Some(encoding),
-    );
-    if action == ResponseHeadersAction::Continue {
-        return (action, body.to_vec());
-    }
-    let mut out = stream.on_response_chunk(&config, env, &body[..body.len() / 2], false);
-    out.extend(stream.on_response_chunk(&config, env, &body[body.len() / 2..], true));
-    (action, out)
+    response
+        .headers
+        .push(("content-encoding".into(), encoding.as_bytes().to_vec()));
+    let Exchanged::Upstream {
+        response_headers,
+        response,
+        ..
+    } = exchange_raw(env, &request, &response)
+    else {
+        panic!("the list went upstream")
+    };
+    let refused = !response_headers
+        .iter()
+        .any(|(k, _)| k == "content-encoding");
+    (refused, response)
 }
 
 #[test]
@@ -304,8 +302,8 @@ fn a_compressed_list_is_refused_under_a_policy_and_passes_without_one() {
     let gz = b"\x1f\x8b\x08\x00compressed list bytes";
     for encoding in ["gzip", "br", " GZIP "] {
         let mut env = with_policy();
-        let (action, out) = encoded_exchange(&mut env, support(), encoding, gz);
-        assert_eq!(action, ResponseHeadersAction::Refuse, "{encoding}");
+        let (refused, out) = encoded_exchange(&mut env, support(), encoding, gz);
+        assert!(refused, "{encoding}");
         assert_eq!(out, refusal("1", "encoded", false), "{encoding}");
         assert_eq!(
             env.events,
@@ -320,16 +318,16 @@ fn a_compressed_list_is_refused_under_a_policy_and_passes_without_one() {
         );
 
         let mut open = without_policy();
-        let (action, out) = encoded_exchange(&mut open, post("/mcp"), encoding, gz);
-        assert_eq!(action, ResponseHeadersAction::Continue, "{encoding}");
+        let (refused, out) = encoded_exchange(&mut open, post("/mcp"), encoding, gz);
+        assert!(!refused, "{encoding}");
         assert_eq!(out, gz);
         assert_eq!(open.events, [Event::PassedThrough(PassReason::Encoded)]);
     }
     // `identity` is no encoding: the list is read and filtered.
     let mut env = with_policy();
     let body = list_body("1", false);
-    let (action, out) = encoded_exchange(&mut env, support(), "identity", &body);
-    assert_eq!(action, ResponseHeadersAction::RewriteBody);
+    let (refused, out) = encoded_exchange(&mut env, support(), "identity", &body);
+    assert!(!refused);
     let v: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(v["result"]["tools"][0]["name"], "github_get_issue", "{v}");
     assert_eq!(v["result"]["tools"].as_array().unwrap().len(), 1, "{v}");
@@ -398,45 +396,39 @@ fn a_declared_length_above_the_cap_is_decided_before_the_body() {
             ..post(path)
         }
     };
+    // A search the filter answers whenever it reads the body.
+    let search = br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"refund"}}}"#;
+    let upstream = ("200", "application/json", &[&b"{}"[..]][..]);
     for (mut env, refused) in [(with_policy(), true), (without_policy(), false)] {
-        let config = env.config.clone();
-        let mut stream = Stream::new();
-        let action =
-            stream.on_request_headers(&config, &mut env, declared("/mcp", MAX_BODY + 1), false);
-        match (&action, refused) {
-            (RequestHeadersAction::Reply(reply), true) => {
-                assert_eq!(reply.status, 413);
-                assert!(
-                    String::from_utf8_lossy(&reply.body).contains("request too large to authorize")
-                );
+        let out = exchange(&mut env, declared("/mcp", MAX_BODY + 1), search, upstream);
+        match (&out, refused) {
+            (
+                Outcome::Local {
+                    status: 413, body, ..
+                },
+                true,
+            ) => {
+                assert!(String::from_utf8_lossy(body).contains("request too large to authorize"));
             }
-            (RequestHeadersAction::Continue, false) => {}
-            _ => panic!("refused {refused}: {action:?}"),
+            // Not read: the search goes upstream unanswered.
+            (Outcome::Upstream { .. }, false) => {}
+            _ => panic!("refused {refused}: {out:?}"),
         }
-        assert!(!stream.wants_request_body());
         assert_eq!(env.count(Event::PassedThrough(PassReason::TooLarge)), 1);
 
-        // At the cap, the body is read as before.
-        let mut stream = Stream::new();
-        let action =
-            stream.on_request_headers(&config, &mut env, declared("/mcp", MAX_BODY), false);
-        assert!(
-            matches!(action, RequestHeadersAction::ReadBody { .. }),
-            "{action:?}"
-        );
-        assert!(stream.wants_request_body());
+        // At the cap, the body is read as before (and the search answered here).
+        let out = exchange(&mut env, declared("/mcp", MAX_BODY), search, upstream);
+        assert!(matches!(out, Outcome::Local { status: 200, .. }), "{out:?}");
     }
 
     let mut env = TestEnv::new(&format!(
         r#"{{"max_body_bytes":{MAX_BODY},"search":{{"http_path":"/search"}}}}"#
     ));
-    let config = env.config.clone();
-    let mut stream = Stream::new();
-    let action =
-        stream.on_request_headers(&config, &mut env, declared("/search", MAX_BODY + 1), false);
-    let RequestHeadersAction::Reply(reply) = action else {
-        panic!("{action:?}")
-    };
-    assert_eq!(reply.status, 413);
-    assert!(!stream.wants_request_body());
+    let out = exchange(
+        &mut env,
+        declared("/search", MAX_BODY + 1),
+        br#"{"query":"refund"}"#,
+        upstream,
+    );
+    assert!(matches!(out, Outcome::Local { status: 413, .. }), "{out:?}");
 }

@@ -9,8 +9,9 @@
 
 mod support;
 
+use mcp_tool_search_core::http::Action;
 use mcp_tool_search_core::mcp::headers::Mirrored;
-use mcp_tool_search_core::stream::{Event, PassReason, RequestHead, RequestHeadersAction, Stream};
+use mcp_tool_search_core::stream::{Event, PassReason, RequestHead};
 use support::scenarios as support_scenarios;
 use support::*;
 
@@ -20,7 +21,6 @@ use support_scenarios::LIST;
 
 #[test]
 fn non_mcp_traffic_get_streams_and_bodyless_requests_are_not_touched() {
-    let config = mcp_tool_search_core::config::Config::default();
     let cases = [
         (
             RequestHead {
@@ -64,69 +64,59 @@ fn non_mcp_traffic_get_streams_and_bodyless_requests_are_not_touched() {
         ),
     ];
     let mut env = TestEnv::new("{}");
+    // A search the filter would answer, were it reading the body: sent, it goes upstream.
+    let upstream = ("200", "application/json", &[&b"{}"[..]][..]);
     for (head, end_of_stream) in cases {
-        let mut stream = Stream::new();
-        let action = stream.on_request_headers(&config, &mut env, head.clone(), end_of_stream);
-        assert_eq!(action, RequestHeadersAction::Continue, "{head:?}");
-        assert!(!stream.wants_request_body());
+        let body: &[u8] = if end_of_stream { b"" } else { SEARCH };
+        let out = exchange(&mut env, head.clone(), body, upstream);
+        assert!(matches!(out, Outcome::Upstream { .. }), "{head:?}: {out:?}");
     }
     // Every spelling a server routes to its MCP endpoint is MCP traffic.
     for path in ["/mcp?x=1", "/mcp/", "/%6dcp", "//mcp", "/a/../mcp", "/MCP"] {
-        let mut stream = Stream::new();
         let q = RequestHead {
             method: "POST".into(),
             path: path.into(),
             ..Default::default()
         };
+        let out = exchange(&mut env, q, SEARCH, upstream);
         assert!(
-            matches!(
-                stream.on_request_headers(&config, &mut env, q, false),
-                RequestHeadersAction::ReadBody { .. }
-            ),
-            "{path}"
+            matches!(out, Outcome::Local { status: 200, .. }),
+            "{path}: {out:?}"
         );
     }
-    let mut stream = Stream::new();
+    // Read, with the headers forwarded at once (not held) and compression no longer asked for.
     let q = RequestHead {
         method: "POST".into(),
         path: "/mcp?x=1".into(),
         ..Default::default()
     };
-    assert!(matches!(
-        stream.on_request_headers(&config, &mut env, q, false),
-        RequestHeadersAction::ReadBody {
-            hold: false,
-            strip_accept_encoding: true,
-            drop_content_length: false
-        }
-    ));
+    let (action, headers) = env.request_headers_only(q, false);
+    assert_eq!(action, Action::Continue);
+    assert!(!headers.iter().any(|(k, _)| k == "accept-encoding"));
 }
+
+const SEARCH: &[u8] = br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"weather"}}}"#;
 
 #[test]
 fn protocol_2026_headers_never_let_a_body_go_unread() {
-    let config =
-        mcp_tool_search_core::config::Config::parse(r#"{"hold_request_headers":true}"#).unwrap();
     let head = |method: &str, name: Option<&str>| RequestHead {
         method: "POST".into(),
         path: "/mcp".into(),
         mcp: Mirrored::of(Some(method), name, Some("2026-07-28")),
         ..Default::default()
     };
-    let mut env = TestEnv::new("{}");
-    let mut action = |h| Stream::new().on_request_headers(&config, &mut env, h, false);
-    let read = |strip| RequestHeadersAction::ReadBody {
-        hold: true,
-        strip_accept_encoding: strip,
-        drop_content_length: false,
+    let mut env = TestEnv::new(r#"{"hold_request_headers":true}"#);
+    // Held for the body (Pause); `strip`: compression is no longer asked for.
+    let mut held = |h, strip: bool| {
+        let (action, headers) = env.request_headers_only(h, false);
+        assert_eq!(action, Action::Pause);
+        assert_eq!(!headers.iter().any(|(k, _)| k == "accept-encoding"), strip);
     };
-    assert_eq!(
-        action(head("tools/call", Some("github_get_issue"))),
-        read(false)
-    );
-    assert_eq!(action(head("notifications/initialized", None)), read(false));
-    assert_eq!(action(head("resources/list", None)), read(false));
-    assert_eq!(action(head("tools/list", None)), read(true));
-    assert_eq!(action(head("tools/call", Some("tool_search"))), read(false));
+    held(head("tools/call", Some("github_get_issue")), false);
+    held(head("notifications/initialized", None), false);
+    held(head("resources/list", None), false);
+    held(head("tools/list", None), true);
+    held(head("tools/call", Some("tool_search")), false);
 }
 
 #[test]

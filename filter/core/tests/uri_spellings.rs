@@ -469,6 +469,7 @@ fn decide(env: &mut TestEnv, method: &str, params: Value) -> Decision {
                 other => panic!("{method} {params}: {other:?} {reply}"),
             }
         }
+        Outcome::Held => panic!("{method} {params}: held"),
     }
 }
 

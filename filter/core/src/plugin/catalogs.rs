@@ -6,8 +6,8 @@ use super::{Host, Level, Plugin};
 use crate::config::entries::Entry;
 use crate::fetch::{Context, Fetch, FetchError, FetchSpec, Fetched, Origin, Step};
 use crate::index::catalog::{private_key, Page};
+use crate::stats::Event;
 use crate::store::{self, Learned, Source};
-use crate::stream::Event;
 
 /// Shared data key of the secret that marks the filter's own fetches through a loopback
 /// cluster (so that the filter in front of the router does not answer them itself).

@@ -4,6 +4,7 @@
 //! everywhere.
 
 mod catalogs;
+mod env;
 mod health;
 pub mod host;
 mod scheduler;
@@ -12,21 +13,16 @@ pub use catalogs::{
     fetch_secret, install_fetch_secret, is_own_fetch, FetchProgress, FetchStart,
     FETCH_MARKER_HEADER,
 };
-pub use host::{Host, HttpCall, Level, MemoryHost};
+pub use env::Env;
+pub use host::{Host, HttpCall, Level};
 pub use scheduler::MAX_BACKOFF_MS;
 
-use crate::config::entries::Entry;
 use crate::config::{Config, EmbeddingsConfig};
-use crate::fetch::{FetchSpec, Origin};
-use crate::index::catalog::CatalogIndex;
 use crate::rank::embeddings;
 use crate::rank::search::{Fallback, FallbackKind};
-use crate::store::{self, circuit, CatalogCache, CatalogMeta, Learned, StoreError};
-use crate::stream::{Env, Event};
-use crate::vector::ToolVectors;
+use crate::store::{self, circuit, CatalogCache};
 use scheduler::{InFlight, Worker};
 use std::cell::RefCell;
-use std::rc::Rc;
 
 /// How often a VM looks for tools to embed (the root context's tick period).
 pub const EMBED_TICK_MS: u64 = 500;
@@ -103,8 +99,8 @@ impl Plugin {
     }
 
     /// A stream's view of the plugin: its catalogs, learning, vectors and stats.
-    pub fn env<'a>(&'a self, host: &'a dyn Host, namespace: String) -> PluginEnv<'a> {
-        PluginEnv {
+    pub(crate) fn env<'a>(&'a self, host: &'a dyn Host, namespace: String) -> Env<'a> {
+        Env {
             plugin: self,
             host,
             namespace,
@@ -350,7 +346,7 @@ impl Plugin {
 
     /// A failure of background (tool) embedding: counted, and reported in health.
     fn embedding_failed(&self, host: &dyn Host, reason: &str) {
-        host.increment("embedding_failures_total", 1);
+        host.increment(crate::stats::EMBEDDING_FAILURES_TOTAL, 1);
         self.health.failed(host, reason);
     }
 }
@@ -374,189 +370,4 @@ fn call_embeddings(
             config.cluster
         )
     })
-}
-
-/// What a stream sees of the plugin (see [`Env`]).
-pub struct PluginEnv<'a> {
-    plugin: &'a Plugin,
-    host: &'a dyn Host,
-    namespace: String,
-    origin: Option<Origin>,
-}
-
-impl PluginEnv<'_> {
-    /// Where this stream's catalog is fetched from: the route's cluster (`None`: unknown), the
-    /// request's `:authority`, both unless configured, and the configured path.
-    pub fn with_route(mut self, cluster: Option<String>, authority: Option<String>) -> Self {
-        let catalog = &self.plugin.config.catalog;
-        self.origin = catalog.cluster.clone().or(cluster).map(|cluster| Origin {
-            authority: catalog
-                .authority
-                .clone()
-                .or(authority)
-                .unwrap_or_else(|| cluster.clone()),
-            cluster,
-            path: catalog.path.clone(),
-        });
-        self
-    }
-}
-
-impl PluginEnv<'_> {
-    /// A last page of a client's list was learned: the catalog is as old as now, and is
-    /// refreshed from where that list came from. Written only when something changed, so that
-    /// repeated lists cost one small read.
-    fn listed(&self, key: &str, changed: bool) {
-        let now = self.host.now_ms();
-        let origin = self.origin.clone();
-        let private = key != self.namespace;
-        let _ = store::update_meta(self.host, key, |meta| {
-            let moved = origin
-                .as_ref()
-                .is_some_and(|o| meta.origin() != Some(o.clone()));
-            let aged = now.saturating_sub(meta.updated_ms) >= catalogs::LISTED_RESOLUTION_MS;
-            if !(changed || meta.stale || moved || aged) {
-                return false;
-            }
-            meta.updated_ms = now;
-            meta.source = store::Source::Learned;
-            meta.stale = false;
-            meta.private = private;
-            if let Some(o) = &origin {
-                meta.set_origin(o);
-            }
-            true
-        });
-    }
-}
-
-impl Env for PluginEnv<'_> {
-    fn namespace(&self) -> String {
-        self.namespace.clone()
-    }
-
-    fn catalog_of(&mut self, namespace: &str) -> Result<Rc<CatalogIndex>, StoreError> {
-        self.plugin
-            .cache
-            .try_borrow_mut()
-            .map_err(|_| StoreError::Host("catalog cache busy".into()))?
-            .index(self.host, namespace, &self.plugin.config)
-    }
-
-    fn namespaces(&mut self) -> Vec<String> {
-        store::namespaces(self.host).unwrap_or_default()
-    }
-
-    fn tool_vectors(&mut self, index: &CatalogIndex) -> Option<Rc<ToolVectors>> {
-        self.plugin.config.search.embeddings.as_ref()?;
-        let (vectors, missing) = {
-            let mut cache = self.plugin.cache.try_borrow_mut().ok()?;
-            // Vectors are resolved against the cached index (the same Rc a search holds).
-            let shared_index = cache
-                .index(self.host, &index.namespace, &self.plugin.config)
-                .ok()?;
-            cache
-                .vectors(self.host, &shared_index, &self.plugin.config)
-                .ok()?
-        };
-        if !missing.is_empty() {
-            self.plugin.mark_for_embedding(&index.namespace);
-        }
-        Some(vectors)
-    }
-
-    fn embeddings_degraded(&mut self) -> Option<String> {
-        self.plugin.health.degraded(self.host)
-    }
-
-    fn embeddings_circuit(&mut self) -> Option<circuit::Circuit> {
-        self.plugin.config.search.embeddings.as_ref()?;
-        Some(circuit::read(self.host))
-    }
-
-    fn learn(&mut self, learned: Learned) -> Result<bool, StoreError> {
-        if learned.entry != Entry::Tool {
-            // Prompts and resources are searched by BM25 only and refreshed by the lists that
-            // pass: they are not embedded, and have no origin to be fetched from.
-            let key = learned.entry.catalog_key(&self.namespace);
-            return self
-                .plugin
-                .cache
-                .try_borrow_mut()
-                .map_err(|_| StoreError::Host("catalog cache busy".into()))?
-                .learn(self.host, &key, learned);
-        }
-        let last = learned.page.last;
-        let key = self
-            .plugin
-            .learned_key(self.host, &self.namespace, &learned);
-        let changed = self
-            .plugin
-            .cache
-            .try_borrow_mut()
-            .map_err(|_| StoreError::Host("catalog cache busy".into()))?
-            .learn(self.host, &key, learned)?;
-        self.plugin.mark_for_embedding(&key);
-        if last {
-            self.listed(&key, changed);
-        }
-        Ok(changed)
-    }
-
-    fn origin(&mut self) -> Option<Origin> {
-        self.origin.clone()
-    }
-
-    fn now_ms(&self) -> u64 {
-        self.host.now_ms()
-    }
-
-    fn catalog_meta(&mut self, namespace: &str) -> CatalogMeta {
-        store::read_meta(self.host, namespace).unwrap_or_default()
-    }
-
-    fn fetch_spec(
-        &mut self,
-        origin: Origin,
-        context: crate::fetch::Context,
-        forwarded: Vec<(String, String)>,
-    ) -> FetchSpec {
-        self.plugin
-            .fetch_spec(self.host, origin, context, forwarded)
-    }
-
-    /// A server's `notifications/tools/list_changed` passed (only `mcp::notify` decides that):
-    /// the catalog is due. Nothing is fetched here; the root tick refreshes due catalogs, at most
-    /// once per `catalog.min_refresh_interval`. Written (and logged) only when it changes
-    /// something: a catalog already stale, or one never obtained (due anyway, and not to be
-    /// created by a notification), is left as it is.
-    fn mark_stale(&mut self, namespace: &str) {
-        let mut marked = false;
-        let _ = store::update_meta(self.host, namespace, |meta| {
-            marked = meta.updated_ms != 0 && !meta.stale;
-            meta.stale |= marked;
-            marked
-        });
-        if marked {
-            self.host.log(
-                Level::Info,
-                &format!("catalog {namespace:?}: the server announced a tool list change"),
-            );
-        }
-    }
-
-    fn is_own_fetch(&mut self, marker: &str) -> bool {
-        catalogs::is_own_fetch(self.host, marker)
-    }
-
-    fn record(&mut self, event: Event) {
-        let (stat, by) = event.stat();
-        if by > 0 {
-            self.host.increment(stat, by);
-        }
-    }
-
-    fn log_warn(&mut self, message: &str) {
-        self.host.log(Level::Warn, message);
-    }
 }

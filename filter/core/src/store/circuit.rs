@@ -73,9 +73,9 @@ pub enum Transition {
 impl Transition {
     pub fn stat(self) -> &'static str {
         match self {
-            Transition::Opened => "embeddings_circuit.opened",
-            Transition::HalfOpened => "embeddings_circuit.half_open",
-            Transition::Closed => "embeddings_circuit.closed",
+            Transition::Opened => crate::stats::EMBEDDINGS_CIRCUIT_OPENED,
+            Transition::HalfOpened => crate::stats::EMBEDDINGS_CIRCUIT_HALF_OPEN,
+            Transition::Closed => crate::stats::EMBEDDINGS_CIRCUIT_CLOSED,
         }
     }
 }

@@ -9,7 +9,7 @@ impl Stream {
     /// Whether answering needs `namespace`'s catalog fetched first: there is none yet (for
     /// this caller, when the server's lists are private), or this caller's private one is due
     /// (no background refresh has this caller's credentials); at most once per request.
-    pub(super) fn must_fetch(&self, config: &Config, env: &mut dyn Env, namespace: &str) -> bool {
+    pub(super) fn must_fetch(&self, config: &Config, env: &mut Env<'_>, namespace: &str) -> bool {
         if !config.catalog.fetch || self.fetched {
             return false;
         }
@@ -38,7 +38,7 @@ impl Stream {
     /// server marks its lists `cacheScope: "private"` (spec 2026-07-28 "Caching"), the catalog
     /// of this caller's credentials, with or without a policy of ours (which then narrows it
     /// further): a list shaped by the server for one caller is never searched for another.
-    pub(super) fn catalog_key(&self, env: &mut dyn Env, namespace: &str) -> String {
+    pub(super) fn catalog_key(&self, env: &mut Env<'_>, namespace: &str) -> String {
         if env.catalog_meta(namespace).private {
             crate::index::catalog::private_key(namespace, &self.credential())
         } else {
@@ -49,7 +49,7 @@ impl Stream {
     /// Fetches `namespace`'s catalog from `origin`; the request waits in `pending`.
     pub(super) fn fetch(
         &mut self,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         namespace: &str,
         origin: Origin,
         pending: Pending,
@@ -99,7 +99,7 @@ impl Stream {
     pub fn on_catalog(
         &mut self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         result: Result<usize, String>,
     ) -> RequestBodyAction {
         let Phase::Fetching(pending) = std::mem::replace(&mut self.phase, Phase::Done) else {
@@ -117,7 +117,7 @@ impl Stream {
     pub fn on_catalog_settled(
         &mut self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         namespace: &str,
     ) -> RequestBodyAction {
         let result = match env.catalog_of(namespace) {
@@ -152,7 +152,7 @@ impl Stream {
     pub(super) fn answer_pending(
         &mut self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         pending: Pending,
     ) -> RequestBodyAction {
         match pending {

@@ -16,7 +16,7 @@ impl Stream {
     pub(super) fn on_search_endpoint(
         &mut self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         body: &[u8],
     ) -> RequestBodyAction {
         let request = match parse_http_search(body, config) {
@@ -47,7 +47,7 @@ impl Stream {
     pub(super) fn answer_http_search(
         &self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         request: &HttpSearch,
         vector: Result<Vec<f32>, Fallback>,
     ) -> LocalReply {
@@ -122,7 +122,7 @@ impl Stream {
     /// This caller's catalog of `namespace`, or the 503 that says why there is none to read.
     fn endpoint_catalog(
         &self,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         namespace: &str,
     ) -> Result<Rc<CatalogIndex>, LocalReply> {
         let key = self.catalog_key(env, namespace);
@@ -135,7 +135,7 @@ impl Stream {
     /// `GET <http_path>/groups?query=…[&namespace=…]`: how stage 1 of hierarchical search ranks
     /// this caller's groups for the query (whatever `search.strategy` is), from the catalog
     /// this Envoy knows.
-    pub(super) fn answer_groups_view(&mut self, config: &Config, env: &mut dyn Env) -> LocalReply {
+    pub(super) fn answer_groups_view(&mut self, config: &Config, env: &mut Env<'_>) -> LocalReply {
         let param = |name| crate::config::paths::query_param(&self.head.path, name);
         let Some(query) = param("query").filter(|q| !q.trim().is_empty()) else {
             env.record(Event::SearchRejected);
@@ -179,7 +179,7 @@ impl Stream {
 /// `search.http_namespaces` lists; anything else is a 403 naming what this route searches.
 fn endpoint_namespace(
     config: &Config,
-    env: &mut dyn Env,
+    env: &mut Env<'_>,
     asked: Option<&str>,
 ) -> Result<String, LocalReply> {
     let own = env.namespace();
@@ -280,7 +280,7 @@ impl Stream {
     /// policy the counts are of what this caller may use (a catalog's whole size would tell it
     /// how many entries it may not see); a private namespace reports this caller's credential's
     /// catalog.
-    pub(super) fn answer_health(&self, config: &Config, env: &mut dyn Env) -> LocalReply {
+    pub(super) fn answer_health(&self, config: &Config, env: &mut Env<'_>) -> LocalReply {
         let mode = match config.search.ranking {
             Ranking::Bm25 => "lexical",
             Ranking::Vector => "semantic",

@@ -31,7 +31,7 @@ impl Stream {
     pub(super) fn answer_locally(
         &mut self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         incoming: &Incoming,
         vectors: Result<Vec<Vec<f32>>, Fallback>,
     ) -> LocalReply {
@@ -129,7 +129,7 @@ impl Stream {
 
     pub(super) fn catalog_or_error(
         &self,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         namespace: &str,
     ) -> Result<Rc<CatalogIndex>, String> {
         match env.catalog_of(namespace) {
@@ -149,7 +149,7 @@ impl Stream {
     pub(super) fn answer_search(
         &self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         arguments: Option<&RawValue>,
         vector: Result<Vec<f32>, Fallback>,
     ) -> String {
@@ -204,7 +204,7 @@ impl Stream {
     pub(super) fn mixed_search(
         &self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         namespace: &str,
         query: &Query,
         kind: SearchType,
@@ -244,7 +244,7 @@ impl Stream {
     pub(super) fn answer_list_query(
         &self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         id: &RawValue,
         query: Result<ListQuery, String>,
         vector: Result<Vec<f32>, Fallback>,
@@ -275,7 +275,7 @@ impl Stream {
     pub(super) fn rank<'i>(
         &self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         index: &'i CatalogIndex,
         query: &Query,
         vector: Result<Vec<f32>, Fallback>,
@@ -320,7 +320,7 @@ impl Stream {
     pub(super) fn answer_groups(
         &self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         namespace: &str,
     ) -> String {
         let modern = self.modern();
@@ -345,7 +345,7 @@ impl Stream {
     pub(super) fn answer_describe(
         &self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         namespace: &str,
         arguments: Option<&RawValue>,
     ) -> String {
@@ -375,7 +375,7 @@ impl Stream {
     pub(super) fn forward_call(
         &mut self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         message: &Message,
         arguments: Option<&RawValue>,
     ) -> RequestBodyAction {
@@ -502,7 +502,7 @@ impl Stream {
     pub fn on_call_answer(
         &mut self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         answer: Result<crate::call::CallResponse, String>,
     ) -> RequestBodyAction {
         let Phase::Calling(id) = std::mem::replace(&mut self.phase, Phase::Done) else {
@@ -547,7 +547,7 @@ impl Stream {
     /// The upstream's answer relayed as a local reply reaches the client like any response:
     /// under a policy that restricts the caller it is read and filtered the same way (a server
     /// that keys answers by `str(id)` can send a list here).
-    fn guard_relayed(&mut self, config: &Config, env: &mut dyn Env, reply: &mut LocalReply) {
+    fn guard_relayed(&mut self, config: &Config, env: &mut Env<'_>, reply: &mut LocalReply) {
         if !self.restricted(config, &env.namespace()) {
             return;
         }

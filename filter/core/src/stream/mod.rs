@@ -15,8 +15,9 @@ use crate::mcp::json::{self, RawObject};
 use crate::mcp::jsonrpc::{self, Incoming, Kind, ListQuery, Message};
 use crate::mcp::list::{self, ListContext, ListTarget, RewriteError, SseGiveUp, SseRewriter};
 use crate::rank::search::{self, Fallback, FallbackKind, Query, Ranked, Vectors};
-use crate::store::{CatalogMeta, Learned, StoreError};
-use crate::vector::ToolVectors;
+use crate::store::{Learned, StoreError};
+
+pub(crate) use crate::plugin::Env;
 
 mod catalog;
 mod http_api;
@@ -24,161 +25,12 @@ mod local;
 mod reply;
 mod request;
 mod response;
-mod stats;
 
+pub use crate::stats::{Event, PassReason, Refusal};
 use serde_json::value::RawValue;
 use serde_json::Value;
-pub use stats::STATS;
 use std::borrow::Cow;
 use std::rc::Rc;
-
-/// Why a body the filter meant to change went through unchanged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PassReason {
-    TooLarge,
-    Unparseable,
-    Encoded,
-    ContentType,
-    Status,
-    MixedBatch,
-}
-
-impl PassReason {
-    pub const ALL: [PassReason; 6] = [
-        PassReason::TooLarge,
-        PassReason::Unparseable,
-        PassReason::Encoded,
-        PassReason::ContentType,
-        PassReason::Status,
-        PassReason::MixedBatch,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            PassReason::TooLarge => "too_large",
-            PassReason::Unparseable => "unparseable",
-            PassReason::Encoded => "encoded",
-            PassReason::ContentType => "content_type",
-            PassReason::Status => "status",
-            PassReason::MixedBatch => "mixed_batch",
-        }
-    }
-}
-
-/// What the operator's stats count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Event {
-    ListRewritten,
-    ToolsHidden(u64),
-    /// A search answered, by the ranking that ran.
-    SearchAnswered(Ranking),
-    /// A vector or hybrid search that ran as BM25, and why.
-    SearchFallback(FallbackKind),
-    SearchRejected,
-    /// A `tools/call` of a tool the caller may not use, refused by the filter.
-    CallRefused,
-    /// A `call_tool` turned into a plain `tools/call` upstream.
-    CallForwarded,
-    PassedThrough(PassReason),
-    /// A request refused before it reached the upstream.
-    RequestRefused(Refusal),
-    /// A catalog fetch ended: `true` when it succeeded.
-    CatalogFetched(bool),
-    /// Under a policy, a response body or SSE event that could not be read in exactly one way,
-    /// replaced by an error.
-    ResponseWithheld,
-    /// Under a policy, a list result on a stream that did not ask for it (another id, a resumed
-    /// GET stream), filtered for the caller.
-    ListFilteredUnpaired,
-    /// A list of a request to another authority than `catalog.authority`: answered, not learned.
-    ListNotLearned,
-    Error,
-}
-
-/// Why a request was refused before it reached the upstream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
-    /// Under a policy: a body that cannot be read in exactly one way, one too large to read,
-    /// or one that could not be read whole.
-    Unreadable,
-    /// `Mcp-Method`, `Mcp-Name` or `MCP-Protocol-Version` disagrees with the body.
-    HeaderMismatch,
-}
-
-impl Refusal {
-    pub const ALL: [Refusal; 2] = [Refusal::Unreadable, Refusal::HeaderMismatch];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Refusal::Unreadable => "unreadable",
-            Refusal::HeaderMismatch => "header_mismatch",
-        }
-    }
-}
-
-/// What a stream needs from its surroundings: catalogs, learning, vectors and stats.
-pub trait Env {
-    /// This stream's catalog namespace (route metadata, else the upstream cluster).
-    fn namespace(&self) -> String;
-    fn catalog_of(&mut self, namespace: &str) -> Result<Rc<CatalogIndex>, StoreError>;
-    fn learn(&mut self, learned: Learned) -> Result<bool, StoreError>;
-    /// Every namespace with a learned catalog.
-    fn namespaces(&mut self) -> Vec<String>;
-    /// The tool vectors known for a catalog (none without embeddings).
-    fn tool_vectors(&mut self, _index: &CatalogIndex) -> Option<Rc<ToolVectors>> {
-        None
-    }
-    /// Why semantic ranking is degraded right now, if it is.
-    fn embeddings_degraded(&mut self) -> Option<String> {
-        None
-    }
-    /// The query embeddings' circuit breaker (with embeddings configured).
-    fn embeddings_circuit(&mut self) -> Option<crate::store::circuit::Circuit> {
-        None
-    }
-    fn record(&mut self, event: Event);
-    fn log_warn(&mut self, message: &str);
-
-    /// Milliseconds since the Unix epoch.
-    fn now_ms(&self) -> u64 {
-        0
-    }
-    /// Where this stream's catalog is fetched from; `None`: it cannot be (no route cluster).
-    fn origin(&mut self) -> Option<Origin> {
-        None
-    }
-    /// What is known about a catalog besides its tools (age, source, last error).
-    fn catalog_meta(&mut self, _namespace: &str) -> CatalogMeta {
-        CatalogMeta::default()
-    }
-    /// A fetch of `origin` for this caller: the headers it carries besides the caller's.
-    fn fetch_spec(
-        &mut self,
-        origin: Origin,
-        context: crate::fetch::Context,
-        forwarded: Vec<(String, String)>,
-    ) -> FetchSpec {
-        FetchSpec {
-            origin,
-            context,
-            timeout_ms: crate::config::catalog::DEFAULT_FETCH_TIMEOUT_MS,
-            max_bytes: crate::config::DEFAULT_MAX_BODY_BYTES,
-            credential: crate::fetch::credential_of(&forwarded),
-            headers: forwarded,
-        }
-    }
-    /// The upstream announced that its tools changed.
-    fn mark_stale(&mut self, _namespace: &str) {}
-    /// Whether a request's fetch marker is this Envoy's own fetch.
-    fn is_own_fetch(&mut self, _marker: &str) -> bool {
-        false
-    }
-
-    fn catalog(&mut self) -> Result<Rc<CatalogIndex>, StoreError> {
-        let namespace = self.namespace();
-        self.catalog_of(&namespace)
-    }
-}
 
 /// The request line and headers the filter decides on (names lowercase), and the caller.
 #[derive(Debug, Default, Clone)]

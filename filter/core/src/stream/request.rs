@@ -9,7 +9,7 @@ impl Stream {
     pub fn on_request_headers(
         &mut self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         head: RequestHead,
         end_of_stream: bool,
     ) -> RequestHeadersAction {
@@ -110,7 +110,7 @@ impl Stream {
     fn read_body(
         &mut self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         read: RequestHeadersAction,
     ) -> RequestHeadersAction {
         let cap = u64::try_from(self.request_cap(config)).unwrap_or(u64::MAX);
@@ -139,7 +139,7 @@ impl Stream {
 
     /// The request body was larger than the cap: let it go as it is (or, for the search
     /// endpoint and under authorization, refuse it: an unread call cannot be authorized).
-    pub fn request_too_large(&mut self, config: &Config, env: &mut dyn Env) -> Option<LocalReply> {
+    pub fn request_too_large(&mut self, config: &Config, env: &mut Env<'_>) -> Option<LocalReply> {
         env.record(Event::PassedThrough(PassReason::TooLarge));
         let endpoint = matches!(self.phase, Phase::SearchEndpointBody);
         self.phase = Phase::Done;
@@ -167,7 +167,7 @@ impl Stream {
     pub fn request_body_unavailable(
         &mut self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         why: &str,
     ) -> Option<LocalReply> {
         if !self.wants_request_body() {
@@ -187,7 +187,7 @@ impl Stream {
     pub fn on_request_body(
         &mut self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         body: &[u8],
     ) -> RequestBodyAction {
         match std::mem::replace(&mut self.phase, Phase::Done) {
@@ -205,7 +205,7 @@ impl Stream {
     pub(super) fn on_mcp_body(
         &mut self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         body: &[u8],
     ) -> RequestBodyAction {
         let strict = config.authorization.is_some();
@@ -380,7 +380,7 @@ impl Stream {
     pub fn on_query_embeddings(
         &mut self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         vectors: Result<Vec<Vec<f32>>, Fallback>,
     ) -> RequestBodyAction {
         match std::mem::replace(&mut self.phase, Phase::Done) {
@@ -414,7 +414,7 @@ impl Stream {
     }
 
     /// A request the policy cannot be applied to: refused before it reaches the upstream.
-    pub(super) fn refuse_unreadable(&mut self, env: &mut dyn Env, why: &str) -> LocalReply {
+    pub(super) fn refuse_unreadable(&mut self, env: &mut Env<'_>, why: &str) -> LocalReply {
         env.record(Event::RequestRefused(Refusal::Unreadable));
         env.log_warn(&format!(
             "request refused under the authorization policy: {why}"

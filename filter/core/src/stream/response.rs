@@ -8,7 +8,7 @@ impl Stream {
     pub fn on_response_headers(
         &mut self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         status: Option<&str>,
         content_type: Option<&str>,
         content_encoding: Option<&str>,
@@ -62,7 +62,7 @@ impl Stream {
     pub(super) fn cannot_filter(
         &mut self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         reason: PassReason,
     ) -> ResponseHeadersAction {
         env.record(Event::PassedThrough(reason));
@@ -139,7 +139,7 @@ impl Stream {
     pub(super) fn give_up(
         &mut self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         held: Vec<u8>,
         reason: PassReason,
         sse: bool,
@@ -170,7 +170,7 @@ impl Stream {
     pub fn on_response_chunk(
         &mut self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         chunk: &[u8],
         end_of_stream: bool,
     ) -> Vec<u8> {
@@ -277,7 +277,7 @@ impl Stream {
 
     /// The stream ended in trailers (HTTP/2) with bytes still held: they can no longer be sent
     /// (proxy-wasm cannot add body data in the trailers callback). Returns how many were lost.
-    pub fn on_response_trailers(&mut self, env: &mut dyn Env) -> usize {
+    pub fn on_response_trailers(&mut self, env: &mut Env<'_>) -> usize {
         let held = match &mut self.phase {
             Phase::Json(held) => held.len(),
             Phase::Sse(rewriter) => rewriter.pending(),
@@ -310,7 +310,7 @@ impl Stream {
     pub(super) fn rewrite(
         &self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         message: &[u8],
     ) -> Result<Option<Vec<u8>>, RewriteError> {
         let learning = self.may_learn(config);
@@ -325,7 +325,7 @@ impl Stream {
     fn answer_event(
         &self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         data: &[u8],
     ) -> Result<Option<Vec<u8>>, RewriteError> {
         let rewritten = if self.targets.is_empty() {
@@ -369,7 +369,7 @@ impl Stream {
     fn guard_json(
         &mut self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         body: Vec<u8>,
         paired: bool,
     ) -> Vec<u8> {
@@ -398,7 +398,7 @@ impl Stream {
     fn guard(
         &self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         message: &[u8],
         paired: bool,
     ) -> Result<Option<Vec<u8>>, String> {
@@ -433,7 +433,7 @@ impl Stream {
     pub(super) fn rewrite_list(
         &self,
         config: &Config,
-        env: &mut dyn Env,
+        env: &mut Env<'_>,
         message: &[u8],
     ) -> Result<Option<Rewritten>, RewriteError> {
         let index = match env.catalog() {
@@ -485,7 +485,7 @@ pub(super) struct Learning {
 /// Learns the page of a rewritten list and counts it; returns the new body (`None`: unchanged).
 /// `buffer` is the response's, spent: the catalog is written to shared data through it.
 pub(super) fn learn_from(
-    env: &mut dyn Env,
+    env: &mut Env<'_>,
     rewritten: Rewritten,
     buffer: Vec<u8>,
     learning: &Learning,

@@ -1,6 +1,6 @@
-//! A native harness for `Stream`: the core's `Plugin` on a `MemoryHost`, and a driver that feeds
-//! an exchange the way Envoy does (buffered JSON, chunked SSE), shared by the native scenario
-//! tests and, through host-shim, the `.wasm` ones.
+//! The native test harness: a worker (the core's `http::Root`) on a `MemoryHost`, fed whole
+//! exchanges by the core's own driver (`http::exchange`), shared by the native scenario tests
+//! and, through host-shim, the `.wasm` ones.
 #![allow(
     dead_code,
     clippy::unwrap_used,
@@ -9,18 +9,12 @@
     clippy::indexing_slicing
 )]
 
+use mcp_tool_search_core::config::policy::IdentitySource;
 use mcp_tool_search_core::config::Config;
-use mcp_tool_search_core::fetch::{Context, FetchSpec, Origin};
-use mcp_tool_search_core::index::catalog::CatalogIndex;
-use mcp_tool_search_core::plugin::{
-    FetchProgress, FetchStart, HttpCall, MemoryHost, Plugin, PluginEnv,
-};
+use mcp_tool_search_core::http::{self, CallSource, Exchanged, MemoryHost, Root};
+use mcp_tool_search_core::plugin::{FetchProgress, HttpCall, Plugin};
 use mcp_tool_search_core::store::CatalogMeta;
-use mcp_tool_search_core::store::{Learned, StoreError};
-use mcp_tool_search_core::stream::{
-    Env, Event, RequestBodyAction, RequestHead, RequestHeadersAction, ResponseHeadersAction, Stream,
-};
-use mcp_tool_search_core::vector::ToolVectors;
+use mcp_tool_search_core::stream::{Event, RequestHead};
 use std::path::PathBuf;
 use std::rc::Rc;
 
@@ -29,15 +23,18 @@ pub mod scenarios;
 /// Text to vector: the embeddings service in native tests.
 pub type Embedder = dyn Fn(&str) -> Vec<f32>;
 
-/// One worker (the core's `Plugin`) on a host in memory, with what the stream recorded kept
-/// for assertions. Workers built with [`TestEnv::sharing`] share the host, as Envoy's workers
-/// share one process.
+/// One worker (the core's `http::Root`) on a host in memory, with what its exchanges recorded
+/// kept for assertions. Workers built with [`TestEnv::sharing`] share the host, as Envoy's
+/// workers share one process.
 pub struct TestEnv {
     pub config: Config,
     pub host: Rc<MemoryHost>,
-    pub plugin: Plugin,
+    pub root: Root,
+    /// What this worker's exchanges counted, event by event.
     pub events: Vec<Event>,
+    /// What this worker's exchanges logged as warnings.
     pub warnings: Vec<String>,
+    /// The route's catalog namespace (route metadata).
     pub namespace: String,
     /// The embeddings service as query embedding reaches it (`None`: down).
     pub query_vectors: Option<Rc<Embedder>>,
@@ -45,7 +42,7 @@ pub struct TestEnv {
     pub tool_embedder: Option<Rc<Embedder>>,
     /// The route's cluster (`None`: unknown, so nothing is fetched) and the request authority.
     pub route: Option<(String, String)>,
-    /// The upstream as the filter's own fetches reach it.
+    /// The upstream as the filter's own calls reach it (fetches, the call `call_tool` makes).
     pub upstream: Option<Rc<Upstream>>,
 }
 
@@ -67,11 +64,11 @@ impl TestEnv {
     pub fn sharing(config: &str, host: Rc<MemoryHost>) -> Self {
         let config = Config::parse(config).unwrap();
         let vm = NEXT_VM.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        // A worker: it serves streams (`Plugin::on_tick` works only on those).
-        let plugin = Plugin::new(config.clone(), format!("test-vm-{vm}"));
-        plugin.stream_started();
+        let root = Root::new(Plugin::new(config.clone(), format!("test-vm-{vm}")));
+        // A worker: it serves streams (background work runs only on those).
+        root.plugin.stream_started();
         TestEnv {
-            plugin,
+            root,
             config,
             host,
             events: Vec::new(),
@@ -84,13 +81,17 @@ impl TestEnv {
         }
     }
 
-    /// What the store knows of a catalog besides its tools.
-    pub fn plugin_env_meta(&self, namespace: &str) -> CatalogMeta {
-        self.plugin_env().catalog_meta(namespace)
+    pub fn plugin(&self) -> &Plugin {
+        &self.root.plugin
     }
 
-    /// Answers the calls the plugin made with `upstream` until none is left; returns what each
-    /// fetch came to.
+    /// What the store knows of a catalog besides its tools.
+    pub fn plugin_env_meta(&self, namespace: &str) -> CatalogMeta {
+        mcp_tool_search_core::store::read_meta(self.host.as_ref(), namespace).unwrap_or_default()
+    }
+
+    /// Answers the calls made so far (by this worker's root) until none is left; returns what
+    /// each fetch came to.
     pub fn serve_fetches(&mut self) -> Vec<FetchProgress> {
         let mut finished = Vec::new();
         for _ in 0..10_000 {
@@ -103,7 +104,7 @@ impl TestEnv {
                     Some(upstream) => upstream(&call),
                     None => (None, Vec::new(), Vec::new()),
                 };
-                if let Some(progress) = self.plugin.on_fetch_response(
+                if let Some(progress) = self.root.plugin.on_fetch_response(
                     self.host.as_ref(),
                     token,
                     status.as_deref(),
@@ -119,68 +120,218 @@ impl TestEnv {
         finished
     }
 
-    /// Runs a stream's catalog fetch to its end and hands the stream the result.
-    pub fn fetch_for(
-        &mut self,
-        stream: &mut Stream,
-        namespace: &str,
-        spec: FetchSpec,
-    ) -> RequestBodyAction {
-        let config = self.config.clone();
-        let result = match self.plugin.start_fetch(self.host.as_ref(), namespace, spec) {
-            FetchStart::Started(_) => match self.serve_fetches().pop() {
-                Some(FetchProgress::Finished { result, .. }) => result,
-                other => panic!("the fetch did not finish: {other:?}"),
-            },
-            FetchStart::Busy => return stream.on_catalog_settled(&config, self, namespace),
-            FetchStart::Failed(e) => Err(e.to_string()),
-        };
-        stream.on_catalog(&config, self, result)
-    }
-
     pub fn count(&self, want: Event) -> usize {
         self.events.iter().filter(|e| **e == want).count()
     }
 
-    fn plugin_env(&self) -> PluginEnv<'_> {
-        let (cluster, authority) = match &self.route {
-            Some((c, a)) => (Some(c.clone()), Some(a.clone())),
-            None => (None, None),
-        };
-        self.plugin
-            .env(self.host.as_ref(), self.namespace.clone())
-            .with_route(cluster, authority)
-    }
-
-    /// Runs the background embedding (the root context's tick) until every learned tool has a
-    /// vector or the service fails, answering its calls with `tool_embedder`.
+    /// Runs the background embedding (the root's tick) until every learned tool has a vector
+    /// or the service fails, answering its calls with `tool_embedder`.
     pub fn embed_tools(&mut self) {
         for _ in 0..100 {
-            self.plugin.on_tick(self.host.as_ref());
-            let calls = self.host.take_calls();
-            if calls.is_empty() {
+            let after = self.host.last_token();
+            self.host.enter(0);
+            self.root.plugin.on_tick(self.host.as_ref());
+            if self.host.last_token() == after {
                 return;
             }
-            for (token, call) in calls {
-                let (status, body) = answer(self.tool_embedder.as_deref(), &call.body);
-                self.plugin
-                    .on_tool_embeddings(self.host.as_ref(), token, status, &body);
-            }
+            let mut serve = self.service();
+            self.host.answer_calls(&self.root, None, after, &mut serve);
             // Past any backoff the worker set after a failure.
             self.host.clock_ms.set(self.host.clock_ms.get() + 120_000);
         }
     }
 
-    /// The query embedding a stream asked for, answered by `query_vectors`.
-    pub fn embed_queries(
+    /// What answers the filter's calls: the embeddings services (by cluster and who calls),
+    /// else the upstream.
+    fn service(
+        &self,
+    ) -> impl FnMut(&HttpCall, CallSource) -> mcp_tool_search_core::call::CallResponse {
+        let embeddings = self
+            .config
+            .search
+            .embeddings
+            .as_ref()
+            .map(|e| e.cluster.clone());
+        let query = self.query_vectors.clone();
+        let tools = self.tool_embedder.clone();
+        let upstream = self.upstream.clone();
+        move |call: &HttpCall, source: CallSource| {
+            if embeddings.as_deref() == Some(call.cluster.as_str()) {
+                let service = match source {
+                    CallSource::Stream => query.as_deref(),
+                    CallSource::Root => tools.as_deref(),
+                };
+                let (status, body) = answer(service, &call.body);
+                return (status.map(str::to_string), Vec::new(), body);
+            }
+            // The call `call_tool` stands for is what reaches the upstream (a fetch is not).
+            let method = serde_json::from_slice::<serde_json::Value>(&call.body)
+                .ok()
+                .and_then(|m| m["method"].as_str().map(str::to_string));
+            if source == CallSource::Stream && method.as_deref() == Some("tools/call") {
+                SENT_UPSTREAM.with(|s| *s.borrow_mut() = Some(call.body.clone()));
+            }
+            match &upstream {
+                Some(upstream) => upstream(call),
+                None => (None, Vec::new(), Vec::new()),
+            }
+        }
+    }
+
+    /// The route's properties as Envoy gives them to the stream.
+    fn set_route(&self) {
+        if let Some((cluster, _)) = &self.route {
+            self.host.set_property(&["xds", "cluster_name"], cluster);
+        }
+        self.host.set_property(
+            &[
+                "xds",
+                "route_metadata",
+                "filter_metadata",
+                http::METADATA_KEY,
+                "namespace",
+            ],
+            &self.namespace,
+        );
+    }
+
+    /// Only the request headers of a fresh stream: what the filter answers (`Pause`: it holds
+    /// them for the body) and the headers that go on.
+    pub fn request_headers_only(
         &mut self,
-        texts: &[String],
-    ) -> Result<Vec<Vec<f32>>, mcp_tool_search_core::rank::search::Fallback> {
-        self.plugin.embed_queries(self.host.as_ref(), texts)?;
-        let (_, call) = self.host.take_calls().pop().unwrap();
-        let (status, body) = answer(self.query_vectors.as_deref(), &call.body);
-        self.plugin
-            .on_query_embeddings(self.host.as_ref(), status, &body, texts.len())
+        head: RequestHead,
+        end_of_stream: bool,
+    ) -> (http::Action, Vec<(String, Vec<u8>)>) {
+        let (mut stream, id) = self.open(&head, b"");
+        let action = stream.on_request_headers(&self.root, self.host.as_ref(), end_of_stream);
+        (action, self.host.stream(id).request_headers)
+    }
+
+    /// A fresh stream of this worker with the request's headers at the host.
+    fn open(&mut self, head: &RequestHead, body: &[u8]) -> (http::Context, u32) {
+        self.set_route();
+        let id = self.host.next_context_id();
+        let headers = self.request_headers(head, body);
+        self.host.streams.borrow_mut().insert(
+            id,
+            http::MemoryStream {
+                request_headers: headers,
+                ..Default::default()
+            },
+        );
+        self.host.enter(id);
+        (self.root.context(id), id)
+    }
+
+    /// A stream given the request's headers and whole body, left where the filter leaves it
+    /// (waiting on a call or another worker's fetch, say); the calls it made are not answered.
+    pub fn start(&mut self, head: RequestHead, body: &[u8]) -> (http::Context, u32) {
+        let (mut stream, id) = self.open(&head, body);
+        let _ = stream.on_request_headers(&self.root, self.host.as_ref(), false);
+        if let Some(s) = self.host.streams.borrow_mut().get_mut(&id) {
+            s.request_body = body.to_vec();
+        }
+        self.host.enter(id);
+        let _ = stream.on_request_body(&self.root, self.host.as_ref(), body.len(), true);
+        (stream, id)
+    }
+
+    /// Answers every call this worker's streams and root have made with its services.
+    pub fn answer(&mut self, stream: Option<&mut http::Context>) {
+        let mut serve = self.service();
+        self.host.answer_calls(&self.root, stream, 0, &mut serve);
+    }
+
+    /// The request as the client sends it: the head's headers, the caller's identity in the
+    /// header the policy reads, the route's authority.
+    pub fn request_headers(&self, head: &RequestHead, body: &[u8]) -> Vec<(String, Vec<u8>)> {
+        let mut headers: Vec<(String, String)> = Vec::new();
+        if !head.headers.is_empty() {
+            // Every header as sent, with the request line the test gave.
+            headers = head.headers.clone();
+            for (name, value) in [(":method", &head.method), (":path", &head.path)] {
+                headers.retain(|(k, _)| k != name);
+                headers.push((name.to_string(), value.clone()));
+            }
+        } else {
+            headers.push((":method".into(), head.method.clone()));
+            headers.push((":path".into(), head.path.clone()));
+            // Clients ask for compression; the filter must strip it where it rewrites.
+            headers.push(("accept-encoding".into(), "gzip, deflate".into()));
+            let authority = head
+                .authority
+                .clone()
+                .or_else(|| self.route.as_ref().map(|(_, a)| a.clone()));
+            if let Some(a) = authority {
+                headers.push((":authority".into(), a));
+            }
+            if let Some(accept) = &head.accept {
+                headers.push(("accept".into(), accept.clone()));
+            }
+            if let Some(id) = &head.session_id {
+                headers.push(("mcp-session-id".into(), id.clone()));
+            }
+            let mirrored = [
+                ("mcp-method", &head.mcp.method),
+                ("mcp-name", &head.mcp.name),
+                ("mcp-protocol-version", &head.mcp.protocol_version),
+            ];
+            for (name, values) in mirrored {
+                headers.extend(values.iter().map(|v| (name.to_string(), v.clone())));
+            }
+            if head.content_type.is_empty() && !body.is_empty() {
+                headers.push(("content-type".into(), "application/json".into()));
+            }
+            headers.extend(
+                head.content_type
+                    .iter()
+                    .map(|v| ("content-type".to_string(), v.clone())),
+            );
+            headers.extend(
+                head.content_encoding
+                    .iter()
+                    .map(|v| ("content-encoding".to_string(), v.clone())),
+            );
+            match head.content_length {
+                Some(length) => headers.push(("content-length".into(), length.to_string())),
+                None if !body.is_empty() => {
+                    headers.push(("content-length".into(), body.len().to_string()))
+                }
+                None => {}
+            }
+            headers.extend(head.forwarded.iter().cloned());
+            if let Some(marker) = &head.fetch_marker {
+                headers.push((
+                    mcp_tool_search_core::fetch::MARKER_HEADER.into(),
+                    marker.clone(),
+                ));
+            }
+            if let Some(policy) = &self.config.authorization {
+                if let IdentitySource::Header { header, claim } = &policy.identity {
+                    let values = head.caller.values(claim);
+                    let sent = headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(header));
+                    if !values.is_empty() && !sent {
+                        headers.push((header.clone(), values.join(",")));
+                    }
+                }
+            }
+        }
+        for name in &head.invalid_utf8 {
+            if !headers.iter().any(|(k, _)| k == name) {
+                headers.push((name.clone(), String::new()));
+            }
+        }
+        // A header the head names as not UTF-8 is sent with a byte that is not.
+        headers
+            .into_iter()
+            .map(|(k, v)| {
+                let mut value = v.into_bytes();
+                if head.invalid_utf8.contains(&k) {
+                    value.push(0xff);
+                }
+                (k, value)
+            })
+            .collect()
     }
 }
 
@@ -201,61 +352,6 @@ fn answer(service: Option<&Embedder>, request: &[u8]) -> (Option<&'static str>, 
         Some("200"),
         serde_json::to_vec(&serde_json::json!({"data": data})).unwrap(),
     )
-}
-
-impl Env for TestEnv {
-    fn namespace(&self) -> String {
-        self.namespace.clone()
-    }
-    fn catalog_of(&mut self, namespace: &str) -> Result<Rc<CatalogIndex>, StoreError> {
-        self.plugin_env().catalog_of(namespace)
-    }
-    fn namespaces(&mut self) -> Vec<String> {
-        self.plugin_env().namespaces()
-    }
-    fn learn(&mut self, learned: Learned) -> Result<bool, StoreError> {
-        self.plugin_env().learn(learned)
-    }
-    fn tool_vectors(&mut self, index: &CatalogIndex) -> Option<Rc<ToolVectors>> {
-        self.plugin_env().tool_vectors(index)
-    }
-    fn embeddings_degraded(&mut self) -> Option<String> {
-        self.plugin_env().embeddings_degraded()
-    }
-    fn embeddings_circuit(&mut self) -> Option<mcp_tool_search_core::store::circuit::Circuit> {
-        self.plugin_env().embeddings_circuit()
-    }
-    fn record(&mut self, event: Event) {
-        self.plugin_env().record(event);
-        self.events.push(event);
-    }
-    fn log_warn(&mut self, message: &str) {
-        self.plugin_env().log_warn(message);
-        self.warnings.push(message.to_string());
-    }
-    fn now_ms(&self) -> u64 {
-        self.plugin_env().now_ms()
-    }
-    fn origin(&mut self) -> Option<Origin> {
-        self.plugin_env().origin()
-    }
-    fn catalog_meta(&mut self, namespace: &str) -> CatalogMeta {
-        self.plugin_env().catalog_meta(namespace)
-    }
-    fn fetch_spec(
-        &mut self,
-        origin: Origin,
-        context: Context,
-        forwarded: Vec<(String, String)>,
-    ) -> FetchSpec {
-        self.plugin_env().fetch_spec(origin, context, forwarded)
-    }
-    fn mark_stale(&mut self, namespace: &str) {
-        self.plugin_env().mark_stale(namespace);
-    }
-    fn is_own_fetch(&mut self, marker: &str) -> bool {
-        self.plugin_env().is_own_fetch(marker)
-    }
 }
 
 pub fn post(path: &str) -> RequestHead {
@@ -303,6 +399,8 @@ pub enum Outcome {
     },
     /// The upstream's response as the client receives it.
     Upstream { body: Vec<u8>, rewritten: bool },
+    /// The filter still holds the request (it waits on something nobody answered).
+    Held,
 }
 
 // What reached the upstream in the last exchange of this thread (`None`: nothing).
@@ -319,6 +417,7 @@ impl Outcome {
     pub fn body(&self) -> &[u8] {
         match self {
             Outcome::Local { body, .. } | Outcome::Upstream { body, .. } => body,
+            Outcome::Held => &[],
         }
     }
     pub fn text(&self) -> String {
@@ -326,92 +425,106 @@ impl Outcome {
     }
 }
 
-/// Runs one exchange through a fresh `Stream`. `response` is the upstream's status,
-/// content type and body chunks (as Envoy would deliver them).
+/// The upstream's response as it reaches the filter: status, content type (none if empty) and
+/// body pieces; a JSON body carries its `content-length`, as the SDK servers send it.
+pub fn upstream_response(status: &str, content_type: &str, chunks: &[&[u8]]) -> http::Response {
+    let mut headers = vec![(":status".to_string(), status.as_bytes().to_vec())];
+    if !content_type.is_empty() {
+        headers.push(("content-type".into(), content_type.as_bytes().to_vec()));
+    }
+    if content_type.starts_with("application/json") {
+        let length: usize = chunks.iter().map(|c| c.len()).sum();
+        headers.push(("content-length".into(), length.to_string().into_bytes()));
+    }
+    http::Response {
+        headers,
+        chunks: chunks.iter().map(|c| c.to_vec()).collect(),
+        trailers: false,
+    }
+}
+
+/// Runs one exchange through a fresh stream of this worker, as Envoy delivers it
+/// (`http::exchange`). `response` is the upstream's status, content type and body pieces.
 pub fn exchange(
     env: &mut TestEnv,
     head: RequestHead,
     request: &[u8],
     response: (&str, &str, &[&[u8]]),
 ) -> Outcome {
-    SENT_UPSTREAM.with(|s| *s.borrow_mut() = None);
-    let config = env.config.clone();
-    let mut stream = Stream::new();
-    let action = stream.on_request_headers(&config, env, head, request.is_empty());
-    let mut sent = request.to_vec();
-    match action {
-        RequestHeadersAction::Reply(r) => {
-            return Outcome::Local {
-                status: r.status,
-                headers: r.headers,
-                body: r.body,
-            }
-        }
-        RequestHeadersAction::ReadBody { .. } if stream.wants_request_body() => {
-            let mut action = stream.on_request_body(&config, env, request);
-            if let RequestBodyAction::Fetch { namespace, spec } = action {
-                action = env.fetch_for(&mut stream, &namespace, spec);
-            }
-            if let RequestBodyAction::Call(call) = &action {
-                SENT_UPSTREAM.with(|s| *s.borrow_mut() = Some(call.body.clone()));
-                let answer = match &env.upstream {
-                    Some(upstream) => Ok(upstream(call)),
-                    None => Err("no upstream in this test".to_string()),
-                };
-                action = stream.on_call_answer(&config, env, answer);
-            }
-            if let RequestBodyAction::Embed { texts } = &action {
-                let texts = texts.clone();
-                let vectors = env.embed_queries(&texts);
-                action = stream.on_query_embeddings(&config, env, vectors);
-            }
-            match action {
-                RequestBodyAction::Reply(r) => {
-                    return Outcome::Local {
-                        status: r.status,
-                        headers: r.headers,
-                        body: r.body,
-                    }
-                }
-                RequestBodyAction::Replace { body, .. } => sent = body,
-                RequestBodyAction::Continue { .. } => {}
-                RequestBodyAction::Embed { .. } => panic!("embedding twice"),
-                RequestBodyAction::Fetch { .. } => panic!("fetching twice"),
-                RequestBodyAction::Call(_) => panic!("calling twice"),
-            }
-        }
-        _ => {}
-    }
-    SENT_UPSTREAM.with(|s| *s.borrow_mut() = Some(sent));
+    let request = http::Request {
+        headers: env.request_headers(&head, request),
+        chunks: if request.is_empty() {
+            Vec::new()
+        } else {
+            vec![request.to_vec()]
+        },
+        trailers: false,
+    };
+    exchange_request(env, &request, response)
+}
+
+/// [`exchange`] of a request given as the host delivers it (headers, body pieces, trailers).
+pub fn exchange_request(
+    env: &mut TestEnv,
+    request: &http::Request,
+    response: (&str, &str, &[&[u8]]),
+) -> Outcome {
     let (status, content_type, chunks) = response;
-    let action = stream.on_response_headers(&config, env, Some(status), Some(content_type), None);
-    if matches!(
-        action,
-        ResponseHeadersAction::Continue | ResponseHeadersAction::Watch
-    ) {
-        if action == ResponseHeadersAction::Watch {
-            let n = chunks.len();
-            for (i, c) in chunks.iter().enumerate() {
-                assert_eq!(stream.on_response_chunk(&config, env, c, i + 1 == n), *c);
-            }
+    let out = exchange_raw(
+        env,
+        request,
+        &upstream_response(status, content_type, chunks),
+    );
+    outcome(out, &chunks.concat())
+}
+
+/// One exchange as the host sees it, headers included, recorded in the worker's events and
+/// warnings.
+pub fn exchange_raw(
+    env: &mut TestEnv,
+    request: &http::Request,
+    response: &http::Response,
+) -> Exchanged {
+    SENT_UPSTREAM.with(|s| *s.borrow_mut() = None);
+    env.set_route();
+    let counted = env.host.increments.borrow().len();
+    let logged = env.host.logs.borrow().len();
+    let mut serve = env.service();
+    let out = http::exchange(&env.root, env.host.as_ref(), request, response, &mut serve);
+    drop(serve);
+    env.events.extend(
+        env.host.increments.borrow()[counted..]
+            .iter()
+            .filter_map(|&(stat, by)| Event::from_stat(stat, by)),
+    );
+    env.warnings.extend(
+        env.host.logs.borrow()[logged..]
+            .iter()
+            .filter(|(level, _)| *level <= mcp_tool_search_core::plugin::Level::Warn)
+            .map(|(_, m)| m.clone()),
+    );
+    if let Exchanged::Upstream { sent, .. } = &out {
+        if sent_upstream().is_none() {
+            SENT_UPSTREAM.with(|s| *s.borrow_mut() = Some(sent.clone()));
         }
-        return Outcome::Upstream {
-            body: chunks.concat(),
-            rewritten: false,
-        };
     }
-    let mut out = Vec::new();
-    let n = chunks.len();
-    for (i, c) in chunks.iter().enumerate() {
-        out.extend(stream.on_response_chunk(&config, env, c, i + 1 == n));
-    }
-    if n == 0 {
-        out.extend(stream.on_response_chunk(&config, env, &[], true));
-    }
-    let rewritten = out != chunks.concat();
-    Outcome::Upstream {
-        body: out,
-        rewritten,
+    out
+}
+
+/// What the client ends up with, from what the host saw; `upstream`: the response body the
+/// upstream sent.
+fn outcome(out: Exchanged, upstream: &[u8]) -> Outcome {
+    match out {
+        Exchanged::Local(reply) => Outcome::Local {
+            status: reply.status,
+            headers: reply.headers,
+            body: reply.body,
+        },
+        Exchanged::Upstream { response: body, .. } => {
+            let rewritten = body != upstream;
+            Outcome::Upstream { body, rewritten }
+        }
+        Exchanged::Held => Outcome::Held,
     }
 }
 
