@@ -336,7 +336,7 @@ pub(super) fn parse_search(value: &Value) -> Result<SearchConfig, ConfigError> {
 }
 
 /// `search.http_namespaces`: namespace names, never one of the filter's own catalog keys
-/// (`<ns>#prompts`, `<ns>@private-<digest>`: `entries::Entry::catalog_key`,
+/// (`<ns>#prompts`, `<ns>@private-<digest>`: `Entry::catalog_key` in `store::keys`,
 /// `index::catalog::private_key`), which are no route's namespace.
 fn parse_http_namespaces(value: &Value) -> Result<Vec<String>, ConfigError> {
     let field = "search.http_namespaces";

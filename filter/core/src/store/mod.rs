@@ -14,6 +14,7 @@ use std::fmt;
 use std::rc::Rc;
 
 pub mod circuit;
+pub mod keys;
 mod meta;
 pub use meta::{read_meta, update_meta, CatalogMeta, Source};
 
@@ -48,33 +49,11 @@ impl fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {}
 
-const PREFIX: &str = "mcp-tool-search/v1/";
 const MAX_CAS_RETRIES: usize = 8;
-
-fn version_key(namespace: &str) -> String {
-    format!("{PREFIX}{namespace}/version")
-}
-
-fn catalog_key(namespace: &str) -> String {
-    format!("{PREFIX}{namespace}/catalog")
-}
-
-/// A built index of the catalog version in `index_version_key`, for the other workers
-/// (`index::snapshot`).
-fn index_key(namespace: &str) -> String {
-    format!("{PREFIX}{namespace}/index")
-}
-
-fn index_version_key(namespace: &str) -> String {
-    format!("{PREFIX}{namespace}/index-version")
-}
-
-/// Shared data has no listing call (ABI 0.2.1): the namespaces are kept in a key of their own.
-const NAMESPACES_KEY: &str = "mcp-tool-search/v1/namespaces";
 
 /// Every namespace a catalog was learned for, sorted.
 pub fn namespaces(shared: &dyn SharedData) -> Result<Vec<String>, StoreError> {
-    let (data, _) = shared.get(NAMESPACES_KEY)?;
+    let (data, _) = shared.get(keys::NAMESPACES)?;
     match data {
         None => Ok(Vec::new()),
         Some(bytes) => {
@@ -88,7 +67,7 @@ pub(crate) fn register_namespace(
     namespace: &str,
 ) -> Result<(), StoreError> {
     for _ in 0..MAX_CAS_RETRIES {
-        let (data, cas) = shared.get(NAMESPACES_KEY)?;
+        let (data, cas) = shared.get(keys::NAMESPACES)?;
         let mut all: Vec<String> = match data {
             None => Vec::new(),
             Some(bytes) => {
@@ -101,29 +80,13 @@ pub(crate) fn register_namespace(
         all.push(namespace.to_string());
         all.sort();
         let bytes = serde_json::to_vec(&all).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        match shared.set(NAMESPACES_KEY, &bytes, cas) {
+        match shared.set(keys::NAMESPACES, &bytes, cas) {
             Ok(()) => return Ok(()),
             Err(StoreError::CasMismatch) => continue,
             Err(e) => return Err(e),
         }
     }
     Err(StoreError::Contended)
-}
-
-fn vectors_key(namespace: &str) -> String {
-    format!("{PREFIX}{namespace}/vectors")
-}
-
-fn vectors_version_key(namespace: &str) -> String {
-    format!("{PREFIX}{namespace}/vectors-version")
-}
-
-fn lease_key(namespace: &str) -> String {
-    format!("{PREFIX}{namespace}/embed-lease")
-}
-
-fn fetch_lease_key(namespace: &str) -> String {
-    format!("{PREFIX}{namespace}/fetch-lease")
 }
 
 /// A namespace's tool vectors as resolved against one catalog version.
@@ -163,7 +126,7 @@ impl CatalogCache {
         namespace: &str,
         config: &Config,
     ) -> Result<Rc<CatalogIndex>, StoreError> {
-        let (version, _) = shared.get(&version_key(namespace))?;
+        let (version, _) = shared.get(&keys::version(namespace))?;
         let version = version.unwrap_or_default();
         if let Some((seen, index)) = self.entries.get(namespace) {
             if *seen == version {
@@ -182,7 +145,7 @@ impl CatalogCache {
                     mark(&mut self.published, namespace, &version);
                     index
                 }
-                None => match shared.get(&catalog_key(namespace))? {
+                None => match shared.get(&keys::catalog(namespace))? {
                     (Some(bytes), _) => CatalogIndex::lazy(namespace, parse(&bytes)?, config),
                     (None, _) => CatalogIndex::lazy(namespace, Catalog::default(), config),
                 },
@@ -227,8 +190,8 @@ impl CatalogCache {
         };
         let (namespace, version, index) = (namespace.clone(), version.clone(), Rc::clone(index));
         mark(&mut self.published, &namespace, &version);
-        let (current, _) = shared.get(&version_key(&namespace))?;
-        let (in_shared, _) = shared.get(&index_version_key(&namespace))?;
+        let (current, _) = shared.get(&keys::version(&namespace))?;
+        let (in_shared, _) = shared.get(&keys::index_version(&namespace))?;
         if current.as_ref() != Some(&version) || in_shared.as_ref() == Some(&version) {
             return Ok(());
         }
@@ -236,9 +199,9 @@ impl CatalogCache {
         let Some(bytes) = snapshot::encode(&index, &version) else {
             return Ok(());
         };
-        shared.set(&index_key(&namespace), &bytes, None)?;
+        shared.set(&keys::index(&namespace), &bytes, None)?;
         drop(bytes);
-        shared.set(&index_version_key(&namespace), &version, None)
+        shared.set(&keys::index_version(&namespace), &version, None)
     }
 
     /// Learns the tools of a `tools/list` page (a whole list replaces the catalog). Returns
@@ -260,7 +223,7 @@ impl CatalogCache {
         // the page changes nothing in it, the stored catalog (megabytes) is not read at all.
         // The version key is written after the catalog key, so a concurrent writer can be
         // missed here; its list and ours then simply race, as they would anyway.
-        let (version, _) = shared.get(&version_key(namespace))?;
+        let (version, _) = shared.get(&keys::version(namespace))?;
         if let Some((seen, index)) = self.entries.get(namespace) {
             if *seen == version.as_deref().unwrap_or_default()
                 && index.catalog.unchanged_by(&tools, at)
@@ -274,7 +237,7 @@ impl CatalogCache {
         if whole {
             return self.learn_whole(shared, namespace, (tools, at, memo), version, json);
         }
-        let key = catalog_key(namespace);
+        let key = keys::catalog(namespace);
         for _ in 0..MAX_CAS_RETRIES {
             let (data, cas) = shared.get(&key)?;
             let current = match data {
@@ -322,7 +285,7 @@ impl CatalogCache {
         if stored_version.as_deref() == Some(version.as_bytes()) {
             return Ok(false);
         }
-        let key = catalog_key(namespace);
+        let key = keys::catalog(namespace);
         for _ in 0..MAX_CAS_RETRIES {
             let (data, cas) = shared.get(&key)?;
             if data.as_deref() == Some(json.as_bytes()) {
@@ -354,7 +317,7 @@ impl CatalogCache {
         memo: Option<ListMemo>,
         register: bool,
     ) -> Result<bool, StoreError> {
-        shared.set(&version_key(namespace), version.as_bytes(), None)?;
+        shared.set(&keys::version(namespace), version.as_bytes(), None)?;
         if register {
             register_namespace(shared, namespace)?;
         }
@@ -380,10 +343,10 @@ fn load_snapshot(
     config: &Config,
 ) -> Result<Option<CatalogIndex>, StoreError> {
     // The small key first: a snapshot of another version is megabytes not worth copying.
-    if shared.get(&index_version_key(namespace))?.0.as_deref() != Some(version) {
+    if shared.get(&keys::index_version(namespace))?.0.as_deref() != Some(version) {
         return Ok(None);
     }
-    let Some(bytes) = shared.get(&index_key(namespace))?.0 else {
+    let Some(bytes) = shared.get(&keys::index(namespace))?.0 else {
         return Ok(None);
     };
     Ok(snapshot::decode(
@@ -442,7 +405,7 @@ impl CatalogCache {
         config: &Config,
     ) -> Result<(Rc<ToolVectors>, Rc<Missing>), StoreError> {
         let namespace = index.namespace.as_str();
-        let (version, _) = shared.get(&vectors_version_key(namespace))?;
+        let (version, _) = shared.get(&keys::vectors_version(namespace))?;
         let version = version.unwrap_or_default();
         if let Some(r) = self.vectors.get(namespace) {
             if r.version == version && Rc::ptr_eq(&r.catalog, index) {
@@ -464,7 +427,7 @@ impl CatalogCache {
 }
 
 fn load_vectors(shared: &dyn SharedData, namespace: &str) -> Result<VectorStore, StoreError> {
-    match shared.get(&vectors_key(namespace))?.0 {
+    match shared.get(&keys::vectors(namespace))?.0 {
         None => Ok(VectorStore::default()),
         Some(bytes) => VectorStore::decode(&bytes)
             .ok_or_else(|| StoreError::Corrupt("tool vectors blob".to_string())),
@@ -481,7 +444,7 @@ pub fn store_vectors(
     items: Vec<(String, u64, Vec<f32>)>,
     current: Option<&CatalogIndex>,
 ) -> Result<(), StoreError> {
-    let key = vectors_key(namespace);
+    let key = keys::vectors(namespace);
     for _ in 0..MAX_CAS_RETRIES {
         let (data, cas) = shared.get(&key)?;
         let mut store = match data {
@@ -498,7 +461,7 @@ pub fn store_vectors(
         match shared.set(&key, &bytes, cas) {
             Ok(()) => {
                 let version = format!("{:016x}", crate::index::fnv::fingerprint(&bytes));
-                return shared.set(&vectors_version_key(namespace), version.as_bytes(), None);
+                return shared.set(&keys::vectors_version(namespace), version.as_bytes(), None);
             }
             Err(StoreError::CasMismatch) => continue,
             Err(e) => return Err(e),
@@ -519,8 +482,8 @@ pub enum Lease {
 impl Lease {
     fn key(self, namespace: &str) -> String {
         match self {
-            Lease::Embed => lease_key(namespace),
-            Lease::Fetch => fetch_lease_key(namespace),
+            Lease::Embed => keys::embed_lease(namespace),
+            Lease::Fetch => keys::fetch_lease(namespace),
         }
     }
 }
@@ -561,7 +524,7 @@ pub fn release_fetch_lease(
     namespace: &str,
     owner: &str,
 ) -> Result<(), StoreError> {
-    let key = fetch_lease_key(namespace);
+    let key = keys::fetch_lease(namespace);
     let (data, cas) = shared.get(&key)?;
     let held = data.is_some_and(|bytes| {
         String::from_utf8_lossy(&bytes)
@@ -584,7 +547,7 @@ pub fn fetch_leased_by_other(
     owner: &str,
     now_ms: u64,
 ) -> Result<bool, StoreError> {
-    let (data, _) = shared.get(&fetch_lease_key(namespace))?;
+    let (data, _) = shared.get(&keys::fetch_lease(namespace))?;
     Ok(data.is_some_and(|bytes| {
         let text = String::from_utf8_lossy(&bytes);
         text.split_once(' ').is_some_and(|(holder, until)| {

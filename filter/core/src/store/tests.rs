@@ -90,10 +90,10 @@ fn an_index_one_worker_published_is_loaded_by_the_others_without_the_catalog() {
     // The root tick builds and publishes it; a second tick has nothing to do.
     writer.publish_indexes(&shared, &config).unwrap();
     assert!(own.built_bm25().is_some());
-    let published = shared.inner.get(&index_key("ns")).unwrap().0.unwrap();
+    let published = shared.inner.get(&keys::index("ns")).unwrap().0.unwrap();
     writer.publish_indexes(&shared, &config).unwrap();
     assert_eq!(
-        shared.inner.get(&index_key("ns")).unwrap().0.unwrap(),
+        shared.inner.get(&keys::index("ns")).unwrap().0.unwrap(),
         published
     );
 
@@ -102,7 +102,7 @@ fn an_index_one_worker_published_is_loaded_by_the_others_without_the_catalog() {
     let loaded = other.index(&shared, "ns", &config).unwrap();
     assert!(loaded.built_bm25().is_some(), "loaded, not rebuilt");
     assert!(
-        !shared.reads.borrow().contains(&catalog_key("ns")),
+        !shared.reads.borrow().contains(&keys::catalog("ns")),
         "the stored catalog is not read: {:?}",
         shared.reads.borrow()
     );
@@ -196,10 +196,10 @@ fn a_worker_that_built_an_index_for_a_search_publishes_it() {
     let index = searcher.index(&shared, "ns", &config).unwrap();
     // Not learned here and not searched yet: nothing to publish.
     searcher.publish_indexes(&shared, &config).unwrap();
-    assert!(shared.get(&index_key("ns")).unwrap().0.is_none());
+    assert!(shared.get(&keys::index("ns")).unwrap().0.is_none());
     index.bm25();
     searcher.publish_indexes(&shared, &config).unwrap();
-    assert!(shared.get(&index_key("ns")).unwrap().0.is_some());
+    assert!(shared.get(&keys::index("ns")).unwrap().0.is_some());
 }
 
 /// Counts reads of each key.
@@ -237,7 +237,7 @@ fn an_unchanged_list_reads_no_stored_catalog() {
         s.reads
             .borrow()
             .iter()
-            .filter(|k| **k == catalog_key("ns"))
+            .filter(|k| **k == keys::catalog("ns"))
             .count()
     };
     let before = catalog_reads(&shared);
@@ -273,11 +273,10 @@ impl SharedData for Racing {
         self.inner.get(key)
     }
     fn set(&self, key: &str, value: &[u8], cas: Option<u32>) -> Result<(), StoreError> {
-        if key.ends_with("/catalog") && self.lost.get() < 2 {
+        if key.ends_with(keys::CATALOG) && self.lost.get() < 2 {
             self.lost.set(self.lost.get() + 1);
             // The other worker's write: a different tool.
-            let other =
-                Catalog::from_tools(vec![tool(&format!("other{}", self.lost.get()), "x")]);
+            let other = Catalog::from_tools(vec![tool(&format!("other{}", self.lost.get()), "x")]);
             let (_, c) = self.inner.get(key)?;
             self.inner.set(key, other.to_json().as_bytes(), c)?;
             let _ = cas;
@@ -377,10 +376,9 @@ fn vectors_of_tools_gone_from_a_whole_list_are_dropped() {
 #[test]
 fn vectors_are_shared_and_leases_exclusive() {
     let shared = MemorySharedData::default();
-    let config = Config::parse(
-        r#"{"search":{"embeddings":{"cluster":"e","model_id":"m","dimensions":2}}}"#,
-    )
-    .unwrap();
+    let config =
+        Config::parse(r#"{"search":{"embeddings":{"cluster":"e","model_id":"m","dimensions":2}}}"#)
+            .unwrap();
     let mut vm1 = CatalogCache::new();
     let mut vm2 = CatalogCache::new();
     vm1.learn(
@@ -427,12 +425,8 @@ fn vectors_are_shared_and_leases_exclusive() {
 #[test]
 fn corrupt_shared_data_is_an_error_not_a_panic() {
     let shared = MemorySharedData::default();
-    shared
-        .set("mcp-tool-search/v1/ns/catalog", b"\xff", None)
-        .unwrap();
-    shared
-        .set("mcp-tool-search/v1/ns/version", b"1", None)
-        .unwrap();
+    shared.set(&keys::catalog("ns"), b"\xff", None).unwrap();
+    shared.set(&keys::version("ns"), b"1", None).unwrap();
     let mut vm = CatalogCache::new();
     assert!(matches!(
         vm.index(&shared, "ns", &Config::default()),
