@@ -10,9 +10,7 @@ fn sample() -> Catalog {
         tool(
             r#"{"name":"stripe_refund_charge","description":"Refund a charge.","inputSchema":{"type":"object","properties":{"charge_id":{"type":"string","description":"The charge to refund"}}}}"#,
         ),
-        tool(
-            r#"{"name":"github_create_issue","description":"Open a new issue in a repository."}"#,
-        ),
+        tool(r#"{"name":"github_create_issue","description":"Open a new issue in a repository."}"#),
         tool(r#"{"name":"weather","description":"Forecast for a city.","title":"Weather"}"#),
     ])
 }
@@ -25,8 +23,7 @@ fn tool_fields() {
     assert_eq!(t.schema_text(), "a first b nested ");
     assert_eq!(t.about(), "T. D");
     assert!(Tool::from_raw(
-        &serde_json::value::to_raw_value(&serde_json::json!({"description":"no name"}))
-            .unwrap()
+        &serde_json::value::to_raw_value(&serde_json::json!({"description":"no name"})).unwrap()
     )
     .is_err());
     assert!(Tool::from_raw(

@@ -30,8 +30,7 @@ fn search_definition_names_hidden_tools_and_groups() {
     assert!(d.contains("t000, t001") && d.contains("t255") && !d.contains("t256"));
     assert!(d.contains("(and 44 more)"));
     assert!(d.contains("do. 300 more tools"));
-    let partial: Value =
-        serde_json::from_str(&definitions(&config, &refs, &[], false)[0]).unwrap();
+    let partial: Value = serde_json::from_str(&definitions(&config, &refs, &[], false)[0]).unwrap();
     assert!(partial["description"]
         .as_str()
         .unwrap()
@@ -60,8 +59,7 @@ fn search_definition_names_hidden_tools_and_groups() {
     ));
     assert!(!d.contains("groups:"), "one group is not worth naming");
     let many: Vec<String> = (0..70).map(|i| format!("server{i:02}")).collect();
-    let wide: Value =
-        serde_json::from_str(&definitions(&config, &refs, &many, true)[0]).unwrap();
+    let wide: Value = serde_json::from_str(&definitions(&config, &refs, &many, true)[0]).unwrap();
     let d = wide["description"].as_str().unwrap();
     assert!(
         d.contains("70 groups: server00, server01,") && d.contains("server63 (and 6 more);"),
@@ -227,8 +225,7 @@ fn summary_lines() {
         group: None,
     };
     let r: Value =
-        serde_json::from_str(&search_result(&config, &query, &ranked(&tools, 7), false))
-            .unwrap();
+        serde_json::from_str(&search_result(&config, &query, &ranked(&tools, 7), false)).unwrap();
     let text = r["content"][0]["text"].as_str().unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
@@ -256,11 +253,9 @@ fn groups_and_describe_results() {
         r#"[{"group":"github","tools":3},{"group":"slack","tools":1}]"#
     );
     let t = tool(r#"{"name":"a"}"#);
-    let d: Value =
-        serde_json::from_str(&describe_result(&[&t], &["zz".into()], false)).unwrap();
+    let d: Value = serde_json::from_str(&describe_result(&[&t], &["zz".into()], false)).unwrap();
     assert_eq!(d["content"][0]["text"], r#"[{"name":"a"}]"#);
     assert_eq!(d["content"][1]["text"], "Not available: zz.");
-    let none: Value =
-        serde_json::from_str(&describe_result(&[], &["zz".into()], false)).unwrap();
+    let none: Value = serde_json::from_str(&describe_result(&[], &["zz".into()], false)).unwrap();
     assert_eq!(none["isError"], true);
 }

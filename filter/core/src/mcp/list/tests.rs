@@ -93,8 +93,9 @@ fn keeps_eager_hides_progressive_adds_search_tool_first() {
         .unwrap()
         .unwrap();
     let text = String::from_utf8(out.body.unwrap()).unwrap();
-    assert!(text
-        .starts_with(r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"tool_search","#));
+    assert!(
+        text.starts_with(r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"tool_search","#)
+    );
     assert!(text.ends_with(r#"{"name":"get_a","description":"A", "inputSchema":{"type":"object"}},{"name":"get_c","x":[1, 2]}],"nextCursor":"abc","_meta":{"k":1}}}"#), "{text}");
     assert_eq!(out.hidden, 1);
     assert_eq!(out.learned.len(), 3);
@@ -175,8 +176,7 @@ fn sse_rewriter_passes_other_events_and_gives_up_when_too_large() {
         b": ping\n\ndata: other\n\nevent: message\ndata: new\n\n".to_vec()
     );
     let mut big = SseRewriter::new(8);
-    let mut never =
-        |_: &[u8]| -> Result<Option<Vec<u8>>, RewriteError> { Ok(Some(b"x".to_vec())) };
+    let mut never = |_: &[u8]| -> Result<Option<Vec<u8>>, RewriteError> { Ok(Some(b"x".to_vec())) };
     let a = big.push(b"data: 0123456789", false, &mut never);
     let b = big.push(b"\n\n", true, &mut never);
     assert_eq!([a, b].concat(), b"data: 0123456789\n\n".to_vec());

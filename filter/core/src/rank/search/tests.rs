@@ -5,8 +5,7 @@ use serde_json::value::RawValue;
 fn index(config: &Config) -> CatalogIndex {
     let tool = |name: &str, d: &str| {
         let raw: Box<RawValue> =
-            serde_json::from_str(&format!(r#"{{"name":"{name}","description":"{d}"}}"#))
-                .unwrap();
+            serde_json::from_str(&format!(r#"{{"name":"{name}","description":"{d}"}}"#)).unwrap();
         Tool::from_raw(&raw).unwrap()
     };
     let catalog = Catalog::from_tools(vec![
