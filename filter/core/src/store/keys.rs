@@ -1,7 +1,6 @@
 //! Every shared-data key the filter reads or writes, and how each is spelled. Shared data is one
-//! flat map for the whole Envoy (proxy-wasm ABI 0.2.1), shared with every other plugin: each
-//! key starts with [`PREFIX`], whose version changes whenever a value's format does, so that a
-//! worker of another build never reads a value it cannot parse.
+//! flat map of string keys with no listing call (proxy-wasm ABI 0.2.1); every key of the filter
+//! starts with [`PREFIX`].
 //!
 //! Keys of one namespace are `<PREFIX><catalog key><suffix>`. The catalog key is the
 //! namespace itself for its tools, the namespace with a kind's mark for its prompts and
@@ -18,7 +17,7 @@ macro_rules! prefixed {
     };
 }
 
-/// What every key of the filter starts with: the filter's name and its key layout's version.
+/// What every key of the filter starts with: the filter's name and the key layout's version.
 pub const PREFIX: &str = prefixed!("");
 
 /// Every namespace with a catalog, a sorted JSON list of catalog keys: shared data has no listing
