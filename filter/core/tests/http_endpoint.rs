@@ -9,6 +9,7 @@
 
 mod support;
 
+use mcp_tool_search_core::config::entries::Entry;
 use mcp_tool_search_core::stream::{Event, RequestHead};
 use serde_json::{json, Value};
 use support::*;
@@ -397,12 +398,12 @@ fn an_internal_catalog_key_is_never_a_namespace() {
     // The attack: the prompts' catalog searched as tools is judged by the tool rules, which
     // let `slack_export_dms` through.
     let keys = [
-        "upstream#prompts",
-        "upstream#resources",
-        "upstream#resource-templates",
-        "upstream@private-0123456789abcdef",
+        Entry::Prompt.catalog_key("upstream"),
+        Entry::Resource.catalog_key("upstream"),
+        Entry::ResourceTemplate.catalog_key("upstream"),
+        mcp_tool_search_core::index::catalog::private_key("upstream", "0123456789abcdef"),
     ];
-    for key in keys {
+    for key in &keys {
         for body in [
             json!({"query": "export every private message", "namespace": key}),
             json!({"query": "export every private message", "namespace": key, "type": "prompt"}),

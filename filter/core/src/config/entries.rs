@@ -1,6 +1,8 @@
 //! The kinds of MCP catalog entries the filter lists, searches and authorizes: tools, prompts,
 //! resources and resource templates (spec 2025-11-25 "Server Features"), each with the method
-//! that lists it, the result member that holds it and the field that names it.
+//! that lists it, the result member that holds it and the field that names it. Where each
+//! kind's catalog is kept (`Entry::catalog_key`) is spelled with the shared-data keys
+//! (`store::keys`).
 
 /// A kind of catalog entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -63,28 +65,6 @@ impl Entry {
             Entry::ResourceTemplate => "resource_template",
         }
     }
-
-    /// Where this kind's catalog of `namespace` is kept: tools in the namespace's own, the
-    /// others beside it (`#` is not in a route's namespace or a cluster name).
-    pub fn catalog_key(self, namespace: &str) -> String {
-        match self {
-            Entry::Tool => namespace.to_string(),
-            Entry::Prompt => format!("{namespace}#prompts"),
-            Entry::Resource => format!("{namespace}#resources"),
-            Entry::ResourceTemplate => format!("{namespace}#resource-templates"),
-        }
-    }
-
-    /// The kind and namespace of a catalog key.
-    pub fn of_catalog_key(key: &str) -> (Entry, &str) {
-        for entry in [Entry::Prompt, Entry::Resource, Entry::ResourceTemplate] {
-            let suffix = entry.catalog_key("");
-            if let Some(namespace) = key.strip_suffix(suffix.as_str()) {
-                return (entry, namespace);
-            }
-        }
-        (Entry::Tool, key)
-    }
 }
 
 /// What a search looks for (`type`): one kind, resources with their templates, or everything.
@@ -132,10 +112,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn catalog_keys_round_trip_and_methods_name_their_kind() {
+    fn methods_name_their_kind() {
         for entry in Entry::ALL {
-            let key = entry.catalog_key("team-a");
-            assert_eq!(Entry::of_catalog_key(&key), (entry, "team-a"));
             assert_eq!(Entry::of_list_method(entry.list_method()), Some(entry));
         }
         assert_eq!(Entry::of_list_method("tools/call"), None);

@@ -7,11 +7,8 @@ use crate::config::entries::Entry;
 use crate::fetch::{Context, Fetch, FetchError, FetchSpec, Fetched, Origin, Step};
 use crate::index::catalog::{private_key, Page};
 use crate::stats::Event;
-use crate::store::{self, Learned, Source};
+use crate::store::{self, keys, Learned, Source};
 
-/// Shared data key of the secret that marks the filter's own fetches through a loopback
-/// cluster (so that the filter in front of the router does not answer them itself).
-const SECRET_KEY: &str = "mcp-tool-search/v1/fetch-secret";
 pub use crate::fetch::MARKER_HEADER as FETCH_MARKER_HEADER;
 /// How precisely a client's lists date a catalog: one meta write per this interval at most.
 pub(super) const LISTED_RESOLUTION_MS: u64 = 10_000;
@@ -435,7 +432,7 @@ fn next_attempt(meta: &store::CatalogMeta, interval: u64, random: u64) -> u64 {
 
 /// The secret of this Envoy's fetch marker (`None` until one was installed).
 pub fn fetch_secret(host: &dyn Host) -> Option<String> {
-    let (value, _) = host.get(SECRET_KEY).ok()?;
+    let (value, _) = host.get(keys::FETCH_SECRET).ok()?;
     String::from_utf8(value?).ok().filter(|s| s.len() >= 32)
 }
 
@@ -446,7 +443,7 @@ pub fn install_fetch_secret(host: &dyn Host, random: [u8; 16]) {
         return;
     }
     let hex: String = random.iter().map(|b| format!("{b:02x}")).collect();
-    let _ = host.set(SECRET_KEY, hex.as_bytes(), None);
+    let _ = host.set(keys::FETCH_SECRET, hex.as_bytes(), None);
 }
 
 /// Whether a request's marker header is this Envoy's own fetch.

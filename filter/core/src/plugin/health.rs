@@ -2,9 +2,8 @@
 //! same wherever it is asked.
 
 use super::host::Host;
+use crate::store::keys;
 use std::cell::RefCell;
-
-const HEALTH_KEY: &str = "mcp-tool-search/v1/embeddings-health";
 
 /// What this VM last wrote to the shared health key (`None`: healthy, or nothing written).
 #[derive(Default)]
@@ -32,12 +31,12 @@ impl Health {
         if *last == next && (next.is_some() || self.degraded(host).is_none()) {
             return;
         }
-        let _ = host.set(HEALTH_KEY, reason.as_bytes(), None);
+        let _ = host.set(keys::EMBEDDINGS_HEALTH, reason.as_bytes(), None);
         *last = next;
     }
 
     pub(super) fn degraded(&self, host: &dyn Host) -> Option<String> {
-        let (value, _) = host.get(HEALTH_KEY).ok()?;
+        let (value, _) = host.get(keys::EMBEDDINGS_HEALTH).ok()?;
         let reason = String::from_utf8(value?).ok()?;
         (!reason.is_empty()).then_some(reason)
     }

@@ -3,10 +3,9 @@
 //! BM25 at once instead of each waiting for its timeout. After a backoff one search probes it
 //! (half-open); its success closes the circuit, its failure opens it again for longer.
 
-use super::{SharedData, StoreError};
+use super::{keys, SharedData, StoreError};
 use serde::{Deserialize, Serialize};
 
-const CIRCUIT_KEY: &str = "mcp-tool-search/v1/embeddings-circuit";
 const FIRST_BACKOFF_MS: u64 = 1_000;
 pub const MAX_CIRCUIT_BACKOFF_MS: u64 = 60_000;
 const MAX_CAS_RETRIES: usize = 8;
@@ -81,7 +80,7 @@ impl Transition {
 }
 
 pub fn read(host: &dyn SharedData) -> Circuit {
-    host.get(CIRCUIT_KEY)
+    host.get(keys::EMBEDDINGS_CIRCUIT)
         .ok()
         .and_then(|(v, _)| v)
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
@@ -95,7 +94,7 @@ fn update<T>(
     mut change: impl FnMut(&mut Circuit) -> (bool, T),
 ) -> Result<T, StoreError> {
     for _ in 0..MAX_CAS_RETRIES {
-        let (data, cas) = host.get(CIRCUIT_KEY)?;
+        let (data, cas) = host.get(keys::EMBEDDINGS_CIRCUIT)?;
         let mut circuit: Circuit = data
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())
             .unwrap_or_default();
@@ -104,7 +103,7 @@ fn update<T>(
             return Ok(out);
         }
         let bytes = serde_json::to_vec(&circuit).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        match host.set(CIRCUIT_KEY, &bytes, cas) {
+        match host.set(keys::EMBEDDINGS_CIRCUIT, &bytes, cas) {
             Ok(()) => return Ok(out),
             Err(StoreError::CasMismatch) => continue,
             Err(e) => return Err(e),

@@ -2,14 +2,10 @@
 //! from, where to refresh it from, and why the last fetch failed. One small key per namespace,
 //! so that a search can check freshness without reading the catalog.
 
-use super::{SharedData, StoreError, MAX_CAS_RETRIES, PREFIX};
+use super::{keys, SharedData, StoreError, MAX_CAS_RETRIES};
 use crate::config::catalog::MIN_TTL_MS;
 use crate::fetch::Origin;
 use serde::{Deserialize, Serialize};
-
-fn meta_key(namespace: &str) -> String {
-    format!("{PREFIX}{namespace}/meta")
-}
 
 /// How the catalog was last obtained.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -92,7 +88,7 @@ impl CatalogMeta {
 }
 
 pub fn read_meta(shared: &dyn SharedData, namespace: &str) -> Result<CatalogMeta, StoreError> {
-    match shared.get(&meta_key(namespace))?.0 {
+    match shared.get(&keys::meta(namespace))?.0 {
         None => Ok(CatalogMeta::default()),
         Some(bytes) => serde_json::from_slice(&bytes)
             .map_err(|e| StoreError::Corrupt(format!("catalog meta: {e}"))),
@@ -106,7 +102,7 @@ pub fn update_meta(
     namespace: &str,
     mut change: impl FnMut(&mut CatalogMeta) -> bool,
 ) -> Result<CatalogMeta, StoreError> {
-    let key = meta_key(namespace);
+    let key = keys::meta(namespace);
     for _ in 0..MAX_CAS_RETRIES {
         let (data, cas) = shared.get(&key)?;
         // An unreadable meta (another version's) is replaced rather than kept forever.

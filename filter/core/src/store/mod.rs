@@ -14,7 +14,10 @@ use std::fmt;
 use std::rc::Rc;
 
 pub mod circuit;
+pub mod keys;
+mod lease;
 mod meta;
+pub use lease::{fetch_leased_by_other, release_fetch_lease, take_lease, Lease};
 pub use meta::{read_meta, update_meta, CatalogMeta, Source};
 
 /// The host's shared-data store, as the proxy-wasm ABI offers it.
@@ -48,33 +51,11 @@ impl fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {}
 
-const PREFIX: &str = "mcp-tool-search/v1/";
 const MAX_CAS_RETRIES: usize = 8;
-
-fn version_key(namespace: &str) -> String {
-    format!("{PREFIX}{namespace}/version")
-}
-
-fn catalog_key(namespace: &str) -> String {
-    format!("{PREFIX}{namespace}/catalog")
-}
-
-/// A built index of the catalog version in `index_version_key`, for the other workers
-/// (`index::snapshot`).
-fn index_key(namespace: &str) -> String {
-    format!("{PREFIX}{namespace}/index")
-}
-
-fn index_version_key(namespace: &str) -> String {
-    format!("{PREFIX}{namespace}/index-version")
-}
-
-/// Shared data has no listing call (ABI 0.2.1): the namespaces are kept in a key of their own.
-const NAMESPACES_KEY: &str = "mcp-tool-search/v1/namespaces";
 
 /// Every namespace a catalog was learned for, sorted.
 pub fn namespaces(shared: &dyn SharedData) -> Result<Vec<String>, StoreError> {
-    let (data, _) = shared.get(NAMESPACES_KEY)?;
+    let (data, _) = shared.get(keys::NAMESPACES)?;
     match data {
         None => Ok(Vec::new()),
         Some(bytes) => {
@@ -88,7 +69,7 @@ pub(crate) fn register_namespace(
     namespace: &str,
 ) -> Result<(), StoreError> {
     for _ in 0..MAX_CAS_RETRIES {
-        let (data, cas) = shared.get(NAMESPACES_KEY)?;
+        let (data, cas) = shared.get(keys::NAMESPACES)?;
         let mut all: Vec<String> = match data {
             None => Vec::new(),
             Some(bytes) => {
@@ -101,29 +82,13 @@ pub(crate) fn register_namespace(
         all.push(namespace.to_string());
         all.sort();
         let bytes = serde_json::to_vec(&all).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        match shared.set(NAMESPACES_KEY, &bytes, cas) {
+        match shared.set(keys::NAMESPACES, &bytes, cas) {
             Ok(()) => return Ok(()),
             Err(StoreError::CasMismatch) => continue,
             Err(e) => return Err(e),
         }
     }
     Err(StoreError::Contended)
-}
-
-fn vectors_key(namespace: &str) -> String {
-    format!("{PREFIX}{namespace}/vectors")
-}
-
-fn vectors_version_key(namespace: &str) -> String {
-    format!("{PREFIX}{namespace}/vectors-version")
-}
-
-fn lease_key(namespace: &str) -> String {
-    format!("{PREFIX}{namespace}/embed-lease")
-}
-
-fn fetch_lease_key(namespace: &str) -> String {
-    format!("{PREFIX}{namespace}/fetch-lease")
 }
 
 /// A namespace's tool vectors as resolved against one catalog version.
@@ -163,7 +128,7 @@ impl CatalogCache {
         namespace: &str,
         config: &Config,
     ) -> Result<Rc<CatalogIndex>, StoreError> {
-        let (version, _) = shared.get(&version_key(namespace))?;
+        let (version, _) = shared.get(&keys::version(namespace))?;
         let version = version.unwrap_or_default();
         if let Some((seen, index)) = self.entries.get(namespace) {
             if *seen == version {
@@ -182,7 +147,7 @@ impl CatalogCache {
                     mark(&mut self.published, namespace, &version);
                     index
                 }
-                None => match shared.get(&catalog_key(namespace))? {
+                None => match shared.get(&keys::catalog(namespace))? {
                     (Some(bytes), _) => CatalogIndex::lazy(namespace, parse(&bytes)?, config),
                     (None, _) => CatalogIndex::lazy(namespace, Catalog::default(), config),
                 },
@@ -227,8 +192,8 @@ impl CatalogCache {
         };
         let (namespace, version, index) = (namespace.clone(), version.clone(), Rc::clone(index));
         mark(&mut self.published, &namespace, &version);
-        let (current, _) = shared.get(&version_key(&namespace))?;
-        let (in_shared, _) = shared.get(&index_version_key(&namespace))?;
+        let (current, _) = shared.get(&keys::version(&namespace))?;
+        let (in_shared, _) = shared.get(&keys::index_version(&namespace))?;
         if current.as_ref() != Some(&version) || in_shared.as_ref() == Some(&version) {
             return Ok(());
         }
@@ -236,9 +201,9 @@ impl CatalogCache {
         let Some(bytes) = snapshot::encode(&index, &version) else {
             return Ok(());
         };
-        shared.set(&index_key(&namespace), &bytes, None)?;
+        shared.set(&keys::index(&namespace), &bytes, None)?;
         drop(bytes);
-        shared.set(&index_version_key(&namespace), &version, None)
+        shared.set(&keys::index_version(&namespace), &version, None)
     }
 
     /// Learns the tools of a `tools/list` page (a whole list replaces the catalog). Returns
@@ -260,7 +225,7 @@ impl CatalogCache {
         // the page changes nothing in it, the stored catalog (megabytes) is not read at all.
         // The version key is written after the catalog key, so a concurrent writer can be
         // missed here; its list and ours then simply race, as they would anyway.
-        let (version, _) = shared.get(&version_key(namespace))?;
+        let (version, _) = shared.get(&keys::version(namespace))?;
         if let Some((seen, index)) = self.entries.get(namespace) {
             if *seen == version.as_deref().unwrap_or_default()
                 && index.catalog.unchanged_by(&tools, at)
@@ -274,7 +239,7 @@ impl CatalogCache {
         if whole {
             return self.learn_whole(shared, namespace, (tools, at, memo), version, json);
         }
-        let key = catalog_key(namespace);
+        let key = keys::catalog(namespace);
         for _ in 0..MAX_CAS_RETRIES {
             let (data, cas) = shared.get(&key)?;
             let current = match data {
@@ -322,7 +287,7 @@ impl CatalogCache {
         if stored_version.as_deref() == Some(version.as_bytes()) {
             return Ok(false);
         }
-        let key = catalog_key(namespace);
+        let key = keys::catalog(namespace);
         for _ in 0..MAX_CAS_RETRIES {
             let (data, cas) = shared.get(&key)?;
             if data.as_deref() == Some(json.as_bytes()) {
@@ -354,7 +319,7 @@ impl CatalogCache {
         memo: Option<ListMemo>,
         register: bool,
     ) -> Result<bool, StoreError> {
-        shared.set(&version_key(namespace), version.as_bytes(), None)?;
+        shared.set(&keys::version(namespace), version.as_bytes(), None)?;
         if register {
             register_namespace(shared, namespace)?;
         }
@@ -380,10 +345,10 @@ fn load_snapshot(
     config: &Config,
 ) -> Result<Option<CatalogIndex>, StoreError> {
     // The small key first: a snapshot of another version is megabytes not worth copying.
-    if shared.get(&index_version_key(namespace))?.0.as_deref() != Some(version) {
+    if shared.get(&keys::index_version(namespace))?.0.as_deref() != Some(version) {
         return Ok(None);
     }
-    let Some(bytes) = shared.get(&index_key(namespace))?.0 else {
+    let Some(bytes) = shared.get(&keys::index(namespace))?.0 else {
         return Ok(None);
     };
     Ok(snapshot::decode(
@@ -442,7 +407,7 @@ impl CatalogCache {
         config: &Config,
     ) -> Result<(Rc<ToolVectors>, Rc<Missing>), StoreError> {
         let namespace = index.namespace.as_str();
-        let (version, _) = shared.get(&vectors_version_key(namespace))?;
+        let (version, _) = shared.get(&keys::vectors_version(namespace))?;
         let version = version.unwrap_or_default();
         if let Some(r) = self.vectors.get(namespace) {
             if r.version == version && Rc::ptr_eq(&r.catalog, index) {
@@ -464,7 +429,7 @@ impl CatalogCache {
 }
 
 fn load_vectors(shared: &dyn SharedData, namespace: &str) -> Result<VectorStore, StoreError> {
-    match shared.get(&vectors_key(namespace))?.0 {
+    match shared.get(&keys::vectors(namespace))?.0 {
         None => Ok(VectorStore::default()),
         Some(bytes) => VectorStore::decode(&bytes)
             .ok_or_else(|| StoreError::Corrupt("tool vectors blob".to_string())),
@@ -481,7 +446,7 @@ pub fn store_vectors(
     items: Vec<(String, u64, Vec<f32>)>,
     current: Option<&CatalogIndex>,
 ) -> Result<(), StoreError> {
-    let key = vectors_key(namespace);
+    let key = keys::vectors(namespace);
     for _ in 0..MAX_CAS_RETRIES {
         let (data, cas) = shared.get(&key)?;
         let mut store = match data {
@@ -498,99 +463,13 @@ pub fn store_vectors(
         match shared.set(&key, &bytes, cas) {
             Ok(()) => {
                 let version = format!("{:016x}", crate::index::fnv::fingerprint(&bytes));
-                return shared.set(&vectors_version_key(namespace), version.as_bytes(), None);
+                return shared.set(&keys::vectors_version(namespace), version.as_bytes(), None);
             }
             Err(StoreError::CasMismatch) => continue,
             Err(e) => return Err(e),
         }
     }
     Err(StoreError::Contended)
-}
-
-/// What a lease gives one worker the right to do for a namespace while the others wait.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lease {
-    /// Embed its tools.
-    Embed,
-    /// Fetch its catalog.
-    Fetch,
-}
-
-impl Lease {
-    fn key(self, namespace: &str) -> String {
-        match self {
-            Lease::Embed => lease_key(namespace),
-            Lease::Fetch => fetch_lease_key(namespace),
-        }
-    }
-}
-
-/// Takes (or renews) `lease` on `namespace` until `now_ms + ttl_ms`. `false`: another worker
-/// holds it.
-pub fn take_lease(
-    shared: &dyn SharedData,
-    lease: Lease,
-    namespace: &str,
-    owner: &str,
-    now_ms: u64,
-    ttl_ms: u64,
-) -> Result<bool, StoreError> {
-    let key = lease.key(namespace);
-    let (data, cas) = shared.get(&key)?;
-    if let Some(bytes) = data {
-        let text = String::from_utf8_lossy(&bytes);
-        if let Some((holder, until)) = text.split_once(' ') {
-            let until: u64 = until.parse().unwrap_or(0);
-            if holder != owner && until > now_ms {
-                return Ok(false);
-            }
-        }
-    }
-    let value = format!("{owner} {}", now_ms.saturating_add(ttl_ms));
-    match shared.set(&key, value.as_bytes(), cas) {
-        Ok(()) => Ok(true),
-        Err(StoreError::CasMismatch) => Ok(false),
-        Err(e) => Err(e),
-    }
-}
-
-/// Gives the fetch lease back (if `owner` still holds it), so a waiting worker need not wait
-/// for it to expire.
-pub fn release_fetch_lease(
-    shared: &dyn SharedData,
-    namespace: &str,
-    owner: &str,
-) -> Result<(), StoreError> {
-    let key = fetch_lease_key(namespace);
-    let (data, cas) = shared.get(&key)?;
-    let held = data.is_some_and(|bytes| {
-        String::from_utf8_lossy(&bytes)
-            .split_once(' ')
-            .is_some_and(|(holder, _)| holder == owner)
-    });
-    if !held {
-        return Ok(());
-    }
-    match shared.set(&key, format!("{owner} 0").as_bytes(), cas) {
-        Ok(()) | Err(StoreError::CasMismatch) => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
-/// Whether someone other than `owner` holds the fetch lease of `namespace` now.
-pub fn fetch_leased_by_other(
-    shared: &dyn SharedData,
-    namespace: &str,
-    owner: &str,
-    now_ms: u64,
-) -> Result<bool, StoreError> {
-    let (data, _) = shared.get(&fetch_lease_key(namespace))?;
-    Ok(data.is_some_and(|bytes| {
-        let text = String::from_utf8_lossy(&bytes);
-        text.split_once(' ').is_some_and(|(holder, until)| {
-            holder != owner && until.parse::<u64>().unwrap_or(0) > now_ms
-        })
-    }))
 }
 
 fn parse(bytes: &[u8]) -> Result<Catalog, StoreError> {
@@ -627,446 +506,4 @@ impl SharedData for MemorySharedData {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::value::RawValue;
-
-    fn tool(name: &str, description: &str) -> Tool {
-        let raw: Box<RawValue> = serde_json::from_str(&format!(
-            r#"{{"name":"{name}","description":"{description}"}}"#
-        ))
-        .unwrap();
-        Tool::from_raw(&raw).unwrap()
-    }
-
-    #[test]
-    fn two_vms_share_one_catalog() {
-        let shared = MemorySharedData::default();
-        let config = Config::default();
-        let mut vm1 = CatalogCache::new();
-        let mut vm2 = CatalogCache::new();
-        assert!(vm2
-            .index(&shared, "ns", &config)
-            .unwrap()
-            .catalog
-            .is_empty());
-        assert!(vm1
-            .learn(
-                &shared,
-                "ns",
-                Learned::new(vec![tool("a", "alpha")], Page::default())
-            )
-            .unwrap());
-        assert!(
-            !vm1.learn(
-                &shared,
-                "ns",
-                Learned::new(vec![tool("a", "alpha")], Page::default())
-            )
-            .unwrap(),
-            "no change"
-        );
-        assert!(vm1
-            .learn(
-                &shared,
-                "ns",
-                Learned::new(vec![tool("b", "beta")], Page::default())
-            )
-            .unwrap());
-        let index = vm2.index(&shared, "ns", &config).unwrap();
-        assert_eq!(index.catalog.len(), 2);
-        let again = vm2.index(&shared, "ns", &config).unwrap();
-        assert!(Rc::ptr_eq(&index, &again), "cached while the version holds");
-        assert!(vm1
-            .learn(
-                &shared,
-                "ns",
-                Learned::new(
-                    vec![tool("c", "gamma")],
-                    Page {
-                        first: true,
-                        last: true
-                    }
-                )
-            )
-            .unwrap());
-        assert_eq!(vm2.index(&shared, "ns", &config).unwrap().catalog.len(), 1);
-        assert!(vm2
-            .index(&shared, "other", &config)
-            .unwrap()
-            .catalog
-            .is_empty());
-    }
-
-    #[test]
-    fn an_index_one_worker_published_is_loaded_by_the_others_without_the_catalog() {
-        let shared = Counting::default();
-        let config = Config::default();
-        let whole = Page {
-            first: true,
-            last: true,
-        };
-        let mut writer = CatalogCache::new();
-        let tools = vec![
-            tool("refund_charge", "refund a card charge"),
-            tool("b", "beta"),
-        ];
-        assert!(writer
-            .learn(&shared, "ns", Learned::new(tools, whole))
-            .unwrap());
-        // The list that taught the catalog indexes it lazily: no BM25 build in its path.
-        let own = writer.index(&shared, "ns", &config).unwrap();
-        assert!(own.built_bm25().is_none());
-        // The root tick builds and publishes it; a second tick has nothing to do.
-        writer.publish_indexes(&shared, &config).unwrap();
-        assert!(own.built_bm25().is_some());
-        let published = shared.inner.get(&index_key("ns")).unwrap().0.unwrap();
-        writer.publish_indexes(&shared, &config).unwrap();
-        assert_eq!(
-            shared.inner.get(&index_key("ns")).unwrap().0.unwrap(),
-            published
-        );
-
-        shared.reads.borrow_mut().clear();
-        let mut other = CatalogCache::new();
-        let loaded = other.index(&shared, "ns", &config).unwrap();
-        assert!(loaded.built_bm25().is_some(), "loaded, not rebuilt");
-        assert!(
-            !shared.reads.borrow().contains(&catalog_key("ns")),
-            "the stored catalog is not read: {:?}",
-            shared.reads.borrow()
-        );
-        assert_eq!(loaded.catalog.to_json(), own.catalog.to_json());
-        assert_eq!(loaded.bm25().scores("refund"), own.bm25().scores("refund"));
-        // A worker holding a loaded index has nothing to publish.
-        other.publish_indexes(&shared, &config).unwrap();
-
-        // The catalog changes: the published index is of the old version and is not used.
-        assert!(writer
-            .learn(&shared, "ns", Learned::new(vec![tool("c", "gamma")], whole))
-            .unwrap());
-        let fresh = CatalogCache::new().index(&shared, "ns", &config).unwrap();
-        assert_eq!(fresh.catalog.len(), 1);
-        assert!(fresh.built_bm25().is_none(), "indexed from the catalog");
-        assert_eq!(
-            other.index(&shared, "ns", &config).unwrap().catalog.len(),
-            1
-        );
-    }
-
-    /// A cache that learned the whole list `[a]` into `shared`.
-    fn taught_a(shared: &MemorySharedData) -> CatalogCache {
-        let mut writer = CatalogCache::new();
-        let whole = Page {
-            first: true,
-            last: true,
-        };
-        writer
-            .learn(shared, "ns", Learned::new(vec![tool("a", "alpha")], whole))
-            .unwrap();
-        writer
-    }
-
-    #[test]
-    fn the_root_tick_alone_publishes_the_index_of_a_catalog_a_list_taught() {
-        let shared = MemorySharedData::default();
-        let config = Config::default();
-        let mut writer = taught_a(&shared);
-        writer.publish_indexes(&shared, &config).unwrap();
-        let loaded = CatalogCache::new().index(&shared, "ns", &config).unwrap();
-        assert!(loaded.built_bm25().is_some());
-        assert_eq!(loaded.catalog.len(), 1);
-    }
-
-    #[test]
-    fn a_whole_list_that_changed_the_catalog_is_remembered_by_the_new_version() {
-        use crate::index::catalog::MemoKey;
-        let shared = MemorySharedData::default();
-        let config = Config::default();
-        let mut cache = CatalogCache::new();
-        let memo = |n: usize| ListMemo {
-            key: MemoKey {
-                len: n,
-                fingerprint: 7,
-                first_page: true,
-                audience: None,
-            },
-            tail: 1,
-            result: Some("{}".to_string()),
-            hidden: n,
-            page: Page {
-                first: true,
-                last: n == 1,
-            },
-        };
-        let learned = |tools, m: ListMemo| Learned {
-            page: m.page,
-            memo: Some(m),
-            ..Learned::new(tools, Page::default())
-        };
-        assert!(cache
-            .learn(&shared, "ns", learned(vec![tool("a", "alpha")], memo(1)))
-            .unwrap());
-        let index = cache.index(&shared, "ns", &config).unwrap();
-        assert_eq!(index.list_memo.borrow().as_ref().map(|m| m.hidden), Some(1));
-        // A first page of several changes the catalog too, but is not all of it.
-        assert!(cache
-            .learn(&shared, "ns", learned(vec![tool("b", "beta")], memo(2)))
-            .unwrap());
-        let index = cache.index(&shared, "ns", &config).unwrap();
-        assert!(index.list_memo.borrow().is_none());
-    }
-
-    #[test]
-    fn a_worker_that_built_an_index_for_a_search_publishes_it() {
-        let shared = MemorySharedData::default();
-        let config = Config::default();
-        taught_a(&shared);
-        let mut searcher = CatalogCache::new();
-        let index = searcher.index(&shared, "ns", &config).unwrap();
-        // Not learned here and not searched yet: nothing to publish.
-        searcher.publish_indexes(&shared, &config).unwrap();
-        assert!(shared.get(&index_key("ns")).unwrap().0.is_none());
-        index.bm25();
-        searcher.publish_indexes(&shared, &config).unwrap();
-        assert!(shared.get(&index_key("ns")).unwrap().0.is_some());
-    }
-
-    /// Counts reads of each key.
-    #[derive(Default)]
-    struct Counting {
-        inner: MemorySharedData,
-        reads: std::cell::RefCell<Vec<String>>,
-    }
-
-    impl SharedData for Counting {
-        fn get(&self, key: &str) -> Result<(Option<Vec<u8>>, Option<u32>), StoreError> {
-            self.reads.borrow_mut().push(key.to_string());
-            self.inner.get(key)
-        }
-        fn set(&self, key: &str, value: &[u8], cas: Option<u32>) -> Result<(), StoreError> {
-            self.inner.set(key, value, cas)
-        }
-    }
-
-    #[test]
-    fn an_unchanged_list_reads_no_stored_catalog() {
-        let shared = Counting::default();
-        let config = Config::default();
-        let whole = Page {
-            first: true,
-            last: true,
-        };
-        let page = [tool("a", "alpha"), tool("b", "beta")];
-        let mut vm = CatalogCache::new();
-        vm.index(&shared, "ns", &config).unwrap();
-        assert!(vm
-            .learn(&shared, "ns", Learned::new(page.to_vec(), whole))
-            .unwrap());
-        let catalog_reads = |s: &Counting| {
-            s.reads
-                .borrow()
-                .iter()
-                .filter(|k| **k == catalog_key("ns"))
-                .count()
-        };
-        let before = catalog_reads(&shared);
-        // The index of what this VM wrote comes from memory, and later lists compare to it.
-        assert_eq!(vm.index(&shared, "ns", &config).unwrap().catalog.len(), 2);
-        assert!(!vm
-            .learn(&shared, "ns", Learned::new(page.to_vec(), whole))
-            .unwrap());
-        assert_eq!(catalog_reads(&shared), before);
-        // A changed list is written; another VM reads it from shared data.
-        assert!(vm
-            .learn(
-                &shared,
-                "ns",
-                Learned::new(vec![tool("a", "changed")], whole)
-            )
-            .unwrap());
-        let mut other = CatalogCache::new();
-        let index = other.index(&shared, "ns", &config).unwrap();
-        assert_eq!(index.catalog.get("a").unwrap().description, "changed");
-        assert_eq!(catalog_reads(&shared), before + 2);
-        assert_eq!(vm.index(&shared, "ns", &config).unwrap().catalog.len(), 1);
-    }
-
-    /// A store whose first write always loses the race, as when another worker wrote between.
-    struct Racing {
-        inner: MemorySharedData,
-        lost: std::cell::Cell<usize>,
-    }
-
-    impl SharedData for Racing {
-        fn get(&self, key: &str) -> Result<(Option<Vec<u8>>, Option<u32>), StoreError> {
-            self.inner.get(key)
-        }
-        fn set(&self, key: &str, value: &[u8], cas: Option<u32>) -> Result<(), StoreError> {
-            if key.ends_with("/catalog") && self.lost.get() < 2 {
-                self.lost.set(self.lost.get() + 1);
-                // The other worker's write: a different tool.
-                let other =
-                    Catalog::from_tools(vec![tool(&format!("other{}", self.lost.get()), "x")]);
-                let (_, c) = self.inner.get(key)?;
-                self.inner.set(key, other.to_json().as_bytes(), c)?;
-                let _ = cas;
-                return Err(StoreError::CasMismatch);
-            }
-            self.inner.set(key, value, cas)
-        }
-    }
-
-    #[test]
-    fn cas_conflicts_retry_and_merge() {
-        let shared = Racing {
-            inner: MemorySharedData::default(),
-            lost: std::cell::Cell::new(0),
-        };
-        let mut vm = CatalogCache::new();
-        assert!(vm
-            .learn(
-                &shared,
-                "ns",
-                Learned::new(vec![tool("mine", "m")], Page::default())
-            )
-            .unwrap());
-        let index = vm.index(&shared, "ns", &Config::default()).unwrap();
-        let names: Vec<&str> = index
-            .catalog
-            .tools()
-            .iter()
-            .map(|t| t.name.as_str())
-            .collect();
-        assert_eq!(names, ["mine", "other2"]);
-    }
-
-    #[test]
-    fn vectors_of_tools_gone_from_a_whole_list_are_dropped() {
-        let shared = MemorySharedData::default();
-        let config = Config::default();
-        let mut vm = CatalogCache::new();
-        let learn = |vm: &mut CatalogCache, names: &[&str], last: bool| {
-            let tools = names.iter().map(|n| tool(n, "does things")).collect();
-            vm.learn(
-                &shared,
-                "ns",
-                Learned::new(tools, Page { first: true, last }),
-            )
-            .unwrap();
-            vm.index(&shared, "ns", &config).unwrap()
-        };
-        let vector = |name: &str| (name.to_string(), 7, vec![1.0, 0.0]);
-        let stored = || {
-            let store = load_vectors(&shared, "ns").unwrap();
-            store.names().map(str::to_string).collect::<Vec<_>>()
-        };
-        let index = learn(&mut vm, &["a", "b", "gone"], true);
-        store_vectors(
-            &shared,
-            "ns",
-            vec![vector("a"), vector("gone")],
-            Some(&index),
-        )
-        .unwrap();
-        assert_eq!(stored(), ["a", "gone"]);
-
-        // The server renamed `gone` to `new`: once `new` is embedded, `gone`'s vector goes.
-        let index = learn(&mut vm, &["a", "b", "new"], true);
-        store_vectors(
-            &shared,
-            "ns",
-            vec![vector("b"), vector("new")],
-            Some(&index),
-        )
-        .unwrap();
-        assert_eq!(stored(), ["a", "b", "new"]);
-
-        // A list not seen whole does not say the others are gone.
-        let shared_partial = MemorySharedData::default();
-        let mut fresh = CatalogCache::new();
-        fresh
-            .learn(
-                &shared_partial,
-                "ns",
-                Learned::new(
-                    vec![tool("c", "does things")],
-                    Page {
-                        first: true,
-                        last: false,
-                    },
-                ),
-            )
-            .unwrap();
-        let partial = fresh.index(&shared_partial, "ns", &config).unwrap();
-        assert!(!partial.catalog.is_complete());
-        store_vectors(&shared, "ns", vec![vector("c")], Some(&partial)).unwrap();
-        assert_eq!(stored(), ["a", "b", "c", "new"]);
-    }
-
-    #[test]
-    fn vectors_are_shared_and_leases_exclusive() {
-        let shared = MemorySharedData::default();
-        let config = Config::parse(
-            r#"{"search":{"embeddings":{"cluster":"e","model_id":"m","dimensions":2}}}"#,
-        )
-        .unwrap();
-        let mut vm1 = CatalogCache::new();
-        let mut vm2 = CatalogCache::new();
-        vm1.learn(
-            &shared,
-            "ns",
-            Learned::new(
-                vec![tool("a", "alpha"), tool("b", "beta")],
-                Page {
-                    first: true,
-                    last: true,
-                },
-            ),
-        )
-        .unwrap();
-        let index = vm2.index(&shared, "ns", &config).unwrap();
-        let (vectors, missing) = vm2.vectors(&shared, &index, &config).unwrap();
-        assert_eq!((vectors.count(), missing.len()), (0, 2));
-        let items = missing
-            .iter()
-            .map(|(i, text)| {
-                (
-                    index.catalog.tools()[*i].name.clone(),
-                    embeddings::text_hash(text),
-                    vec![1.0, 0.0],
-                )
-            })
-            .collect();
-        store_vectors(&shared, "ns", items, None).unwrap();
-        let index1 = vm1.index(&shared, "ns", &config).unwrap();
-        let (vectors, missing) = vm1.vectors(&shared, &index1, &config).unwrap();
-        assert_eq!((vectors.count(), missing.len()), (2, 0));
-        assert!(take_lease(&shared, Lease::Embed, "ns", "vm1", 1000, 500).unwrap());
-        assert!(!take_lease(&shared, Lease::Embed, "ns", "vm2", 1200, 500).unwrap());
-        assert!(
-            take_lease(&shared, Lease::Embed, "ns", "vm1", 1200, 500).unwrap(),
-            "renewal"
-        );
-        assert!(
-            take_lease(&shared, Lease::Embed, "ns", "vm2", 1800, 500).unwrap(),
-            "expired"
-        );
-    }
-
-    #[test]
-    fn corrupt_shared_data_is_an_error_not_a_panic() {
-        let shared = MemorySharedData::default();
-        shared
-            .set("mcp-tool-search/v1/ns/catalog", b"\xff", None)
-            .unwrap();
-        shared
-            .set("mcp-tool-search/v1/ns/version", b"1", None)
-            .unwrap();
-        let mut vm = CatalogCache::new();
-        assert!(matches!(
-            vm.index(&shared, "ns", &Config::default()),
-            Err(StoreError::Corrupt(_))
-        ));
-    }
-}
+mod tests;

@@ -1,0 +1,427 @@
+//! The `search` block of the plugin configuration: how the search tool is named and answers,
+//! how BM25 weighs a tool's fields, which ranking (BM25, vector, hybrid) answers, the
+//! embeddings service, and the HTTP search endpoint.
+
+use super::read::{
+    boolean, duration_ms, header_map, integer, non_empty_string, string_list, tool_name, weight,
+    Object,
+};
+use super::{parse_paths, routing, ConfigError};
+use serde_json::Value;
+
+pub const DEFAULT_SEARCH_TOOL_NAME: &str = "tool_search";
+pub const DEFAULT_MAX_RESULTS: u32 = 5;
+
+/// How search results are given to the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResultFormat {
+    /// The JSON array of full definitions.
+    Definitions,
+    /// One line per tool; `describe_tool` and `call_tool` are offered beside the search tool.
+    Summary,
+}
+
+/// Which ranking answers a search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Ranking {
+    #[default]
+    Bm25,
+    Vector,
+    Hybrid,
+}
+
+impl Ranking {
+    pub fn name(self) -> &'static str {
+        match self {
+            Ranking::Bm25 => "bm25",
+            Ranking::Vector => "vector",
+            Ranking::Hybrid => "hybrid",
+        }
+    }
+}
+
+/// An OpenAI-compatible embeddings service behind an Envoy cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmbeddingsConfig {
+    pub cluster: String,
+    pub model_id: String,
+    pub path: String,
+    pub authority: String,
+    /// Each call that embeds tools (background: no one waits for it).
+    pub timeout_ms: u64,
+    /// Each call that embeds a search's query: a search waits for it.
+    pub query_timeout_ms: u64,
+    /// Consecutive query-embedding failures that open the circuit.
+    pub circuit_failures: u32,
+    pub dimensions: usize,
+    pub max_batch_size: usize,
+    pub headers: Vec<(String, String)>,
+}
+
+/// How much each field of a tool counts in BM25 (a term found in the name counts `name` times).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FieldWeights {
+    pub name: f32,
+    pub description: f32,
+    pub input_schema: f32,
+}
+
+impl Default for FieldWeights {
+    fn default() -> Self {
+        // The name says what a tool does in the fewest words; arguments count for less (see
+        // `DEFAULT_INPUT_SCHEMA_WEIGHT`).
+        FieldWeights {
+            name: 2.0,
+            description: 1.0,
+            input_schema: DEFAULT_INPUT_SCHEMA_WEIGHT,
+        }
+    }
+}
+
+/// Argument names and descriptions say much of what a real tool does ("attendees", "refund
+/// reason: fraudulent"), but also repeat words every tool of a service shares ("owner",
+/// "repo", "limit"): weighted at a quarter of a name, so that they find what only they name
+/// without outranking a tool whose name and description say it. The best of 0 to 1 on the first
+/// half of the schema set (`testdata/schema-tools`, README "Retrieval quality"); at 1 the plain
+/// queries there lose to shared argument words.
+pub const DEFAULT_INPUT_SCHEMA_WEIGHT: f32 = 0.5;
+
+/// How BM25 scores and re-ranks, beyond the field weights. Not plugin configuration: the
+/// defaults are the measured ones (README, "Retrieval quality"); the evaluation sets the others
+/// to show what each change is worth.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tuning {
+    /// BM25's term-frequency saturation.
+    pub k1: f32,
+    /// Length normalization per field: name, description (with title), input schema.
+    pub b: [f32; 3],
+    /// BM25F (each field normalized by its own length before the fields are combined) rather
+    /// than one normalization by the weighted length of the whole tool.
+    pub per_field: bool,
+    /// Pseudo-relevance feedback: how many of the best tools lend terms (0: off).
+    pub feedback_docs: usize,
+    /// How many terms they lend.
+    pub feedback_terms: usize,
+    /// The lent terms' share of the score.
+    pub feedback_weight: f32,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        // Chosen on the first half of the MetaTool queries (README, "Retrieval quality"). Tool
+        // descriptions are one or two sentences written to say what the tool does, so a
+        // longer one is not padded with other topics: no length normalization there (b 0),
+        // and a term's repetition keeps counting (k1 8, near linear). Names keep the usual
+        // normalization: a long name is a long list of words, each saying less.
+        // Pseudo-relevance feedback measured within noise on that half (and below on the
+        // held-out one and on the schema set) for a second pass over the postings: off.
+        Tuning {
+            k1: 8.0,
+            b: [0.75, 0.0, 0.75],
+            per_field: true,
+            feedback_docs: 0,
+            feedback_terms: 0,
+            feedback_weight: 0.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchConfig {
+    pub tool_name: String,
+    pub max_allowable_results: u32,
+    pub weights: FieldWeights,
+    pub result_format: ResultFormat,
+    /// Drop results whose normalized score is below this (see `Ranking` for the scales).
+    pub score_threshold: Option<f32>,
+    /// The plain-HTTP search endpoint (`POST`), and `<path>/health` (`GET`).
+    pub http_path: Option<String>,
+    /// The namespaces the HTTP endpoint (search, groups view, health) may read besides the
+    /// route's own, sorted: another route's catalog sits behind that route's access control,
+    /// which a request to this route never passed.
+    pub http_namespaces: Vec<String>,
+    pub ranking: Ranking,
+    /// The weight of the vector ranking in hybrid fusion (the lexical one gets the rest).
+    pub hybrid_vector_weight: f32,
+    /// The longest the filter waits for a `tools/call` it makes for `call_tool` (when request
+    /// headers are forwarded before the body is read).
+    pub call_timeout_ms: u64,
+    /// Answer `tools/list` requests that carry `params.query` (draft SEP-1821) with the tools
+    /// that match; off, they reach the upstream as sent.
+    pub list_query: bool,
+    /// In vector and hybrid ranking, a tool BM25 does not match matches only when its cosine
+    /// with the query reaches this (`None`: every tool matches).
+    pub min_cosine: Option<f32>,
+    pub embeddings: Option<EmbeddingsConfig>,
+    /// Flat or hierarchical (groups first) search, and stage 1's limits.
+    pub strategy: routing::Strategy,
+    pub routing: routing::RoutingConfig,
+    /// Scorer parameters (not read from the plugin configuration).
+    pub tuning: Tuning,
+}
+
+pub const DEFAULT_HTTP_SEARCH_PATH: &str = "/mcp/search";
+/// Chosen on the MetaTool set (README, "Retrieval quality"): BM25 is much weaker than
+/// MiniLM there, so the fusion leans on the vectors.
+pub const DEFAULT_HYBRID_VECTOR_WEIGHT: f32 = 0.75;
+/// Chosen on the first half of the MetaTool queries with all-MiniLM-L6-v2: the highest floor
+/// (in steps of 0.05) within 0.005 of hybrid NDCG@10 without one (`make eval EMBEDDINGS=1`
+/// prints the derivation); see the README, "Semantic ranking".
+pub const DEFAULT_MIN_COSINE: f32 = 0.25;
+/// An agent waits for a query's embedding: all-MiniLM-L6-v2 embeds one short query in a few
+/// milliseconds on a CPU, so a quarter second covers a loaded sidecar and the network, and
+/// stays well below what a tool call costs anyway.
+pub const DEFAULT_QUERY_TIMEOUT_MS: u64 = 250;
+pub const DEFAULT_CIRCUIT_FAILURES: u32 = 3;
+/// Tools may run for minutes (a slow report, a long search): five minutes, as Envoy's default
+/// stream idle timeout.
+pub const DEFAULT_CALL_TIMEOUT_MS: u64 = 300_000;
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        SearchConfig {
+            tool_name: DEFAULT_SEARCH_TOOL_NAME.to_string(),
+            max_allowable_results: DEFAULT_MAX_RESULTS,
+            weights: FieldWeights::default(),
+            result_format: ResultFormat::Definitions,
+            score_threshold: None,
+            http_path: Some(DEFAULT_HTTP_SEARCH_PATH.to_string()),
+            http_namespaces: Vec::new(),
+            ranking: Ranking::Bm25,
+            hybrid_vector_weight: DEFAULT_HYBRID_VECTOR_WEIGHT,
+            min_cosine: Some(DEFAULT_MIN_COSINE),
+            call_timeout_ms: DEFAULT_CALL_TIMEOUT_MS,
+            list_query: true,
+            embeddings: None,
+            strategy: routing::Strategy::Flat,
+            routing: routing::RoutingConfig::default(),
+            tuning: Tuning::default(),
+        }
+    }
+}
+
+pub(super) fn parse_search(value: &Value) -> Result<SearchConfig, ConfigError> {
+    let mut obj = Object::new("search", value)?;
+    let mut search = SearchConfig::default();
+    if let Some(v) = obj.take("tool_name") {
+        search.tool_name = tool_name("search.tool_name", v)?;
+    }
+    if let Some(v) = obj.take("max_allowable_results") {
+        let n = integer("search.max_allowable_results", v, 1, 100)?;
+        search.max_allowable_results = u32::try_from(n).unwrap_or(DEFAULT_MAX_RESULTS);
+    }
+    if let Some(v) = obj.take("result_format") {
+        search.result_format = match v.as_str() {
+            Some("definitions") => ResultFormat::Definitions,
+            Some("summary") => ResultFormat::Summary,
+            _ => {
+                return Err(ConfigError::invalid(
+                    "search.result_format",
+                    v,
+                    "\"definitions\" or \"summary\"",
+                ))
+            }
+        };
+    }
+    if let Some(v) = obj.take("score_threshold") {
+        match v.as_f64() {
+            Some(t) if t.is_finite() && (-1.0..=1.0).contains(&t) => {
+                search.score_threshold = Some(t as f32)
+            }
+            _ => {
+                return Err(ConfigError::invalid(
+                    "search.score_threshold",
+                    v,
+                    "a number from -1 to 1 (normalized score; see the README)",
+                ))
+            }
+        }
+    }
+    if let Some(v) = obj.take("http_path") {
+        search.http_path = match v {
+            Value::Bool(false) => None,
+            _ => Some(parse_paths("search.http_path", &Value::Array(vec![v.clone()]))?.remove(0)),
+        };
+    }
+    if let Some(v) = obj.take("http_namespaces") {
+        search.http_namespaces = parse_http_namespaces(v)?;
+    }
+    if let Some(v) = obj.take("embeddings") {
+        search.embeddings = Some(parse_embeddings(v)?);
+        search.ranking = Ranking::Hybrid;
+    }
+    if let Some(v) = obj.take("ranking") {
+        search.ranking = match v.as_str() {
+            Some("bm25") => Ranking::Bm25,
+            Some("vector") => Ranking::Vector,
+            Some("hybrid") => Ranking::Hybrid,
+            _ => {
+                return Err(ConfigError::invalid(
+                    "search.ranking",
+                    v,
+                    "\"bm25\", \"vector\" or \"hybrid\"",
+                ))
+            }
+        };
+        if search.ranking != Ranking::Bm25 && search.embeddings.is_none() {
+            return Err(ConfigError::invalid(
+                "search.ranking",
+                v,
+                "\"bm25\" (vector and hybrid ranking need a `search.embeddings` block)",
+            ));
+        }
+    }
+    if let Some(v) = obj.take("strategy") {
+        search.strategy = routing::parse_strategy(v)?;
+    }
+    if let Some(v) = obj.take("routing") {
+        search.routing = routing::parse_routing(v)?;
+    }
+    if let Some(v) = obj.take("list_query") {
+        search.list_query = boolean("search.list_query", v)?;
+    }
+    if let Some(v) = obj.take("call_timeout") {
+        search.call_timeout_ms = duration_ms("search.call_timeout", v)?;
+    }
+    if let Some(v) = obj.take("min_cosine") {
+        search.min_cosine = match v {
+            Value::Bool(false) => None,
+            _ => match v.as_f64() {
+                Some(c) if (-1.0..=1.0).contains(&c) => Some(c as f32),
+                _ => {
+                    return Err(ConfigError::invalid(
+                        "search.min_cosine",
+                        v,
+                        "a cosine from -1 to 1, or false (every tool matches)",
+                    ))
+                }
+            },
+        };
+    }
+    if let Some(v) = obj.take("hybrid_vector_weight") {
+        match v.as_f64() {
+            Some(w) if (0.0..=1.0).contains(&w) => search.hybrid_vector_weight = w as f32,
+            _ => {
+                return Err(ConfigError::invalid(
+                    "search.hybrid_vector_weight",
+                    v,
+                    "a number from 0 to 1",
+                ))
+            }
+        }
+    }
+    if let Some(v) = obj.take("weights") {
+        let mut w = Object::new("search.weights", v)?;
+        if let Some(v) = w.take("name") {
+            search.weights.name = weight("search.weights.name", v)?;
+        }
+        if let Some(v) = w.take("description") {
+            search.weights.description = weight("search.weights.description", v)?;
+        }
+        if let Some(v) = w.take("input_schema") {
+            search.weights.input_schema = weight("search.weights.input_schema", v)?;
+        }
+        w.finish()?;
+        let ws = search.weights;
+        if ws.name + ws.description + ws.input_schema <= 0.0 {
+            return Err(ConfigError::invalid(
+                "search.weights",
+                v,
+                "at least one weight above 0 (nothing would be indexed)",
+            ));
+        }
+    }
+    obj.finish()?;
+    Ok(search)
+}
+
+/// `search.http_namespaces`: namespace names, never one of the filter's own catalog keys
+/// (`<ns>#prompts`, `<ns>@private-<digest>`: `Entry::catalog_key` in `store::keys`,
+/// `index::catalog::private_key`), which are no route's namespace.
+fn parse_http_namespaces(value: &Value) -> Result<Vec<String>, ConfigError> {
+    let field = "search.http_namespaces";
+    let mut names = string_list(field, value)?;
+    for (i, name) in names.iter().enumerate() {
+        if name.contains(['#', '@']) {
+            return Err(ConfigError::invalid(
+                &format!("{field}[{i}]"),
+                &Value::String(name.clone()),
+                "a namespace name without '#' or '@' (those mark the filter's internal catalog keys, such as \"<ns>#prompts\" and \"<ns>@private-<digest>\", which are not namespaces)",
+            ));
+        }
+    }
+    names.sort();
+    names.dedup();
+    Ok(names)
+}
+
+fn parse_embeddings(value: &Value) -> Result<EmbeddingsConfig, ConfigError> {
+    let mut obj = Object::new("search.embeddings", value)?;
+    let required =
+        |obj: &mut Object, key: &'static str, what: &str| -> Result<String, ConfigError> {
+            match obj.take(key) {
+                Some(v) => non_empty_string(&format!("search.embeddings.{key}"), v),
+                None => Err(ConfigError::missing(
+                    &format!("search.embeddings.{key}"),
+                    what,
+                )),
+            }
+        };
+    let cluster = required(
+        &mut obj,
+        "cluster",
+        "the name of the Envoy cluster of the embeddings service",
+    )?;
+    let model_id = required(&mut obj, "model_id", "the model name sent in each request")?;
+    let dimensions = match obj.take("dimensions") {
+        Some(v) => integer("search.embeddings.dimensions", v, 1, 8192)?,
+        None => {
+            return Err(ConfigError::missing(
+                "search.embeddings.dimensions",
+                "the vector size the model returns, e.g. 384",
+            ))
+        }
+    };
+    let path = match obj.take("path") {
+        Some(v) => parse_paths("search.embeddings.path", &Value::Array(vec![v.clone()]))?.remove(0),
+        None => "/v1/embeddings".to_string(),
+    };
+    let authority = obj
+        .take("authority")
+        .map(|v| non_empty_string("search.embeddings.authority", v))
+        .transpose()?
+        .unwrap_or_else(|| cluster.clone());
+    let timeout_ms = match obj.take("timeout") {
+        Some(v) => duration_ms("search.embeddings.timeout", v)?,
+        None => 5000,
+    };
+    let query_timeout_ms = match obj.take("query_timeout") {
+        Some(v) => duration_ms("search.embeddings.query_timeout", v)?,
+        None => DEFAULT_QUERY_TIMEOUT_MS,
+    };
+    let circuit_failures = match obj.take("circuit_failures") {
+        Some(v) => integer("search.embeddings.circuit_failures", v, 1, 1000)?,
+        None => u64::from(DEFAULT_CIRCUIT_FAILURES),
+    };
+    let max_batch_size = match obj.take("max_batch_size") {
+        Some(v) => integer("search.embeddings.max_batch_size", v, 1, 2048)?,
+        None => 64,
+    };
+    let headers = match obj.take("headers") {
+        Some(v) => header_map("search.embeddings.headers", v)?,
+        None => Vec::new(),
+    };
+    obj.finish()?;
+    Ok(EmbeddingsConfig {
+        cluster,
+        model_id,
+        path,
+        authority,
+        timeout_ms,
+        query_timeout_ms,
+        circuit_failures: u32::try_from(circuit_failures).unwrap_or(DEFAULT_CIRCUIT_FAILURES),
+        dimensions: usize::try_from(dimensions).unwrap_or(0),
+        max_batch_size: usize::try_from(max_batch_size).unwrap_or(64),
+        headers,
+    })
+}

@@ -1,0 +1,113 @@
+use super::*;
+
+pub(crate) fn tool(def: &str) -> Tool {
+    let raw: Box<RawValue> = serde_json::from_str(def).unwrap();
+    Tool::from_raw(&raw).unwrap()
+}
+
+fn sample() -> Catalog {
+    Catalog::from_tools(vec![
+        tool(
+            r#"{"name":"stripe_refund_charge","description":"Refund a charge.","inputSchema":{"type":"object","properties":{"charge_id":{"type":"string","description":"The charge to refund"}}}}"#,
+        ),
+        tool(r#"{"name":"github_create_issue","description":"Open a new issue in a repository."}"#),
+        tool(r#"{"name":"weather","description":"Forecast for a city.","title":"Weather"}"#),
+    ])
+}
+
+#[test]
+fn tool_fields() {
+    let t = tool(
+        r#"{"name":"x","title":"T","description":"D","inputSchema":{"type":"object","properties":{"a":{"description":"first","type":"object","properties":{"b":{"description":"nested"}}}}}}"#,
+    );
+    assert_eq!(t.schema_text(), "a first b nested ");
+    assert_eq!(t.about(), "T. D");
+    assert!(Tool::from_raw(
+        &serde_json::value::to_raw_value(&serde_json::json!({"description":"no name"})).unwrap()
+    )
+    .is_err());
+    assert!(Tool::from_raw(
+        &serde_json::value::to_raw_value(&serde_json::json!({"name":""})).unwrap()
+    )
+    .is_err());
+}
+
+#[test]
+fn catalog_sorted_unique_and_round_trips() {
+    let c = sample();
+    let names: Vec<&str> = c.tools().iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["github_create_issue", "stripe_refund_charge", "weather"]
+    );
+    let mut complete = c
+        .merged(
+            &[],
+            Page {
+                first: false,
+                last: true,
+            },
+        )
+        .unwrap();
+    assert!(complete.is_complete() && !c.is_complete());
+    assert!(Catalog::from_json(&complete.to_json())
+        .unwrap()
+        .is_complete());
+    complete = Catalog::from_json(&complete.to_json()).unwrap();
+    assert!(complete
+        .merged(
+            &[],
+            Page {
+                first: false,
+                last: true
+            }
+        )
+        .is_none());
+    let back = Catalog::from_json(&c.to_json()).unwrap();
+    assert_eq!(back.to_json(), c.to_json());
+    assert!(Catalog::from_json("{\"tools\":5}").is_err());
+}
+
+#[test]
+fn merge_upserts_or_replaces() {
+    let c = sample();
+    assert!(c
+        .merged(
+            &[tool(
+                r#"{"name":"weather","description":"Forecast for a city.","title":"Weather"}"#
+            )],
+            Page {
+                first: false,
+                last: false
+            }
+        )
+        .is_none());
+    let updated = c
+        .merged(
+            &[tool(r#"{"name":"weather","description":"New."}"#)],
+            Page {
+                first: false,
+                last: false,
+            },
+        )
+        .unwrap();
+    assert_eq!(updated.len(), 3);
+    assert_eq!(updated.get("weather").unwrap().description, "New.");
+    assert_ne!(updated.to_json(), c.to_json());
+    let replaced = c
+        .merged(
+            &[tool(r#"{"name":"only"}"#)],
+            Page {
+                first: true,
+                last: true,
+            },
+        )
+        .unwrap();
+    assert_eq!(replaced.len(), 1);
+    let dup = Catalog::from_tools(vec![
+        tool(r#"{"name":"a","description":"1"}"#),
+        tool(r#"{"name":"a","description":"2"}"#),
+    ]);
+    assert_eq!(dup.len(), 1);
+    assert_eq!(dup.get("a").unwrap().description, "2");
+}
