@@ -3,9 +3,13 @@
 //! sitting. Writes the section `## Many servers behind one endpoint` of BENCHMARKS.md and
 //! leaves the rest of the file as it is (a full `make bench` keeps the section).
 
+use crate::args::Args;
 use crate::client::{self, Request, Samples};
 use crate::envoy::{self, BUFFER_LIMIT};
-use crate::{inproc, interleaved, log, round_figures, search_requests, Args, QUERIES};
+use crate::http::search_requests;
+use crate::rounds::{interleaved, round_figures};
+use crate::spinners::Spinners;
+use crate::{inproc, log, QUERIES};
 use mcp_tool_search_bench::ms;
 use mcp_tool_search_wasm_tests::harness::{http_get, TestDir};
 use std::fmt::Write as _;
@@ -216,7 +220,7 @@ pub fn run(args: &Args, spec: (usize, usize), dir: &TestDir) -> Result<String, S
     );
     // As the single-server sections: idle vCPUs kept awake (see `Spinners`).
     let spinners = (!args.no_spin).then(|| {
-        crate::Spinners::start(
+        Spinners::start(
             std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(2),
