@@ -3,6 +3,7 @@
 
 pub mod catalog;
 pub mod harness;
+pub mod http1;
 pub mod jwt;
 pub mod mcp;
 pub mod node;
