@@ -53,13 +53,15 @@ pub const CHANGE_MARK: &str = " (v2)";
 /// `POST /admin/tools` to a catalog-server: it serves `jsonl` from now on (nobody notified:
 /// the bench's upstreams are stateless).
 fn set_upstream_tools(server: std::net::SocketAddr, jsonl: &str) -> Result<(), String> {
-    let mut conn = client::Conn::open(server)?;
-    let resp = conn.round_trip(&Request::post(
-        &server.to_string(),
-        "/admin/tools",
-        "application/jsonl",
-        jsonl.as_bytes(),
-    ))?;
+    let mut conn = client::Conn::open(server).map_err(|e| e.to_string())?;
+    let resp = conn
+        .round_trip(&Request::post(
+            &server.to_string(),
+            "/admin/tools",
+            "application/jsonl",
+            jsonl.as_bytes(),
+        ))
+        .map_err(|e| e.to_string())?;
     if resp.status != 200 {
         return Err(format!(
             "catalog-server {server} /admin/tools: {} {}",
@@ -106,11 +108,11 @@ pub fn measure_changes(
     if runs.is_empty() {
         return Ok(Vec::new());
     }
-    let mut fconn = client::Conn::open(fa)?;
-    let mut bconn = client::Conn::open(ba)?;
+    let mut fconn = client::Conn::open(fa).map_err(|e| e.to_string())?;
+    let mut bconn = client::Conn::open(ba).map_err(|e| e.to_string())?;
     let timed = |conn: &mut client::Conn, req: &Request, expect: Option<&str>, what: &str| {
         let t = Instant::now();
-        let resp = conn.round_trip(req)?;
+        let resp = conn.round_trip(req).map_err(|e| e.to_string())?;
         let took = t.elapsed();
         client::check(&resp, expect).map_err(|e| format!("{what}: {e}"))?;
         Ok::<_, String>((took, resp))

@@ -19,18 +19,16 @@ pub fn teach_floor(
     floor: std::net::SocketAddr,
     path: &str,
 ) -> Result<(), String> {
-    let mut fc = client::Conn::open(filtered)?;
-    let mut lc = client::Conn::open(floor)?;
+    let mut fc = client::Conn::open(filtered).map_err(|e| e.to_string())?;
+    let mut lc = client::Conn::open(floor).map_err(|e| e.to_string())?;
     let to_filter = search_requests(&filtered.to_string(), path);
     let to_floor = search_requests(&floor.to_string(), path);
     let mut answers = Vec::new();
     for (i, req) in to_filter.iter().enumerate() {
-        let resp = fc.round_trip(req)?;
+        let resp = fc.round_trip(req).map_err(|e| e.to_string())?;
         client::check(&resp, Some("mcp-tool-search/search"))
             .map_err(|e| format!("search {path} (to teach the proxy-wasm floor): {e}"))?;
-        let not_replayed: Vec<&(String, String)> = resp
-            .headers
-            .iter()
+        let not_replayed: Vec<(String, String)> = lowercase_headers(&resp)
             .filter(|(k, _)| k != "content-type" && !ENVOY_REPLY_HEADERS.contains(&k.as_str()))
             .collect();
         if !not_replayed.is_empty() {
@@ -47,12 +45,14 @@ pub fn teach_floor(
         lesson.extend_from_slice(content_type.as_bytes());
         lesson.push(0);
         lesson.extend_from_slice(&resp.body);
-        let learned = lc.round_trip(&Request::post(
-            &floor.to_string(),
-            envoy::FLOOR_LEARN_PATH,
-            "application/octet-stream",
-            &lesson,
-        ))?;
+        let learned = lc
+            .round_trip(&Request::post(
+                &floor.to_string(),
+                envoy::FLOOR_LEARN_PATH,
+                "application/octet-stream",
+                &lesson,
+            ))
+            .map_err(|e| e.to_string())?;
         if learned.status != 204 {
             return Err(format!(
                 "the proxy-wasm floor refused a lesson ({}): {}",
@@ -63,17 +63,13 @@ pub fn teach_floor(
         answers.push(resp);
     }
     let comparable = |r: &client::Response| {
-        let mut h: Vec<(String, String)> = r
-            .headers
-            .iter()
-            .filter(|(k, _)| k != "date")
-            .cloned()
-            .collect();
+        let mut h: Vec<(String, String)> =
+            lowercase_headers(r).filter(|(k, _)| k != "date").collect();
         h.sort();
         h
     };
     for (req, want) in to_floor.iter().zip(&answers) {
-        let got = lc.round_trip(req)?;
+        let got = lc.round_trip(req).map_err(|e| e.to_string())?;
         if got.status != want.status || got.body != want.body {
             return Err(format!(
                 "the proxy-wasm floor's answer at {path} differs from the filter's: status {} vs {}, body {:?} vs {:?}",
@@ -86,9 +82,15 @@ pub fn teach_floor(
         if comparable(&got) != comparable(want) {
             return Err(format!(
                 "the proxy-wasm floor's headers at {path} differ from the filter's: {:?} vs {:?}",
-                got.headers, want.headers
+                got.head, want.head
             ));
         }
     }
     Ok(())
+}
+
+/// The response's headers, names lowercased (as HTTP/1.1 compares them), values trimmed.
+fn lowercase_headers(r: &client::Response) -> impl Iterator<Item = (String, String)> + '_ {
+    r.headers()
+        .map(|(k, v)| (k.to_ascii_lowercase(), v.to_owned()))
 }

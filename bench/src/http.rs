@@ -64,7 +64,6 @@ pub struct HttpResults {
     pub envoy_rss_start_kb: Option<u64>,
     pub envoy_rss_end_kb: Option<u64>,
     pub stats: Vec<(String, String)>,
-    pub config_yaml: String,
     /// Whether SCHED_IDLE spinners kept the CPUs busy during the measurements.
     pub spinners: bool,
 }
@@ -117,7 +116,6 @@ pub fn run_http(
     let mut envoy = envoy::Envoy::start(&envoy_bin, dir.path(), &yaml)?;
     let mut out = HttpResults {
         envoy_rss_start_kb: envoy.rss_kb(),
-        config_yaml: yaml,
         ..HttpResults::default()
     };
     let spinners = (!args.no_spin).then(|| {
@@ -170,9 +168,11 @@ fn measure_http(
     for (n, _) in catalogs {
         for kind in ["json", "sse"] {
             let path = format!("/mcp/{kind}/{n}");
-            let mut conn = client::Conn::open(fa)?;
+            let mut conn = client::Conn::open(fa).map_err(|e| e.to_string())?;
             let t = Instant::now();
-            let resp = conn.round_trip(&Request::post_json(&auth(fa), &path, &list_body))?;
+            let resp = conn
+                .round_trip(&Request::post_json(&auth(fa), &path, &list_body))
+                .map_err(|e| e.to_string())?;
             let first_list = t.elapsed();
             client::check(&resp, Some("tool_search"))
                 .map_err(|e| format!("first list {path}: {e}"))?;
@@ -182,7 +182,7 @@ fn measure_http(
                 &inproc::search_request(1, QUERIES.first().copied().unwrap_or("issue")),
             );
             let t = Instant::now();
-            let resp = conn.round_trip(&search)?;
+            let resp = conn.round_trip(&search).map_err(|e| e.to_string())?;
             let first_search = t.elapsed();
             client::check(&resp, Some("mcp-tool-search/search"))
                 .map_err(|e| format!("first search {path}: {e}"))?;

@@ -36,7 +36,6 @@ mod spinners;
 mod vmmem;
 
 use args::{Args, FLOOR_WASM_MISSING};
-use http::HttpResults;
 use inproc::SizeCosts;
 use mcp_tool_search_wasm_tests::harness::TestDir;
 use std::process::ExitCode;

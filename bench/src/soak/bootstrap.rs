@@ -1,13 +1,10 @@
 //! The soak's Envoy: the filter's plugin configuration and the bootstrap around it.
 
 use crate::{NAMESPACES, ROUTES, SEARCH_PATH, UPSTREAMS};
-use mcp_tool_search_wasm_tests::harness::static_cluster_yaml;
+use mcp_tool_search_bench::envoy::wasm_filter;
+use mcp_tool_search_wasm_tests::envoy_config::{Bootstrap, Cluster, HttpFilter, Listener, Route};
 use std::net::SocketAddr;
 use std::path::Path;
-
-fn quoted(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
-}
 
 /// The filter as the README configures it for hybrid ranking, `hold_request_headers` on (Envoy's
 /// `allow_on_headers_stop_iteration`, as in `envoy/demo.yaml`), every other setting its default
@@ -27,56 +24,40 @@ pub fn plugin_config() -> String {
     .to_string()
 }
 
+/// One listener, `soak`: a route per upstream (its client-facing path rewritten to `/mcp`, its
+/// catalog namespace) and the HTTP search endpoint, through the filter and the router; a
+/// cluster per upstream and the sidecar's.
 pub fn bootstrap(upstreams: &[SocketAddr; UPSTREAMS], embedder: SocketAddr, wasm: &Path) -> String {
-    let mut routes = String::new();
-    let mut clusters = String::new();
+    let mut routes = Vec::new();
+    let mut clusters = Vec::new();
     for (i, addr) in upstreams.iter().enumerate() {
         let ns = NAMESPACES.get(i).copied().unwrap_or_default();
         let route = ROUTES.get(i).copied().unwrap_or_default();
-        routes.push_str(&format!(
-            "              - match: {{ path: {route} }}\n                route: {{ cluster: {cluster}, prefix_rewrite: \"/mcp\", timeout: 0s }}\n                metadata: {{ filter_metadata: {{ mcp_tool_search: {{ namespace: {ns} }} }} }}\n",
-            route = quoted(route),
-            cluster = quoted(&format!("upstream_{ns}")),
-            ns = quoted(ns),
-        ));
-        for line in static_cluster_yaml(&format!("upstream_{ns}"), *addr).lines() {
-            clusters.push_str(&format!("  {line}\n"));
-        }
+        let cluster = format!("upstream_{ns}");
+        routes.push(
+            Route::path(route)
+                .to_cluster(&cluster)
+                .route_option("prefix_rewrite", "/mcp")
+                .route_option("timeout", "0s")
+                .namespace(ns),
+        );
+        clusters.push(Cluster::new(&cluster, *addr));
     }
     // The HTTP search endpoint (the namespace is in each request's body).
-    routes.push_str(&format!(
-        "              - match: {{ prefix: {p} }}\n                route: {{ cluster: 'upstream_alpha' }}\n                metadata: {{ filter_metadata: {{ mcp_tool_search: {{ namespace: 'alpha' }} }} }}\n",
-        p = quoted(SEARCH_PATH)
-    ));
-    for line in static_cluster_yaml("embeddings", embedder).lines() {
-        clusters.push_str(&format!("  {line}\n"));
-    }
-    format!(
-        r#"admin:
-  address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }}
-static_resources:
-  listeners:
-  - name: soak
-    address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: soak
-          stream_idle_timeout: 0s
-          route_config:
-            name: soak
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-{routes}          http_filters:
-{filter}          - name: envoy.filters.http.router
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-  clusters:
-{clusters}"#,
-        filter = mcp_tool_search_bench::envoy::wasm_filter_yaml(wasm, &plugin_config()),
-    )
+    routes.push(
+        Route::prefix(SEARCH_PATH)
+            .to_cluster("upstream_alpha")
+            .namespace("alpha"),
+    );
+    clusters.push(Cluster::new("embeddings", embedder));
+    let listener = Listener::new("soak")
+        .no_stream_idle_timeout()
+        .route_config_name("soak")
+        .routes(routes)
+        .filter(wasm_filter(wasm, &plugin_config()))
+        .filter(HttpFilter::router());
+    Bootstrap::new()
+        .listener(listener)
+        .clusters(clusters)
+        .to_yaml()
 }

@@ -1,7 +1,9 @@
 //! The soak's upstreams: a running `catalog-server`, and how its catalog is changed.
 
+use crate::http::Request;
 use crate::Result;
 use mcp_tool_search_wasm_tests::harness::{self, Proc};
+use mcp_tool_search_wasm_tests::http1::exchange_closing;
 use serde_json::Value;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -59,13 +61,14 @@ impl Upstream {
     /// `POST /admin/tools?notify=1`: serve `jsonl` from now on and send
     /// `notifications/tools/list_changed` to every session. Returns (tools, sessions notified).
     pub fn set_tools(&self, jsonl: &str) -> Result<(u64, u64)> {
-        let request = format!(
-            "POST /admin/tools?notify=1 HTTP/1.1\r\nHost: {}\r\nContent-Type: application/jsonl\r\nContent-Length: {}\r\n\r\n{jsonl}",
-            self.addr,
-            jsonl.len(),
+        let request = Request::post(
+            &self.addr.to_string(),
+            "/admin/tools?notify=1",
+            "application/jsonl",
+            jsonl.as_bytes(),
         );
-        let reply =
-            harness::raw_exchange(self.addr, request.as_bytes()).map_err(|e| e.to_string())?;
+        let reply = exchange_closing(self.addr, request.as_bytes(), Duration::from_secs(10))
+            .map_err(|e| e.to_string())?;
         let v: Option<Value> = serde_json::from_slice(&reply.body).ok();
         let field = |name: &str| v.as_ref()?.get(name)?.as_u64();
         match (reply.status, field("tools"), field("notified")) {

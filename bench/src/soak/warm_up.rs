@@ -15,13 +15,13 @@ fn health(addr: SocketAddr) -> Option<Value> {
 /// Lists both catalogs through the filter (which learns them), then waits until the sidecar
 /// has embedded them: the soak starts from the steady state, hybrid ranking for every search.
 pub fn warm_up(addr: SocketAddr, served: usize) -> Result<String> {
-    let mut conn = http::Conn::new(addr);
+    let mut conn = http::conn(addr);
     for (u, route) in ROUTES.iter().enumerate() {
         let session = load::open_session(&mut conn, route, 1)
             .map_err(|o| format!("warm-up initialize on {route}: {o:?}"))?;
         let list = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
         let reply = conn
-            .exchange(&http::post_json(route, &list.to_string(), Some(&session)))
+            .exchange(http::post_json(route, &list.to_string(), Some(&session)).as_bytes())
             .map_err(|f| format!("warm-up tools/list on {route}: {f:?}"))?;
         if reply.status != 200 {
             return Err(format!(

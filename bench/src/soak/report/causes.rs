@@ -15,7 +15,7 @@ pub enum Cause {
 }
 
 impl Cause {
-    fn label(&self) -> String {
+    pub fn label(&self) -> String {
         match self {
             Cause::Expected(why) => format!("expected: {why}"),
             Cause::Filter => "**filter-caused**".to_owned(),
