@@ -6,6 +6,9 @@
 //! body is read); all three have one MCP route per upstream (`/mcp/<kind>/<tools>`, rewritten to
 //! the upstream's `/mcp`), so that a request differs between them only in its `host`.
 
+use mcp_tool_search_wasm_tests::envoy_config::{
+    Bootstrap, Cluster, HttpFilter, Listener, Route, WasmFilter,
+};
 use mcp_tool_search_wasm_tests::harness::{http_get, Proc};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -36,39 +39,34 @@ pub struct Envoy {
     pub log_path: PathBuf,
 }
 
-fn quoted(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
+/// The `direct_response` floor's answer.
+const DIRECT_BODY: &str = r#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+
+/// The buffer filter's limit: a search request is far smaller.
+const BUFFER_MAX_REQUEST: u64 = 1 << 20;
+
+/// The route to an upstream MCP server at `path`, rewritten to the upstream's `/mcp`, with no
+/// route timeout.
+fn mcp_route(path: &str, cluster: &str) -> Route {
+    Route::path(path)
+        .to_cluster(cluster)
+        .route_option("prefix_rewrite", "/mcp")
+        .route_option("timeout", "0s")
 }
 
-fn routes(upstreams: &[Upstream]) -> String {
-    let mut out = String::from(
-        "              - match: { prefix: \"/direct\" }\n                direct_response:\n                  status: 200\n                  body: { inline_string: '{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}' }\n",
-    );
-    for u in upstreams {
-        out.push_str(&format!(
-            "              - match: {{ path: {} }}\n                route: {{ cluster: {}, prefix_rewrite: \"/mcp\", timeout: 0s }}\n{BUFFER_OFF}",
-            quoted(&u.path),
-            quoted(&u.cluster)
-        ));
-    }
-    out
-}
-
+/// The routes of `filtered` and `baseline`: the `direct_response` floor, then the MCP routes.
 /// The buffer filter runs on `/direct` only: a `direct_response` sent before Envoy has read the
 /// request body closes an HTTP/1.1 connection (`connection: close`), which would put a
 /// reconnection in every floor request. With the body read first, the floor is what the filter
 /// itself does for a search: read the request, answer it locally.
-const BUFFER_FILTER: &str = r#"          - name: envoy.filters.http.buffer
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.buffer.v3.Buffer
-              max_request_bytes: 1048576
-"#;
-
-const BUFFER_OFF: &str = r#"                typed_per_filter_config:
-                  envoy.filters.http.buffer:
-                    "@type": type.googleapis.com/envoy.extensions.filters.http.buffer.v3.BufferPerRoute
-                    disabled: true
-"#;
+fn routes(upstreams: &[Upstream]) -> Vec<Route> {
+    let mut out = vec![Route::prefix("/direct").direct(200, Some(DIRECT_BODY))];
+    out.extend(upstreams.iter().map(|u| {
+        mcp_route(&u.path, &u.cluster)
+            .per_filter_config("envoy.filters.http.buffer", HttpFilter::buffer_disabled())
+    }));
+    out
+}
 
 /// The path on the `floor` listener that teaches the proxy-wasm floor an answer
 /// (bench/floor/src/lib.rs).
@@ -76,112 +74,53 @@ pub const FLOOR_LEARN_PATH: &str = "/floor/learn";
 
 /// The `floor` listener's routes: the MCP routes of the others (the floor answers before the
 /// router, so the cluster is never reached) and the learning path.
-fn floor_routes(upstreams: &[Upstream]) -> String {
-    let mut out = String::new();
-    for u in upstreams {
-        out.push_str(&format!(
-            "              - match: {{ path: {} }}\n                route: {{ cluster: {}, prefix_rewrite: \"/mcp\", timeout: 0s }}\n",
-            quoted(&u.path),
-            quoted(&u.cluster)
-        ));
-    }
+fn floor_routes(upstreams: &[Upstream]) -> Vec<Route> {
+    let mut out: Vec<Route> = upstreams
+        .iter()
+        .map(|u| mcp_route(&u.path, &u.cluster))
+        .collect();
     if let Some(u) = upstreams.first() {
-        out.push_str(&format!(
-            "              - match: {{ path: {} }}\n                route: {{ cluster: {}, timeout: 0s }}\n",
-            quoted(FLOOR_LEARN_PATH),
-            quoted(&u.cluster)
-        ));
+        out.push(Route::path(FLOOR_LEARN_PATH).to_cluster_untimed(&u.cluster));
     }
     out
 }
 
-/// The router, last of every listener's `http_filters`.
-pub const ROUTER_FILTER: &str = r#"          - name: envoy.filters.http.router
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-"#;
-
-/// A proxy-wasm filter in `http_filters` (as in envoy/demo.yaml: V8,
-/// `allow_on_headers_stop_iteration`): `name` its name and root id, `configuration` its plugin
-/// configuration, `vm_id` a VM of its own.
-fn wasm_http_filter(
-    name: &str,
-    wasm: &Path,
-    configuration: Option<&str>,
-    vm_id: Option<&str>,
-) -> String {
-    let configuration = configuration
-        .map(|c| {
-            format!(
-                "                configuration:\n                  \"@type\": type.googleapis.com/google.protobuf.StringValue\n                  value: {}\n",
-                quoted(c)
-            )
-        })
-        .unwrap_or_default();
-    let vm_id = vm_id
-        .map(|id| format!("                  vm_id: {id}\n"))
-        .unwrap_or_default();
-    format!(
-        r#"          - name: envoy.filters.http.wasm
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm
-              config:
-                name: {name}
-                root_id: {name}
-                allow_on_headers_stop_iteration: true
-{configuration}                vm_config:
-{vm_id}                  runtime: envoy.wasm.runtime.v8
-                  code: {{ local: {{ filename: {wasm} }} }}
-"#,
-        wasm = quoted(&wasm.display().to_string())
-    )
+/// The proxy-wasm floor, in a VM of its own. `allow_on_headers_stop_iteration` as for the
+/// filter: without it Envoy withholds the body from a filter that paused the headers, and a
+/// floor that let the headers go would start an upstream request that the real filter (holding
+/// its headers) never starts.
+fn floor_filter(wasm: &Path) -> HttpFilter {
+    HttpFilter::wasm(&WasmFilter {
+        name: "bench_floor".to_owned(),
+        wasm: wasm.to_path_buf(),
+        configuration: None,
+        allow_on_headers_stop_iteration: true,
+        vm_id: Some("bench_floor".to_owned()),
+    })
 }
 
-/// The proxy-wasm floor in `http_filters`, in a VM of its own.
-/// `allow_on_headers_stop_iteration` as for the filter: without it Envoy withholds the body
-/// from a filter that paused the headers, and a floor that let the headers go would start an
-/// upstream request that the real filter (holding its headers) never starts.
-fn floor_filter_yaml(wasm: &Path) -> String {
-    wasm_http_filter("bench_floor", wasm, None, Some("bench_floor")) + ROUTER_FILTER
+/// The filter (as in envoy/demo.yaml: V8, `allow_on_headers_stop_iteration` for
+/// `hold_request_headers`), `config` its plugin configuration.
+pub fn wasm_filter(wasm: &Path, config: &str) -> HttpFilter {
+    HttpFilter::wasm(&WasmFilter::new(wasm, config).allow_on_headers_stop_iteration(true))
 }
 
-/// The filter in an HTTP connection manager's `http_filters` (`allow_on_headers_stop_iteration`
-/// for `hold_request_headers`), `config` its configuration.
-pub fn wasm_filter_yaml(wasm: &Path, config: &str) -> String {
-    wasm_http_filter("mcp_tool_search", wasm, Some(config), None)
+/// A listener on a free port with an HTTP connection manager (`stream_idle_timeout` 0 s, the
+/// buffer limit on its connections, a route configuration named as the listener).
+pub fn http_listener(name: &str, routes: Vec<Route>, filters: Vec<HttpFilter>) -> Listener {
+    Listener::new(name)
+        .buffer_limit(BUFFER_LIMIT)
+        .no_stream_idle_timeout()
+        .route_config_name(name)
+        .routes(routes)
+        .filters(filters)
 }
 
-/// A listener on a free port with an HTTP connection manager: `routes` and `filters` are the
-/// YAML of its route list and its `http_filters` (indented as they go).
-pub fn http_listener(name: &str, routes: &str, filters: &str) -> String {
-    format!(
-        r#"  - name: {name}
-    address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }}
-    per_connection_buffer_limit_bytes: {BUFFER_LIMIT}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: {name}
-          stream_idle_timeout: 0s
-          route_config:
-            name: {name}
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-{routes}          http_filters:
-{filters}"#
-    )
-}
-
-fn listener(name: &str, upstreams: &[Upstream], wasm_filter: Option<(&Path, &str)>) -> String {
-    let filter = wasm_filter
-        .map(|(wasm, config)| wasm_filter_yaml(wasm, config))
-        .unwrap_or_default();
-    let filters = format!("{filter}{BUFFER_FILTER}{ROUTER_FILTER}");
-    http_listener(name, &routes(upstreams), &filters)
+/// A cluster to one upstream, with the buffer limit on its connections.
+pub fn cluster(name: &str, addr: SocketAddr) -> Cluster {
+    Cluster::new(name, addr)
+        .connect_timeout("5s")
+        .buffer_limit(BUFFER_LIMIT)
 }
 
 /// The bootstrap YAML: `wasm` is the filter's `.wasm`, `floor_wasm` the proxy-wasm floor's.
@@ -191,32 +130,26 @@ pub fn bootstrap(
     plugin_config: &str,
     floor_wasm: &Path,
 ) -> String {
-    let mut clusters = String::new();
-    for u in upstreams {
-        clusters.push_str(&format!(
-            r#"  - name: {name}
-    type: STATIC
-    connect_timeout: 5s
-    per_connection_buffer_limit_bytes: {BUFFER_LIMIT}
-    load_assignment:
-      cluster_name: {name}
-      endpoints:
-      - lb_endpoints:
-        - endpoint:
-            address: {{ socket_address: {{ address: {ip}, port_value: {port} }} }}
-"#,
-            name = quoted(&u.cluster),
-            ip = u.addr.ip(),
-            port = u.addr.port()
-        ));
-    }
-    format!(
-        "admin:\n  address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }}\nstatic_resources:\n  listeners:\n{}{}{}  clusters:\n{}",
-        listener("filtered", upstreams, Some((wasm, plugin_config))),
-        listener("baseline", upstreams, None),
-        http_listener("floor", &floor_routes(upstreams), &floor_filter_yaml(floor_wasm)),
-        clusters
-    )
+    let buffered = |first: Option<HttpFilter>| -> Vec<HttpFilter> {
+        first
+            .into_iter()
+            .chain([HttpFilter::buffer(BUFFER_MAX_REQUEST), HttpFilter::router()])
+            .collect()
+    };
+    Bootstrap::new()
+        .listener(http_listener(
+            "filtered",
+            routes(upstreams),
+            buffered(Some(wasm_filter(wasm, plugin_config))),
+        ))
+        .listener(http_listener("baseline", routes(upstreams), buffered(None)))
+        .listener(http_listener(
+            "floor",
+            floor_routes(upstreams),
+            vec![floor_filter(floor_wasm), HttpFilter::router()],
+        ))
+        .clusters(upstreams.iter().map(|u| cluster(&u.cluster, u.addr)))
+        .to_yaml()
 }
 
 impl Envoy {

@@ -3,10 +3,15 @@
 //! sitting. Writes the section `## Many servers behind one endpoint` of BENCHMARKS.md and
 //! leaves the rest of the file as it is (a full `make bench` keeps the section).
 
+use crate::args::Args;
 use crate::client::{self, Request, Samples};
-use crate::envoy::{self, BUFFER_LIMIT};
-use crate::{inproc, interleaved, log, round_figures, search_requests, Args, QUERIES};
+use crate::http::search_requests;
+use crate::rounds::{interleaved, round_figures};
+use crate::spinners::Spinners;
+use crate::{inproc, log, QUERIES};
+use mcp_tool_search_bench::envoy;
 use mcp_tool_search_bench::ms;
+use mcp_tool_search_wasm_tests::envoy_config::{Bootstrap, HttpFilter, Listener, McpServer, Route};
 use mcp_tool_search_wasm_tests::harness::{http_get, TestDir};
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -72,77 +77,50 @@ struct Figures {
     rss_kb: Option<u64>,
 }
 
-fn listener(name: &str, route_cluster: &str, filters: &str) -> String {
-    let routes = format!(
-        r#"              - match: {{ prefix: "/" }}
-                route: {{ cluster: {route_cluster}, timeout: 0s }}
-                metadata:
-                  filter_metadata:
-                    mcp_tool_search: {{ namespace: {name} }}
-"#
-    );
-    envoy::http_listener(name, &routes, filters)
-}
-
-fn cluster(name: &str, addr: SocketAddr) -> String {
-    format!(
-        r#"  - name: {name}
-    type: STATIC
-    connect_timeout: 5s
-    per_connection_buffer_limit_bytes: {BUFFER_LIMIT}
-    load_assignment:
-      cluster_name: {name}
-      endpoints:
-      - lb_endpoints:
-        - endpoint:
-            address: {{ socket_address: {{ address: {ip}, port_value: {port} }} }}
-"#,
-        ip = addr.ip(),
-        port = addr.port()
-    )
+/// A listener whose one route sends everything to `route_cluster`, in catalog namespace `name`.
+fn listener(name: &str, route_cluster: &str, filters: Vec<HttpFilter>) -> Listener {
+    let route = Route::prefix("/")
+        .to_cluster_untimed(route_cluster)
+        .namespace(name);
+    envoy::http_listener(name, vec![route], filters)
 }
 
 /// Four listeners: `filtered` (the filter, mcp, mcp_router over the servers, as
 /// envoy/gateway.yaml), `baseline` (mcp and mcp_router only), `one_filtered` and
 /// `one_baseline` (one server with every tool, with and without the filter, as demo.yaml and
-/// baseline.yaml).
+/// baseline.yaml). `mcp_router` answers itself: its listeners have no router after it.
 fn bootstrap(servers: &[SocketAddr], one: SocketAddr, wasm: &Path) -> String {
     // No catalog fetch: the listeners learn from the lists the bench sends, and a background
     // refresh through the route's cluster would see one server only (envoy/gateway.yaml
     // fetches through a loopback cluster instead).
     let gw_config = r#"{"mcp_paths":["/"],"hold_request_headers":true,"max_body_bytes":33554432,"group_separator":"__","catalog":{"fetch":false}}"#;
     let one_config = r#"{"mcp_paths":["/mcp"],"hold_request_headers":true,"max_body_bytes":33554432,"catalog":{"fetch":false}}"#;
-    let mut router = String::from(
-        r#"          - name: envoy.filters.http.mcp
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.mcp.v3.Mcp
-          - name: envoy.filters.http.mcp_router
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.mcp_router.v3.McpRouter
-              servers:
-"#,
-    );
-    for i in 0..servers.len() {
-        let _ = writeln!(
-            router,
-            "              - {{ name: s{i:02}, mcp_cluster: {{ cluster: s{i:02}, path: /mcp, timeout: 30s }} }}"
-        );
-    }
-    let plain = crate::envoy::ROUTER_FILTER;
-    let mut clusters: String = servers
+    let names: Vec<String> = (0..servers.len()).map(|i| format!("s{i:02}")).collect();
+    let mcp_servers: Vec<McpServer> = names
         .iter()
-        .enumerate()
-        .map(|(i, a)| cluster(&format!("s{i:02}"), *a))
+        .map(|n| McpServer::new(n).timeout("30s"))
         .collect();
-    clusters.push_str(&cluster("one", one));
-    format!(
-        "admin:\n  address: {{ socket_address: {{ address: 127.0.0.1, port_value: 0 }} }}\nstatic_resources:\n  listeners:\n{}{}{}{}  clusters:\n{}",
-        listener("filtered", "s00", &(crate::envoy::wasm_filter_yaml(wasm, gw_config) + &router)),
-        listener("baseline", "s00", &router),
-        listener("one_filtered", "one", &(crate::envoy::wasm_filter_yaml(wasm, one_config) + plain)),
-        listener("one_baseline", "one", plain),
-        clusters
-    )
+    let router = || vec![HttpFilter::mcp(), HttpFilter::mcp_router(&mcp_servers)];
+    let filtered = std::iter::once(envoy::wasm_filter(wasm, gw_config))
+        .chain(router())
+        .collect();
+    Bootstrap::new()
+        .listener(listener("filtered", "s00", filtered))
+        .listener(listener("baseline", "s00", router()))
+        .listener(listener(
+            "one_filtered",
+            "one",
+            vec![envoy::wasm_filter(wasm, one_config), HttpFilter::router()],
+        ))
+        .listener(listener("one_baseline", "one", vec![HttpFilter::router()]))
+        .clusters(
+            names
+                .iter()
+                .zip(servers)
+                .map(|(n, a)| envoy::cluster(n, *a)),
+        )
+        .cluster(envoy::cluster("one", one))
+        .to_yaml()
 }
 
 fn listener_addr(admin: SocketAddr, name: &str) -> Result<SocketAddr, String> {
@@ -216,7 +194,7 @@ pub fn run(args: &Args, spec: (usize, usize), dir: &TestDir) -> Result<String, S
     );
     // As the single-server sections: idle vCPUs kept awake (see `Spinners`).
     let spinners = (!args.no_spin).then(|| {
-        crate::Spinners::start(
+        Spinners::start(
             std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(2),
@@ -258,16 +236,20 @@ fn measure(args: &Args, addrs: [SocketAddr; 4], call_tool: &str) -> Result<Figur
     let mut first_search = [Duration::ZERO; 2];
     let mut servers_in_results = 0;
     for (i, (addr, path)) in [(gw, "/mcp"), (of, "/mcp")].into_iter().enumerate() {
-        let mut conn = client::Conn::open(addr)?;
+        let mut conn = client::Conn::open(addr).map_err(|e| e.to_string())?;
         let t = Instant::now();
-        let resp = conn.round_trip(&Request::post_json(&auth(addr), path, &list_body))?;
+        let resp = conn
+            .round_trip(&Request::post_json(&auth(addr), path, &list_body))
+            .map_err(|e| e.to_string())?;
         if let Some(d) = first_list.get_mut(i) {
             *d = t.elapsed();
         }
         client::check(&resp, Some("tool_search")).map_err(|e| format!("first list: {e}"))?;
         let t = Instant::now();
         let search = inproc::search_request(1, QUERIES.first().copied().unwrap_or("issue"));
-        let resp = conn.round_trip(&Request::post_json(&auth(addr), path, &search))?;
+        let resp = conn
+            .round_trip(&Request::post_json(&auth(addr), path, &search))
+            .map_err(|e| e.to_string())?;
         if let Some(d) = first_search.get_mut(i) {
             *d = t.elapsed();
         }
@@ -278,11 +260,13 @@ fn measure(args: &Args, addrs: [SocketAddr; 4], call_tool: &str) -> Result<Figur
             // queries' results come from.
             let mut seen = std::collections::BTreeSet::new();
             for (k, q) in QUERIES.iter().enumerate() {
-                let resp = conn.round_trip(&Request::post_json(
-                    &auth(addr),
-                    path,
-                    &inproc::search_request(k + 2, q),
-                ))?;
+                let resp = conn
+                    .round_trip(&Request::post_json(
+                        &auth(addr),
+                        path,
+                        &inproc::search_request(k + 2, q),
+                    ))
+                    .map_err(|e| e.to_string())?;
                 let text = String::from_utf8_lossy(&resp.body).into_owned();
                 for part in text.split("\\\"name\\\":\\\"s").skip(1) {
                     if let Some(num) = part.get(..2) {

@@ -2,7 +2,9 @@
 //! runs real processes (Envoy, the catalog MCP server) for end-to-end tests.
 
 pub mod catalog;
+pub mod envoy_config;
 pub mod harness;
+pub mod http1;
 pub mod jwt;
 pub mod mcp;
 pub mod node;

@@ -1,263 +1,34 @@
-//! The soak's HTTP/1.1 client: one keep-alive connection, no retry of its own.
+//! The soak's HTTP/1.1, over the shared client (`mcp_tool_search_wasm_tests::http1`): one
+//! keep-alive connection per client with no retry of its own, and the MCP requests it sends.
 //!
-//! The bench's `client::Conn` resends a request once when a kept-alive connection turns out to
-//! be closed; here that would hide exactly what the soak looks for (a stream the filter reset
-//! before answering), so every failure is reported as it happened and the connection is
-//! reopened for the next request. Response headers are kept (`mcp-session-id`).
+//! The bench's `Conn::round_trip` resends a request once when a kept-alive connection turns out
+//! to be closed; here that would hide exactly what the soak looks for (a stream the filter reset
+//! before answering), so the soak uses `Conn::exchange`: every failure is reported as it
+//! happened and the connection is reopened for the next request. Response headers are kept
+//! (`mcp-session-id`).
 
-use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+pub use mcp_tool_search_wasm_tests::http1::{
+    connect, find, Conn, Failure, Request, Response, CONNECT_TIMEOUT,
+};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 /// How long a response may take before it counts as a timeout: far above any latency the
 /// filter or the upstream should show, below the length of any fault window.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(30);
 
-#[derive(Debug, Clone)]
-pub struct Reply {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
+/// A connection to `addr` (opened by its first request) whose reads wait [`READ_TIMEOUT`].
+pub fn conn(addr: SocketAddr) -> Conn {
+    Conn::new(addr).with_read_timeout(READ_TIMEOUT)
 }
 
-impl Reply {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+/// A `POST` of a JSON body with the headers an MCP client (protocol 2025-11-25) sends, in
+/// session `session` when given.
+pub fn post_json(path: &str, body: &str, session: Option<&str>) -> Request {
+    match session {
+        Some(id) => Request::mcp_post("soak", path, &[("mcp-session-id", id)], body),
+        None => Request::mcp_post("soak", path, &[], body),
     }
-
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-}
-
-/// Why no response came back.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Failure {
-    /// The connection could not be opened.
-    Connect(String),
-    /// The connection was closed or reset before the response was complete.
-    Reset(String),
-    /// No complete response within [`READ_TIMEOUT`].
-    Timeout,
-    /// Bytes that are not an HTTP/1.1 response.
-    Protocol(String),
-}
-
-impl Failure {
-    /// A short name for tables.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Failure::Connect(_) => "connect refused",
-            Failure::Reset(_) => "reset",
-            Failure::Timeout => "timeout",
-            Failure::Protocol(_) => "bad HTTP",
-        }
-    }
-
-    pub fn detail(&self) -> String {
-        match self {
-            Failure::Connect(d) | Failure::Reset(d) | Failure::Protocol(d) => d.clone(),
-            Failure::Timeout => format!("no response in {READ_TIMEOUT:?}"),
-        }
-    }
-}
-
-pub struct Conn {
-    addr: SocketAddr,
-    stream: Option<TcpStream>,
-    buf: Vec<u8>,
-    /// Connections opened (the first included).
-    pub opened: u64,
-}
-
-pub fn connect(addr: SocketAddr, read_timeout: Duration) -> Result<TcpStream, Failure> {
-    let s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
-        .map_err(|e| Failure::Connect(format!("connect {addr}: {e}")))?;
-    s.set_nodelay(true)
-        .and_then(|()| s.set_read_timeout(Some(read_timeout)))
-        .map_err(|e| Failure::Connect(e.to_string()))?;
-    Ok(s)
-}
-
-impl Conn {
-    pub fn new(addr: SocketAddr) -> Conn {
-        Conn {
-            addr,
-            stream: None,
-            buf: Vec::with_capacity(64 * 1024),
-            opened: 0,
-        }
-    }
-
-    /// Sends `request` (whole, as on the wire) and reads the whole response. After a failure
-    /// the connection is dropped; the next exchange opens a new one.
-    pub fn exchange(&mut self, request: &[u8]) -> Result<Reply, Failure> {
-        let result = self.try_exchange(request);
-        match &result {
-            Ok(reply) if !closes(reply) => {}
-            _ => {
-                self.stream = None;
-                self.buf.clear();
-            }
-        }
-        result
-    }
-
-    fn try_exchange(&mut self, request: &[u8]) -> Result<Reply, Failure> {
-        if self.stream.is_none() {
-            self.stream = Some(connect(self.addr, READ_TIMEOUT)?);
-            self.buf.clear();
-            self.opened += 1;
-        }
-        let stream = self.stream.as_mut().ok_or(Failure::Timeout)?;
-        stream
-            .write_all(request)
-            .map_err(|e| Failure::Reset(format!("write: {e}")))?;
-        let head_end = loop {
-            if let Some(end) = find(&self.buf, b"\r\n\r\n") {
-                break end;
-            }
-            self.fill("in the response head")?;
-        };
-        let head =
-            String::from_utf8_lossy(self.buf.get(..head_end).unwrap_or_default()).into_owned();
-        self.buf.drain(..head_end + 4);
-        let (status, headers) = parse_head(&head)?;
-        let length = headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
-            .map(|(_, v)| v.trim().parse::<usize>())
-            .transpose()
-            .map_err(|e| Failure::Protocol(format!("content-length: {e}")))?;
-        let chunked = headers.iter().any(|(n, v)| {
-            n.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
-        });
-        let body = if chunked {
-            self.read_chunked()?
-        } else if let Some(n) = length {
-            while self.buf.len() < n {
-                self.fill("in the body")?;
-            }
-            self.buf.drain(..n).collect()
-        } else if status == 204 || status == 304 || (100..200).contains(&status) {
-            Vec::new()
-        } else {
-            // Delimited by the close.
-            while self.fill_or_eof()? > 0 {}
-            std::mem::take(&mut self.buf)
-        };
-        Ok(Reply {
-            status,
-            headers,
-            body,
-        })
-    }
-
-    fn read_chunked(&mut self) -> Result<Vec<u8>, Failure> {
-        let mut body = Vec::new();
-        loop {
-            let line_end = loop {
-                if let Some(e) = find(&self.buf, b"\r\n") {
-                    break e;
-                }
-                self.fill("in a chunk size")?;
-            };
-            let line =
-                String::from_utf8_lossy(self.buf.get(..line_end).unwrap_or_default()).into_owned();
-            let size_text = line.split(';').next().unwrap_or("").trim().to_owned();
-            let size = usize::from_str_radix(&size_text, 16)
-                .map_err(|e| Failure::Protocol(format!("chunk size {size_text:?}: {e}")))?;
-            self.buf.drain(..line_end + 2);
-            if size == 0 {
-                loop {
-                    if let Some(e) = find(&self.buf, b"\r\n") {
-                        self.buf.drain(..e + 2);
-                        if e == 0 {
-                            return Ok(body);
-                        }
-                        continue;
-                    }
-                    self.fill("after the last chunk")?;
-                }
-            }
-            while self.buf.len() < size + 2 {
-                self.fill("in a chunk")?;
-            }
-            body.extend(self.buf.drain(..size));
-            self.buf.drain(..2);
-        }
-    }
-
-    /// Reads more; the end of the stream is a failure `where`.
-    fn fill(&mut self, place: &str) -> Result<(), Failure> {
-        match self.fill_or_eof()? {
-            0 => Err(Failure::Reset(format!("connection closed {place}"))),
-            _ => Ok(()),
-        }
-    }
-
-    fn fill_or_eof(&mut self) -> Result<usize, Failure> {
-        let stream = self.stream.as_mut().ok_or(Failure::Timeout)?;
-        let mut chunk = [0u8; 64 * 1024];
-        match stream.read(&mut chunk) {
-            Ok(n) => {
-                self.buf
-                    .extend_from_slice(chunk.get(..n).unwrap_or_default());
-                Ok(n)
-            }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                Err(Failure::Timeout)
-            }
-            Err(e) => Err(Failure::Reset(format!("read: {e}"))),
-        }
-    }
-}
-
-/// Does the server close the connection after this response?
-fn closes(reply: &Reply) -> bool {
-    reply
-        .header("connection")
-        .is_some_and(|v| v.eq_ignore_ascii_case("close"))
-}
-
-fn parse_head(head: &str) -> Result<(u16, Vec<(String, String)>), Failure> {
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next().unwrap_or("");
-    let status = status_line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| Failure::Protocol(format!("status line {status_line:?}")))?;
-    let headers = lines
-        .filter_map(|l| {
-            let (n, v) = l.split_once(':')?;
-            Some((n.trim().to_owned(), v.trim().to_owned()))
-        })
-        .collect();
-    Ok((status, headers))
-}
-
-pub fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
-
-/// A `POST` of a JSON body with the headers an MCP client (protocol 2025-11-25) sends.
-pub fn post_json(path: &str, body: &str, session: Option<&str>) -> Vec<u8> {
-    let session = session
-        .map(|s| format!("mcp-session-id: {s}\r\n"))
-        .unwrap_or_default();
-    let mut out = format!(
-        "POST {path} HTTP/1.1\r\nhost: soak\r\ncontent-type: application/json\r\n\
-         accept: application/json, text/event-stream\r\nmcp-protocol-version: 2025-11-25\r\n\
-         {session}content-length: {}\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    out.extend_from_slice(body.as_bytes());
-    out
 }
 
 /// The JSON-RPC message answering `id` in a JSON or SSE body.

@@ -3,7 +3,7 @@
 //! of its own (opened again when the upstream lost them). Every request is recorded with its
 //! outcome; causes are assigned afterwards, against the fault timeline (see `classify`).
 
-use crate::http::{self, Conn, Failure, Reply};
+use crate::http::{self, Conn, Failure, Response};
 use crate::{Shared, UPSTREAMS};
 use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
@@ -120,7 +120,7 @@ struct Worker<'a> {
 pub fn run(shared: &Shared, worker: usize) -> Vec<Record> {
     let mut w = Worker {
         shared,
-        conn: Conn::new(shared.addr),
+        conn: http::conn(shared.addr),
         sessions: [None, None],
         next_id: 1,
         records: Vec::new(),
@@ -176,7 +176,7 @@ impl Worker<'_> {
         let session = self.sessions.get(upstream).and_then(Option::as_ref);
         let request = http::post_json(&path, &body.to_string(), session.map(|s| s.id.as_str()));
         let start = Instant::now();
-        let result = self.conn.exchange(&request);
+        let result = self.conn.exchange(request.as_bytes());
         let outcome = match result {
             Ok(reply) => match tool_result(&reply, id) {
                 Ok(result) => match result
@@ -200,7 +200,7 @@ impl Worker<'_> {
             json!({"query": query, "limit": 5, "namespace": crate::NAMESPACES.get(upstream)});
         let request = http::post_json(crate::SEARCH_PATH, &body.to_string(), None);
         let start = Instant::now();
-        let outcome = match self.conn.exchange(&request) {
+        let outcome = match self.conn.exchange(request.as_bytes()) {
             Ok(reply) if reply.status == 200 => {
                 match serde_json::from_slice::<Value>(&reply.body) {
                     Ok(v) if v.get("tools").is_some_and(Value::is_array) => Outcome::Ok {
@@ -248,7 +248,7 @@ impl Worker<'_> {
             Some(&session_id),
         );
         let start = Instant::now();
-        let outcome = match self.conn.exchange(&request) {
+        let outcome = match self.conn.exchange(request.as_bytes()) {
             Ok(reply) => {
                 if reply.status == 404 {
                     // The upstream no longer knows the session (it was restarted): open another
@@ -293,7 +293,7 @@ pub fn open_session(conn: &mut Conn, path: &str, id: i64) -> Result<String, Outc
         "protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "mcp-tool-search-soak", "version": "0.1.0"}}});
     let reply = conn
-        .exchange(&http::post_json(path, &init.to_string(), None))
+        .exchange(http::post_json(path, &init.to_string(), None).as_bytes())
         .map_err(|f| transport(&f))?;
     if reply.status != 200 {
         return Err(status_failure(&reply));
@@ -308,7 +308,7 @@ pub fn open_session(conn: &mut Conn, path: &str, id: i64) -> Result<String, Outc
     }
     let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     let reply = conn
-        .exchange(&http::post_json(path, &note.to_string(), Some(&session)))
+        .exchange(http::post_json(path, &note.to_string(), Some(&session)).as_bytes())
         .map_err(|f| transport(&f))?;
     if !(200..300).contains(&reply.status) {
         return Err(status_failure(&reply));
@@ -340,13 +340,13 @@ fn transport(f: &Failure) -> Outcome {
     }
 }
 
-fn excerpt(reply: &Reply) -> String {
+fn excerpt(reply: &Response) -> String {
     let text = reply.text();
     let cut: String = text.chars().take(240).collect();
     cut.replace(['\r', '\n'], " ")
 }
 
-fn failed(what: &str, reply: &Reply) -> Outcome {
+fn failed(what: &str, reply: &Response) -> Outcome {
     Outcome::Failed {
         what: what.to_owned(),
         detail: excerpt(reply),
@@ -354,12 +354,12 @@ fn failed(what: &str, reply: &Reply) -> Outcome {
     }
 }
 
-fn status_failure(reply: &Reply) -> Outcome {
+fn status_failure(reply: &Response) -> Outcome {
     failed(&format!("status {}", reply.status), reply)
 }
 
 /// The `result` of a JSON-RPC `tools/call` answer that is not an error, or why not.
-fn tool_result(reply: &Reply, id: i64) -> Result<Value, Outcome> {
+fn tool_result(reply: &Response, id: i64) -> Result<Value, Outcome> {
     if reply.status != 200 {
         return Err(status_failure(reply));
     }
@@ -379,7 +379,7 @@ fn tool_result(reply: &Reply, id: i64) -> Result<Value, Outcome> {
     Ok(result.clone())
 }
 
-fn tool_or_list(reply: &Reply, id: i64, kind: Kind) -> Result<(), Outcome> {
+fn tool_or_list(reply: &Response, id: i64, kind: Kind) -> Result<(), Outcome> {
     let result = tool_result(reply, id)?;
     let ok = if kind == Kind::List {
         // The filter's rewrite: its search tool is listed.

@@ -1,4 +1,5 @@
-//! Envoy's memory: resident set, and the linear memory of each of its Wasm VMs.
+//! Envoy's memory: resident set, and the linear memory of each of its Wasm VMs, read from
+//! `/proc` and sampled over the run (`sampler`).
 //!
 //! `bench/src/vmmem.rs` finds wasmtime's linear memories in the bench's own mappings; Envoy runs
 //! V8, whose layout differs, so this reads Envoy's `/proc/PID/maps` the same way with V8's
@@ -8,6 +9,10 @@
 //! read-write run at the start is exactly `memory.size`. (Measured on the pip Envoy 1.40: a
 //! fresh VM of this filter is 1.125 MiB read-write followed by 8190.875 MiB `---p`.) Envoy has
 //! no stat for a VM's memory size.
+
+use crate::Shared;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 /// V8's reservation for a 32-bit Wasm memory with guard regions.
 const RESERVATION: u64 = 8 << 30;
@@ -43,3 +48,33 @@ pub fn linear_memories(pid: u32) -> Vec<(u64, u64)> {
 }
 
 pub use mcp_tool_search_bench::procfs::rss_kb;
+
+#[derive(Debug, Clone)]
+pub struct Sample {
+    pub at: Duration,
+    pub rss_kb: Option<u64>,
+    /// (linear memory start address, bytes) of each VM.
+    pub vms: Vec<(u64, u64)>,
+}
+
+pub fn sampler(shared: &Shared, pid: u32, every: Duration, t0: Instant) -> Vec<Sample> {
+    let mut out = Vec::new();
+    let mut next = Instant::now();
+    while !shared.stop.load(Ordering::Relaxed) {
+        out.push(Sample {
+            at: t0.elapsed(),
+            rss_kb: rss_kb(pid),
+            vms: linear_memories(pid),
+        });
+        next += every;
+        while Instant::now() < next && !shared.stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    out.push(Sample {
+        at: t0.elapsed(),
+        rss_kb: rss_kb(pid),
+        vms: linear_memories(pid),
+    });
+    out
+}

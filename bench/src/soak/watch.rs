@@ -4,7 +4,7 @@
 //! namespace's catalog. When the upstream is stopped the stream ends; the watcher opens a new
 //! session once the upstream is back.
 
-use crate::http::{self, Conn};
+use crate::http::{self, Request};
 use crate::Shared;
 use std::io::{ErrorKind, Read, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,20 +23,26 @@ const NEEDLE: &[u8] = b"notifications/tools/list_changed";
 pub fn run(shared: &Shared, upstream: usize, counts: &WatchCounts) {
     let path = shared.mcp_path(upstream);
     while !shared.stop.load(Ordering::Relaxed) {
-        let mut conn = Conn::new(shared.addr);
+        let mut conn = http::conn(shared.addr);
         let Ok(session) = crate::load::open_session(&mut conn, &path, 1) else {
             std::thread::sleep(Duration::from_millis(500));
             continue;
         };
         // Short reads so that the stop flag is seen; the stream itself has no timeout.
-        let Ok(mut stream) = http::connect(shared.addr, Duration::from_millis(500)) else {
+        let Ok(mut stream) = http::connect(
+            shared.addr,
+            http::CONNECT_TIMEOUT,
+            Duration::from_millis(500),
+        ) else {
             std::thread::sleep(Duration::from_millis(500));
             continue;
         };
-        let request = format!(
-            "GET {path} HTTP/1.1\r\nhost: soak\r\naccept: text/event-stream\r\n\
-             mcp-protocol-version: 2025-11-25\r\nmcp-session-id: {session}\r\n\r\n"
-        );
+        let request = Request::builder("GET", &path)
+            .header("host", "soak")
+            .header("accept", "text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .header("mcp-session-id", &session)
+            .finish();
         if stream.write_all(request.as_bytes()).is_err() {
             continue;
         }

@@ -1,0 +1,209 @@
+//! Section 3 of the report: the cost inside the VM (native and in host-shim), and where the
+//! time goes, function by function.
+
+use super::units::{bytes, mib, ratio, thousands};
+use crate::InprocResults;
+use mcp_tool_search_bench::ms;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// Section 3: the in-process table, publish, hierarchical search, shim cost and memory.
+pub fn write_costs(o: &mut String, ip: &InprocResults) {
+    let _ = writeln!(o, "## 3. Cost inside the VM\n");
+    let _ = writeln!(
+        o,
+        "**Native**: the `mcp-tool-search` crate compiled for this machine (profile `bench-build`: release \
+         optimizations, the filter crate in one codegen unit, no LTO). All in-process figures are medians of this thread's \
+         **CPU time** (`CLOCK_THREAD_CPUTIME_ID`), so that other processes on a shared machine do not count. *Kernels*: `Catalog::from_json` of the stored \
+         catalog, `catalog::CatalogIndex::build`, `search::search` (BM25, `limit` 5). *Exchanges*: the same \
+         `stream::Stream` code the VM runs, over in-memory shared data (a list: request, response headers, the body in \
+         {} KiB chunks; a search: request headers and body to the local reply).\n\n\
+         **Wasm**: the real `.wasm` in `host-shim` (wasmtime 48, Cranelift; module compiled once in {}), driven as Envoy \
+         drives it, one exchange per stream. The listing VM's root tick runs after its first list, as Envoy's timer would: it \
+         builds the catalog's index and publishes it to shared data (*publish*, below the table). *Load* = the first \
+         search of a fresh VM (another worker: it loads the published index) minus a later search; the same difference \
+         natively. \
+         *Net* = minus the shim's cost of an exchange of the same size that the filter lets through untouched. \
+         *Memory*: the VM's linear memory size (read from the process's mappings: host-shim has no accessor), which only grows.\n",
+        crate::inproc::RESPONSE_CHUNK / 1024,
+        ms(ip.module_compile)
+    );
+    let _ = writeln!(
+        o,
+        "| tools | list JSON | native: parse stored / build index / search | native exchange: first search / search / list JSON / list SSE | wasm: first search / search (net) / list JSON (net) / list SSE | **load** wasm / native (ratio) | **search** wasm net / native (ratio) | **list** wasm net / native (ratio) |"
+    );
+    let _ = writeln!(o, "|---|---|---|---|---|---|---|---|");
+    for s in &ip.sizes {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} / {} / {} | {} / {} / {} / {} | {} / {} ({}) / {} ({}) / {} | {} / {} ({:.2}×) | {} / {} ({:.2}×) | {} / {} ({:.2}×) |",
+            thousands(s.tools),
+            bytes(s.list_json_bytes),
+            ms(s.native_parse),
+            ms(s.native_build),
+            ms(s.native_search),
+            ms(s.native_first_search),
+            ms(s.native_search_exchange),
+            ms(s.native_list_json),
+            ms(s.native_list_sse),
+            ms(s.wasm_first_search),
+            ms(s.wasm_search_exchange),
+            ms(s.wasm_search_net()),
+            ms(s.wasm_list_json),
+            ms(s.wasm_list_net()),
+            ms(s.wasm_list_sse),
+            ms(s.wasm_load()),
+            ms(s.native_load()),
+            ratio(s.wasm_load(), s.native_load()),
+            ms(s.wasm_search_net()),
+            ms(s.native_search_exchange),
+            ratio(s.wasm_search_net(), s.native_search_exchange),
+            ms(s.wasm_list_net()),
+            ms(s.native_list_json),
+            ratio(s.wasm_list_net(), s.native_list_json),
+        );
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "Every figure of a row is the median of {} samples: native and Wasm measurements (and the functions below) \
+         ran round robin, one sample each per round, so that they share the machine's conditions. A search sample is the \
+         mean of the {} queries.\n",
+        ip.sizes.iter().map(|s| format!("{} ({} tools)", s.rounds, thousands(s.tools))).collect::<Vec<_>>().join(", "),
+        crate::QUERIES.len()
+    );
+    let _ = writeln!(
+        o,
+        "*Publish*, the listing VM's tick after its first list (it builds the index's BM25 part, writes the snapshot and \
+         stores it in shared data; off any request's path, though it holds that worker meanwhile), wasm / native: {}.\n",
+        ip.sizes
+            .iter()
+            .map(|s| format!("{} / {} at {} tools", ms(s.wasm_publish), ms(s.native_publish), thousands(s.tools)))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    let _ = writeln!(
+        o,
+        "Hierarchical search (`search.strategy: \"hierarchical\"`, `group_separator: \"_\"`: the generator's \
+         first name segment, services up to 1,000 tools and tenants beyond), natively, BM25: a search whose group \
+         index is built (it is built once per catalog version and set of visible tools), and that build.\n\n\
+         | tools | groups | flat search | hierarchical search | group index build |\n|---|---|---|---|---|"
+    );
+    for s in &ip.sizes {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} |",
+            thousands(s.tools),
+            s.groups,
+            ms(s.native_search),
+            ms(s.native_hierarchical_search),
+            ms(s.native_group_index_build)
+        );
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "Shim cost of an untouched exchange (subtracted for *net*): small request {}, list-sized response {} at the largest size.\n",
+        ip.sizes.last().map(|s| ms(s.wasm_noop_small)).unwrap_or_default(),
+        ip.sizes.last().map(|s| ms(s.wasm_noop_list)).unwrap_or_default());
+    let _ = writeln!(o, "| tools | memory per VM: fresh | after lists + searches (rewrote the list) | after searches only (another worker) | stored catalog |\n|---|---|---|---|---|");
+    let opt = |v: Option<u64>| v.map(mib).unwrap_or_else(|| "n/a".to_owned());
+    for s in &ip.sizes {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} |",
+            thousands(s.tools),
+            opt(s.mem_fresh_vm),
+            opt(s.mem_list_vm),
+            opt(s.mem_search_vm),
+            bytes(s.stored_bytes)
+        );
+    }
+    let _ = writeln!(o);
+}
+
+/// *Where the time goes*: the filter's functions timed one by one at the size of the
+/// breakdown, as shares of the native exchange.
+pub fn write_breakdown(o: &mut String, ip: &InprocResults) {
+    if let (Some(b), Some(s)) = (
+        &ip.breakdown,
+        ip.sizes
+            .iter()
+            .find(|s| Some(s.tools) == ip.breakdown.as_ref().map(|b| b.tools)),
+    ) {
+        let share = |part: Duration, whole: Duration| {
+            let r = ratio(part, whole);
+            if r.is_finite() {
+                format!("{:.0}%", r * 100.0)
+            } else {
+                "".to_owned()
+            }
+        };
+        let _ = writeln!(
+            o,
+            "### Where the time goes ({} tools, native, CPU time)\n",
+            thousands(b.tools)
+        );
+        let _ = writeln!(
+            o,
+            "The filter's own functions timed one by one (medians) on the same catalog; the shares are of the native \
+             exchange above (the Wasm figures are {:.1}–{:.1}× these).\n",
+            ratio(s.wasm_search_net(), s.native_search_exchange).min(ratio(s.wasm_load(), s.native_load())).min(ratio(s.wasm_list_net(), s.native_list_json)),
+            ratio(s.wasm_search_net(), s.native_search_exchange).max(ratio(s.wasm_load(), s.native_load())).max(ratio(s.wasm_list_net(), s.native_list_json)),
+        );
+        let _ = writeln!(o, "| path | function | time | share |\n|---|---|---|---|");
+        let _ = writeln!(
+            o,
+            "| `tools/list` (steady: the same response as last time, replayed; JSON) | whole exchange (`Stream`) | {} | 100% |",
+            ms(s.native_list_json)
+        );
+        let _ = writeln!(o, "| | … of which `fnv::fingerprint` of the list (how the response is recognised) | {} | {} |", ms(b.fingerprint), share(b.fingerprint, s.native_list_json));
+        let nr = b.list_not_remembered;
+        let _ = writeln!(o, "| a list not yet remembered (the first after a catalog change, or for another caller or page) | whole exchange (`Stream`) | {} | 100% |", ms(nr));
+        let _ = writeln!(o, "| | `catalog::Tool::from_raw` × {} (name, title, description read; the schema skipped) | {} | {} |", thousands(b.tools), ms(b.from_raw_all), share(b.from_raw_all, nr));
+        let _ = writeln!(
+            o,
+            "| | `store::CatalogCache::learn` of the unchanged page (compared with this VM's index; the stored catalog is not read) | {} | {} |",
+            ms(b.learn_unchanged),
+            share(b.learn_unchanged, nr)
+        );
+        let _ = writeln!(
+            o,
+            "| | … of which `catalog::Catalog::unchanged_by` | {} | {} |",
+            ms(b.unchanged_by),
+            share(b.unchanged_by, nr)
+        );
+        let _ = writeln!(o, "| first search of another worker (loads the published index) | whole exchange minus a later search | {} | 100% |", ms(s.native_load()));
+        let _ = writeln!(o, "| the listing worker's tick (builds the index, publishes it) | whole tick | {} | 100% |", ms(s.native_publish));
+        let _ = writeln!(
+            o,
+            "| | `catalog::Catalog::from_json` (not on this path: a worker parses the stored catalog only when no index of its version is published) | {} | {} |",
+            ms(b.from_json),
+            share(b.from_json, s.native_publish)
+        );
+        let _ = writeln!(
+            o,
+            "| | `catalog::CatalogIndex::build` | {} | {} |",
+            ms(b.build),
+            share(b.build, s.native_publish)
+        );
+        let _ = writeln!(o, "| | … of which splitting names and descriptions into words (`tokenizer::for_each_word`; {} tokens, {} distinct words, each stemmed once) | {} | {} |", thousands(b.tokens), thousands(b.distinct_tokens), ms(b.words_all), share(b.words_all, s.native_publish));
+        let _ = writeln!(
+            o,
+            "| `tool_search` (steady) | whole exchange (`Stream`) | {} | 100% |",
+            ms(s.native_search_exchange)
+        );
+        let _ = writeln!(
+            o,
+            "| | `search::search` (median {} matching tools per query) | {} | {} |",
+            thousands(b.matches),
+            ms(b.search),
+            share(b.search, s.native_search_exchange)
+        );
+        let _ = writeln!(
+            o,
+            "| | … of which `bm25::Bm25Index::scores` | {} | {} |",
+            ms(b.scores),
+            share(b.scores, s.native_search_exchange)
+        );
+        let _ = writeln!(o);
+    }
+}
