@@ -1,20 +1,18 @@
 //! Cost inside the VM: the filter's core natively (the `mcp-tool-search` crate: index build,
-//! search, and whole `Stream` exchanges over in-memory shared data) and the real `.wasm` in the
+//! search, and whole exchanges through `http::exchange` on a `MemoryHost`) and the real `.wasm` in the
 //! host-shim (wasmtime), with the linear memory of each VM.
 
+use crate::native::{list_response as native_response, timed_list, NativeEnv};
+use crate::shim::{shim_list, shim_noop, shim_search, start_vm};
 use crate::vmmem;
-use host_shim::{Host, HttpMessage, LogLevel, Outcome, Vm, VmOptions, WasmModule};
+use host_shim::{Host, HttpMessage, WasmModule};
 use mcp_tool_search_core::config::Config;
+use mcp_tool_search_core::http::MemoryHost;
 use mcp_tool_search_core::index::catalog::groups::GroupIndex;
 use mcp_tool_search_core::index::catalog::{Catalog, CatalogIndex, Page, Tool};
-use mcp_tool_search_core::plugin::{MemoryHost, Plugin};
 use mcp_tool_search_core::rank::search::{self, Fallback, FallbackKind, Query};
-use mcp_tool_search_core::store::{CatalogCache, Learned, MemorySharedData, StoreError};
-use mcp_tool_search_core::stream::{
-    Env, Event, RequestBodyAction, RequestHead, RequestHeadersAction, ResponseHeadersAction, Stream,
-};
+use mcp_tool_search_core::store::{CatalogCache, Learned, MemorySharedData};
 use serde_json::value::RawValue;
-use std::path::Path;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -34,7 +32,7 @@ pub struct SizeCosts {
     pub native_parse: Duration,
     pub native_build: Duration,
     pub native_search: Duration,
-    // Native `Stream` exchanges (the same code path as in the VM, without a host).
+    // Native exchanges (`http::exchange`: the callbacks the VM runs, on a host in memory).
     pub native_list_json: Duration,
     pub native_list_sse: Duration,
     pub native_first_search: Duration,
@@ -138,7 +136,7 @@ fn parse_tools(jsonl: &str) -> Result<Vec<Tool>> {
 
 /// Runs `f` at least `min` times and until `budget` is spent (at most `max` times); the
 /// durations it returned.
-fn reps(
+pub fn reps(
     min: usize,
     max: usize,
     budget: Duration,
@@ -176,70 +174,10 @@ pub fn thread_cpu() -> Duration {
     )
 }
 
-fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+pub fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
     let t = thread_cpu();
     let r = f();
     (r, thread_cpu().saturating_sub(t))
-}
-
-// ---- native -------------------------------------------------------------------------------------
-
-/// One worker: the core's plugin on a host in memory (workers made with the same host share
-/// its data, as Envoy's do).
-struct NativeEnv {
-    config: Config,
-    host: Rc<MemoryHost>,
-    plugin: Plugin,
-}
-
-impl NativeEnv {
-    fn new(config: &Config, host: &Rc<MemoryHost>) -> Self {
-        NativeEnv {
-            config: config.clone(),
-            host: Rc::clone(host),
-            plugin: Plugin::new(config.clone(), "bench".to_owned()),
-        }
-    }
-
-    /// The root tick of a worker that serves streams (it builds and publishes the indexes it
-    /// owes the others).
-    fn tick(&self) {
-        self.plugin.stream_started();
-        self.plugin.on_tick(self.host.as_ref());
-    }
-}
-
-impl Env for NativeEnv {
-    fn namespace(&self) -> String {
-        "bench".to_owned()
-    }
-    fn catalog_of(&mut self, namespace: &str) -> std::result::Result<Rc<CatalogIndex>, StoreError> {
-        self.plugin
-            .env(self.host.as_ref(), "bench".to_owned())
-            .catalog_of(namespace)
-    }
-    fn learn(&mut self, learned: Learned) -> std::result::Result<bool, StoreError> {
-        self.plugin
-            .env(self.host.as_ref(), "bench".to_owned())
-            .learn(learned)
-    }
-    fn namespaces(&mut self) -> Vec<String> {
-        self.plugin
-            .env(self.host.as_ref(), "bench".to_owned())
-            .namespaces()
-    }
-    fn record(&mut self, _event: Event) {}
-    fn log_warn(&mut self, _message: &str) {}
-}
-
-fn head() -> RequestHead {
-    RequestHead {
-        method: "POST".into(),
-        path: "/mcp".into(),
-        accept: Some("application/json, text/event-stream".into()),
-        mcp: mcp_tool_search_core::mcp::headers::Mirrored::of(None, None, Some("2025-11-25")),
-        ..RequestHead::default()
-    }
 }
 
 /// `search::search` (BM25, `limit` 5) of every query, timed together (CPU time).
@@ -267,205 +205,6 @@ fn search_kernel(index: &CatalogIndex, config: &Config, queries: &[&str]) -> Res
         total += d;
     }
     Ok(total)
-}
-
-/// A search through `Stream`: the local reply's body.
-fn native_search(env: &mut NativeEnv, body: &[u8]) -> Result<Vec<u8>> {
-    let config = env.config.clone();
-    let mut s = Stream::new();
-    match s.on_request_headers(&config, env, head(), false) {
-        RequestHeadersAction::ReadBody { .. } => {}
-        other => return Err(format!("search headers: {other:?}")),
-    }
-    match s.on_request_body(&config, env, body) {
-        RequestBodyAction::Reply(r) if r.status == 200 => Ok(r.body),
-        other => Err(format!("search body: {other:?}")),
-    }
-}
-
-/// One list through `Stream`, timed (CPU time).
-fn timed_list(
-    env: &mut NativeEnv,
-    request: &str,
-    content_type: &str,
-    response: &str,
-) -> Result<Duration> {
-    let (out, d) =
-        timed(|| native_list(env, request.as_bytes(), content_type, response.as_bytes()));
-    out.map(|_| d)
-}
-
-/// Forgets the list rewrite this VM remembers, so that the next list is computed afresh (as
-/// the first after a catalog change, or for another caller or page).
-fn forget_list(env: &mut NativeEnv) -> Result<()> {
-    let index = env.catalog_of("bench").map_err(|e| e.to_string())?;
-    index.list_memo.replace(None);
-    Ok(())
-}
-
-/// A list through `Stream`: the body the client gets.
-fn native_list(
-    env: &mut NativeEnv,
-    request: &[u8],
-    content_type: &str,
-    response: &[u8],
-) -> Result<Vec<u8>> {
-    let config = env.config.clone();
-    let mut s = Stream::new();
-    match s.on_request_headers(&config, env, head(), false) {
-        RequestHeadersAction::ReadBody { .. } => {}
-        other => return Err(format!("list headers: {other:?}")),
-    }
-    match s.on_request_body(&config, env, request) {
-        RequestBodyAction::Continue { .. } => {}
-        other => return Err(format!("list body: {other:?}")),
-    }
-    match s.on_response_headers(&config, env, Some("200"), Some(content_type), None) {
-        ResponseHeadersAction::RewriteBody => {}
-        other => return Err(format!("list response not rewritten: {other:?}")),
-    }
-    if content_type == "application/json" {
-        s.expect_response_length(&config, response.len());
-    }
-    let mut out = Vec::new();
-    let chunks: Vec<&[u8]> = response.chunks(RESPONSE_CHUNK).collect();
-    let n = chunks.len();
-    for (i, c) in chunks.into_iter().enumerate() {
-        out.extend(s.on_response_chunk(&config, env, c, i + 1 == n));
-    }
-    Ok(out)
-}
-
-// ---- the .wasm in the host-shim -----------------------------------------------------------------
-
-fn vm_options(config: &str) -> VmOptions {
-    VmOptions::new(config.as_bytes().to_vec())
-        .allow_on_headers_stop_iteration(true)
-        .log_level(LogLevel::Warn)
-        .strict(false)
-        .buffer_limit(64 << 20)
-        .stream_property(&["xds", "cluster_name"], "bench".as_bytes().to_vec())
-}
-
-fn post(path: &str, body: &str) -> HttpMessage {
-    HttpMessage::post(path)
-        .header("mcp-protocol-version", "2025-11-25")
-        .body(body.as_bytes().to_vec())
-}
-
-fn shim_search(vm: &mut Vm, body: &str) -> Result<Duration> {
-    let req = post("/mcp", body);
-    let resp = HttpMessage::response(500);
-    let (ex, d) = timed(|| vm.exchange(&req, &resp));
-    let ex = ex.map_err(|e| format!("shim search: {e}"))?;
-    match ex.outcome() {
-        Outcome::Local {
-            status: 200, body, ..
-        } if String::from_utf8_lossy(&body).contains("mcp-tool-search/search") => Ok(d),
-        other => Err(format!(
-            "shim search: unexpected outcome {:?}",
-            truncate(&format!("{other:?}"))
-        )),
-    }
-}
-
-fn shim_list(vm: &mut Vm, response: &HttpMessage) -> Result<Duration> {
-    let req = post("/mcp", &list_request());
-    let (ex, d) = timed(|| vm.exchange(&req, response));
-    let ex = ex.map_err(|e| format!("shim list: {e}"))?;
-    match ex.outcome() {
-        Outcome::Upstream {
-            rewritten: true,
-            body,
-        } if String::from_utf8_lossy(&body).contains("tool_search") => Ok(d),
-        other => Err(format!(
-            "shim list: unexpected outcome {}",
-            truncate(&format!("{other:?}"))
-        )),
-    }
-}
-
-/// An exchange the filter lets through untouched (not an MCP path): the shim's own cost.
-fn shim_noop(vm: &mut Vm, body: &str, response: &HttpMessage) -> Result<Duration> {
-    let req = post("/not-mcp", body);
-    let (ex, d) = timed(|| vm.exchange(&req, response));
-    let ex = ex.map_err(|e| format!("shim no-op: {e}"))?;
-    match ex.outcome() {
-        Outcome::Upstream {
-            rewritten: false, ..
-        } => Ok(d),
-        other => Err(format!(
-            "shim no-op: unexpected outcome {}",
-            truncate(&format!("{other:?}"))
-        )),
-    }
-}
-
-fn truncate(s: &str) -> String {
-    s.chars().take(300).collect()
-}
-
-/// Loads (and compiles) the module once.
-pub fn load_module(wasm: &Path) -> Result<(WasmModule, Duration)> {
-    let (m, d) = timed(|| WasmModule::from_file(wasm));
-    Ok((m.map_err(|e| format!("{}: {e}", wasm.display()))?, d))
-}
-
-/// Starts a VM and finds its linear memory in this process's mappings.
-fn start_vm(host: &Host, module: &WasmModule, config: &str) -> Result<(Vm, Option<u64>)> {
-    let before = vmmem::linear_memories();
-    let vm =
-        Vm::new(host, module, vm_options(config)).map_err(|e| format!("starting the VM: {e}"))?;
-    let after = vmmem::linear_memories();
-    let mine = after
-        .iter()
-        .map(|m| m.0)
-        .find(|start| !before.iter().any(|b| b.0 == *start));
-    Ok((vm, mine))
-}
-
-/// Runs one native operation in a loop for `duration` (for `perf record`): `list` (a JSON
-/// `tools/list` exchange over a learned catalog), `build` (a fresh worker's first search),
-/// `load` (the same once the listing worker published its index) or
-/// `search` (a search exchange). Returns the number of iterations and the median time.
-pub fn perf_loop(what: &str, jsonl: &str, duration: Duration) -> Result<(usize, Duration)> {
-    let config = Config::parse(&plugin_config(&["/mcp".to_owned()])).map_err(|e| e.to_string())?;
-    let (list_json, list_sse) = list_response(jsonl);
-    let request = list_request();
-    let shared = Rc::new(MemoryHost::default());
-    let mut env = NativeEnv::new(&config, &shared);
-    native_list(
-        &mut env,
-        request.as_bytes(),
-        "application/json",
-        list_json.as_bytes(),
-    )?;
-    let body = search_request(1, "send a message to a slack channel");
-    native_search(&mut env, body.as_bytes())?;
-    if what == "load" {
-        env.tick();
-    }
-    let times = reps(1, usize::MAX, duration, || match what {
-        "list" => timed_list(&mut env, &request, "application/json", &list_json),
-        "list-fresh" => {
-            forget_list(&mut env)?;
-            timed_list(&mut env, &request, "application/json", &list_json)
-        }
-        "list-sse" => timed_list(&mut env, &request, "text/event-stream", &list_sse),
-        "build" | "load" => {
-            let mut fresh = NativeEnv::new(&config, &shared);
-            let (r, d) = timed(|| native_search(&mut fresh, body.as_bytes()));
-            r.map(|_| d)
-        }
-        "search" => {
-            let (r, d) = timed(|| native_search(&mut env, body.as_bytes()));
-            r.map(|_| d)
-        }
-        other => Err(format!(
-            "unknown --perf operation {other:?} (list, list-fresh, list-sse, build, load, search)"
-        )),
-    })?;
-    Ok((times.len(), median(&times)))
 }
 
 /// Where the native time goes at one size (CPU time, medians): the filter's own functions.
@@ -576,18 +315,17 @@ pub fn measure(
 
     // Native: a worker that has learned the list.
     let shared = Rc::new(MemoryHost::default());
-    let env = RefCell::new(NativeEnv::new(&config, &shared));
-    let first = native_list(
-        &mut env.borrow_mut(),
-        request.as_bytes(),
-        "application/json",
-        list_json.as_bytes(),
-    )?;
+    let env = NativeEnv::new(&config, &shared);
+    let (native_json, native_sse) = (
+        native_response("application/json", &list_json),
+        native_response("text/event-stream", &list_sse),
+    );
+    let first = env.list(request.as_bytes(), &native_json)?;
     if !String::from_utf8_lossy(&first).contains("tool_search") {
         return Err("native list: no tool_search in the rewritten list".to_owned());
     }
-    costs.native_publish = timed(|| env.borrow().tick()).1;
-    native_search(&mut env.borrow_mut(), first_body.as_bytes())?;
+    costs.native_publish = timed(|| env.tick()).1;
+    env.search(first_body.as_bytes())?;
 
     // Wasm: one VM (worker) that rewrites lists and searches; fresh VMs for first searches.
     // As an upstream's JSON response arrives: with its length (the SSE stream has none).
@@ -675,32 +413,18 @@ pub fn measure(
         ),
         (
             "native list json",
-            Box::new(|| {
-                timed_list(
-                    &mut env.borrow_mut(),
-                    &request,
-                    "application/json",
-                    &list_json,
-                )
-            }),
+            Box::new(|| timed_list(&env, &request, &native_json)),
         ),
         (
             "native list sse",
-            Box::new(|| {
-                timed_list(
-                    &mut env.borrow_mut(),
-                    &request,
-                    "text/event-stream",
-                    &list_sse,
-                )
-            }),
+            Box::new(|| timed_list(&env, &request, &native_sse)),
         ),
         (
             "native first search",
             Box::new(|| {
                 // Another worker: a new cache over the same shared data builds its index.
-                let mut fresh = NativeEnv::new(&config, &shared);
-                let (out, d) = timed(|| native_search(&mut fresh, first_body.as_bytes()));
+                let fresh = NativeEnv::new(&config, &shared);
+                let (out, d) = timed(|| fresh.search(first_body.as_bytes()));
                 out?;
                 Ok(d)
             }),
@@ -710,7 +434,7 @@ pub fn measure(
             Box::new(|| {
                 let mut total = Duration::ZERO;
                 for body in &bodies {
-                    let (out, d) = timed(|| native_search(&mut env.borrow_mut(), body.as_bytes()));
+                    let (out, d) = timed(|| env.search(body.as_bytes()));
                     out?;
                     total += d;
                 }
@@ -824,9 +548,8 @@ pub fn measure(
         items.push((
             "native list json, not remembered",
             Box::new(|| {
-                let e = &mut *env.borrow_mut();
-                forget_list(e)?;
-                timed_list(e, &request, "application/json", &list_json)
+                env.forget_list()?;
+                timed_list(&env, &request, &native_json)
             }),
         ));
         items.push((

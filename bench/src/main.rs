@@ -30,6 +30,8 @@ mod floor;
 mod gateway;
 mod http;
 mod inproc;
+mod native;
+mod shim;
 mod report;
 mod rounds;
 mod spinners;
@@ -89,7 +91,7 @@ fn chrono_now() -> String {
 }
 
 fn run_inproc(args: &Args, catalogs: &[(usize, String)]) -> Result<InprocResults, String> {
-    let (module, compile) = inproc::load_module(&args.wasm)?;
+    let (module, compile) = shim::load_module(&args.wasm)?;
     let mut out = InprocResults {
         module_compile: compile,
         ..InprocResults::default()
@@ -129,7 +131,7 @@ fn main() -> ExitCode {
     if let Some(what) = &args.perf {
         for &n in &args.sizes {
             let jsonl = mcp_tool_search_wasm_tests::catalog::jsonl(n);
-            match inproc::perf_loop(what, &jsonl, args.budget) {
+            match native::perf_loop(what, &jsonl, args.budget) {
                 Ok((count, median)) => {
                     println!("{what} at {n} tools: {count} iterations, median {median:?}")
                 }

@@ -16,8 +16,9 @@ pub fn write_costs(o: &mut String, ip: &InprocResults) {
          optimizations, the filter crate in one codegen unit, no LTO). All in-process figures are medians of this thread's \
          **CPU time** (`CLOCK_THREAD_CPUTIME_ID`), so that other processes on a shared machine do not count. *Kernels*: `Catalog::from_json` of the stored \
          catalog, `catalog::CatalogIndex::build`, `search::search` (BM25, `limit` 5). *Exchanges*: the same \
-         `stream::Stream` code the VM runs, over in-memory shared data (a list: request, response headers, the body in \
-         {} KiB chunks; a search: request headers and body to the local reply).\n\n\
+         callbacks the VM runs (`http::Context`), driven by the core's `http::exchange` on its `MemoryHost` (shared data, \
+         clock, stats and catalog meta in memory; a list: request, response headers, the body in {} KiB chunks; a search: \
+         request headers and body to the local reply).\n\n\
          **Wasm**: the real `.wasm` in `host-shim` (wasmtime 48, Cranelift; module compiled once in {}), driven as Envoy \
          drives it, one exchange per stream. The listing VM's root tick runs after its first list, as Envoy's timer would: it \
          builds the catalog's index and publishes it to shared data (*publish*, below the table). *Load* = the first \
@@ -152,12 +153,12 @@ pub fn write_breakdown(o: &mut String, ip: &InprocResults) {
         let _ = writeln!(o, "| path | function | time | share |\n|---|---|---|---|");
         let _ = writeln!(
             o,
-            "| `tools/list` (steady: the same response as last time, replayed; JSON) | whole exchange (`Stream`) | {} | 100% |",
+            "| `tools/list` (steady: the same response as last time, replayed; JSON) | whole exchange (`http::exchange`) | {} | 100% |",
             ms(s.native_list_json)
         );
         let _ = writeln!(o, "| | … of which `fnv::fingerprint` of the list (how the response is recognised) | {} | {} |", ms(b.fingerprint), share(b.fingerprint, s.native_list_json));
         let nr = b.list_not_remembered;
-        let _ = writeln!(o, "| a list not yet remembered (the first after a catalog change, or for another caller or page) | whole exchange (`Stream`) | {} | 100% |", ms(nr));
+        let _ = writeln!(o, "| a list not yet remembered (the first after a catalog change, or for another caller or page) | whole exchange (`http::exchange`) | {} | 100% |", ms(nr));
         let _ = writeln!(o, "| | `catalog::Tool::from_raw` × {} (name, title, description read; the schema skipped) | {} | {} |", thousands(b.tools), ms(b.from_raw_all), share(b.from_raw_all, nr));
         let _ = writeln!(
             o,
@@ -188,7 +189,7 @@ pub fn write_breakdown(o: &mut String, ip: &InprocResults) {
         let _ = writeln!(o, "| | … of which splitting names and descriptions into words (`tokenizer::for_each_word`; {} tokens, {} distinct words, each stemmed once) | {} | {} |", thousands(b.tokens), thousands(b.distinct_tokens), ms(b.words_all), share(b.words_all, s.native_publish));
         let _ = writeln!(
             o,
-            "| `tool_search` (steady) | whole exchange (`Stream`) | {} | 100% |",
+            "| `tool_search` (steady) | whole exchange (`http::exchange`) | {} | 100% |",
             ms(s.native_search_exchange)
         );
         let _ = writeln!(

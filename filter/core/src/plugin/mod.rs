@@ -57,6 +57,15 @@ impl Plugin {
         }
     }
 
+    /// `namespace`'s catalog as this VM has it indexed (its cache, else shared data).
+    pub fn catalog(
+        &self,
+        host: &dyn Host,
+        namespace: &str,
+    ) -> Result<std::rc::Rc<crate::index::catalog::CatalogIndex>, store::StoreError> {
+        self.env(host, namespace.to_string()).catalog()
+    }
+
     /// A stream starts on this VM.
     pub fn stream_started(&self) {
         self.serving.set(true);

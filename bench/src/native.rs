@@ -1,0 +1,194 @@
+//! The filter's core natively, driven as Envoy drives the `.wasm`: a worker is the core's
+//! `http::Root` on a `MemoryHost` (workers made with the same host share its data, as Envoy's
+//! do), and each exchange runs through the core's own driver (`http::exchange`), so the clock,
+//! the stats, the catalog meta and the header checks the VM runs are measured too.
+
+use crate::inproc::{
+    list_request, list_response as upstream_list, median, plugin_config, reps, search_request,
+    timed, Result, RESPONSE_CHUNK,
+};
+use mcp_tool_search_core::config::Config;
+use mcp_tool_search_core::http::{self, Exchanged, MemoryHost, Root};
+use mcp_tool_search_core::plugin::Plugin;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// The route metadata's namespace the bench's catalog is kept under.
+const NAMESPACE: &str = "bench";
+
+/// One worker.
+pub struct NativeEnv {
+    root: Root,
+    host: Rc<MemoryHost>,
+}
+
+impl NativeEnv {
+    pub fn new(config: &Config, host: &Rc<MemoryHost>) -> Self {
+        if host.clock_ms.get() == 0 {
+            // A wall clock: 0 means "never" in catalog ages.
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+                .unwrap_or(1);
+            host.clock_ms.set(now);
+        }
+        host.set_property(
+            &[
+                "xds",
+                "route_metadata",
+                "filter_metadata",
+                http::METADATA_KEY,
+                "namespace",
+            ],
+            NAMESPACE,
+        );
+        NativeEnv {
+            root: Root::new(Plugin::new(config.clone(), "bench".to_owned())),
+            host: Rc::clone(host),
+        }
+    }
+
+    /// The root tick of a worker that serves streams (it builds and publishes the indexes it
+    /// owes the others).
+    pub fn tick(&self) {
+        self.root.plugin.stream_started();
+        self.host.enter(0);
+        self.root.on_tick(self.host.as_ref());
+    }
+
+    /// One exchange of an MCP `POST` carrying `body`; the upstream answers `response`.
+    fn exchange(&self, body: &[u8], response: &http::Response) -> Exchanged {
+        let request = http::Request {
+            headers: [
+                (":method", "POST"),
+                (":path", "/mcp"),
+                (":authority", "bench"),
+                ("accept", "application/json, text/event-stream"),
+                ("content-type", "application/json"),
+                ("mcp-protocol-version", "2025-11-25"),
+            ]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec()))
+            .chain([(
+                "content-length".to_string(),
+                body.len().to_string().into_bytes(),
+            )])
+            .collect(),
+            chunks: vec![body.to_vec()],
+            trailers: false,
+        };
+        // Nothing is called: catalogs are learned from lists, and ranking is BM25.
+        let out = http::exchange(&self.root, &self.host, &request, response, &mut |_, _| {
+            (None, Vec::new(), Vec::new())
+        });
+        // The host keeps every count and log line for tests; a benchmark loop would grow them.
+        self.host.increments.borrow_mut().clear();
+        self.host.logs.borrow_mut().clear();
+        out
+    }
+
+    /// A search: the local reply's body.
+    pub fn search(&self, body: &[u8]) -> Result<Vec<u8>> {
+        match self.exchange(body, &http::Response::default()) {
+            Exchanged::Local(reply) if reply.status == 200 => Ok(reply.body),
+            other => Err(format!("search: {other:?}")),
+        }
+    }
+
+    /// A list: the body the client gets (an error unless it was rewritten).
+    pub fn list(&self, request: &[u8], response: &http::Response) -> Result<Vec<u8>> {
+        match self.exchange(request, response) {
+            Exchanged::Upstream { response: out, .. } if response.chunks.concat() != out => Ok(out),
+            other => Err(format!(
+                "list not rewritten: {}",
+                truncate(&format!("{other:?}"))
+            )),
+        }
+    }
+
+    /// Forgets the list rewrite this VM remembers, so that the next list is computed afresh (as
+    /// the first after a catalog change, or for another caller or page).
+    pub fn forget_list(&self) -> Result<()> {
+        let index = self
+            .root
+            .plugin
+            .catalog(self.host.as_ref(), NAMESPACE)
+            .map_err(|e| e.to_string())?;
+        index.list_memo.replace(None);
+        Ok(())
+    }
+}
+
+fn truncate(s: &str) -> String {
+    s.chars().take(300).collect()
+}
+
+/// The upstream's list response as it reaches the filter, in `RESPONSE_CHUNK` pieces; a JSON
+/// body carries its length (the SSE stream has none).
+pub fn list_response(content_type: &str, body: &str) -> http::Response {
+    let mut headers = vec![
+        (":status".to_string(), b"200".to_vec()),
+        ("content-type".to_string(), content_type.as_bytes().to_vec()),
+    ];
+    if content_type == "application/json" {
+        headers.push(("content-length".into(), body.len().to_string().into_bytes()));
+    }
+    http::Response {
+        headers,
+        chunks: body
+            .as_bytes()
+            .chunks(RESPONSE_CHUNK)
+            .map(<[u8]>::to_vec)
+            .collect(),
+        trailers: false,
+    }
+}
+
+/// One list, timed (CPU time).
+pub fn timed_list(env: &NativeEnv, request: &str, response: &http::Response) -> Result<Duration> {
+    let (out, d) = timed(|| env.list(request.as_bytes(), response));
+    out.map(|_| d)
+}
+
+/// Runs one native operation in a loop for `duration` (for `perf record`): `list` (a JSON
+/// `tools/list` exchange over a learned catalog), `build` (a fresh worker's first search),
+/// `load` (the same once the listing worker published its index) or
+/// `search` (a search exchange). Returns the number of iterations and the median time.
+pub fn perf_loop(what: &str, jsonl: &str, duration: Duration) -> Result<(usize, Duration)> {
+    let config = Config::parse(&plugin_config(&["/mcp".to_owned()])).map_err(|e| e.to_string())?;
+    let (list_json, list_sse) = upstream_list(jsonl);
+    let request = list_request();
+    let shared = Rc::new(MemoryHost::default());
+    let env = NativeEnv::new(&config, &shared);
+    let (json, sse) = (
+        list_response("application/json", &list_json),
+        list_response("text/event-stream", &list_sse),
+    );
+    env.list(request.as_bytes(), &json)?;
+    let body = search_request(1, "send a message to a slack channel");
+    env.search(body.as_bytes())?;
+    if what == "load" {
+        env.tick();
+    }
+    let times = reps(1, usize::MAX, duration, || match what {
+        "list" => timed_list(&env, &request, &json),
+        "list-fresh" => {
+            env.forget_list()?;
+            timed_list(&env, &request, &json)
+        }
+        "list-sse" => timed_list(&env, &request, &sse),
+        "build" | "load" => {
+            let fresh = NativeEnv::new(&config, &shared);
+            let (r, d) = timed(|| fresh.search(body.as_bytes()));
+            r.map(|_| d)
+        }
+        "search" => {
+            let (r, d) = timed(|| env.search(body.as_bytes()));
+            r.map(|_| d)
+        }
+        other => Err(format!(
+            "unknown --perf operation {other:?} (list, list-fresh, list-sse, build, load, search)"
+        )),
+    })?;
+    Ok((times.len(), median(&times)))
+}
