@@ -126,7 +126,7 @@ impl RequestHead {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LocalReply {
+pub(crate) struct LocalReply {
     pub status: u32,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
@@ -143,7 +143,7 @@ impl LocalReply {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RequestHeadersAction {
+pub(crate) enum RequestHeadersAction {
     /// Not ours, or not worth reading: let it through and forget the stream.
     Continue,
     /// Read the body before deciding. With `hold`, the headers wait for the body (pause);
@@ -162,13 +162,13 @@ pub enum RequestHeadersAction {
 /// A change to request headers the filter still holds (`hold_request_headers`); forwarded
 /// headers can no longer change, so none is asked for then.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HeaderChange {
+pub(crate) enum HeaderChange {
     Remove(&'static str),
     Set(&'static str, String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RequestBodyAction {
+pub(crate) enum RequestBodyAction {
     Continue {
         headers: Vec<HeaderChange>,
     },
@@ -193,7 +193,7 @@ pub enum RequestBodyAction {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ResponseHeadersAction {
+pub(crate) enum ResponseHeadersAction {
     Continue,
     /// Remove `content-length`: the body goes through `on_response_chunk`.
     RewriteBody,
@@ -259,7 +259,7 @@ struct HttpSearch {
 
 /// The state of one stream.
 #[derive(Debug)]
-pub struct Stream {
+pub(crate) struct Stream {
     phase: Phase,
     head: RequestHead,
     targets: Vec<ListTarget>,
