@@ -1,7 +1,7 @@
 //! Contexts and stream control: which context later calls act on (`proxy_set_effective_context`),
 //! `proxy_done`, and what the module asks of its stream (a local reply, continue, close). As in
-//! Envoy, the stream actions run after the current callback returns (`After`); the callback's
-//! own result becomes a stop.
+//! Envoy, the stream actions run after the current callback returns (`After`), and a local
+//! reply turns that callback's result into a stop.
 
 use super::guest::{guard, ok, read, read_str, C, R};
 use crate::abi::{stream_type, Status};
