@@ -13,6 +13,7 @@ pub mod config;
 pub mod fetch;
 pub mod http;
 pub mod index;
+pub mod keys;
 pub mod mcp;
 pub mod plugin;
 pub mod rank;

@@ -641,7 +641,7 @@ impl mcp_tool_search_core::store::SharedData for Interleaved<'_> {
         &self,
         key: &str,
     ) -> Result<(Option<Vec<u8>>, Option<u32>), mcp_tool_search_core::store::StoreError> {
-        if key.ends_with(mcp_tool_search_core::store::keys::FETCH_LEASE) {
+        if key.ends_with(mcp_tool_search_core::keys::FETCH_LEASE) {
             if let Some(other_worker) = self.before_lease.borrow_mut().take() {
                 other_worker();
             }

@@ -1,7 +1,9 @@
-//! What each fuzz target runs, as the proxy-wasm glue (`filter/src/glue/http.rs`) would run it:
-//! a `Stream` per request on the core's `Plugin` over a `MemoryHost`, fed the headers, body and
-//! response pieces a fuzz input decodes to (`format`). Every target's only oracle is that
-//! nothing panics (a panic traps the Envoy worker), plus the few invariants the parsers
+//! What each fuzz target runs, as Envoy runs the filter: a worker (the core's `http::Root`) on
+//! a `MemoryHost`, fed whole exchanges by the core's own driver (`http::exchange`), so every
+//! input goes through the callbacks the `.wasm` runs: the request headers (values as bytes),
+//! the body in the pieces a fuzz input picks (`format`), trailers, the calls the filter makes
+//! (answered here), and the upstream's response piece by piece. Every target's only oracle is
+//! that nothing panics (a panic traps the Envoy worker), plus the few invariants the parsers
 //! document (SSE bytes pass through exactly; chunking changes nothing).
 //!
 //! Setup that cannot fail for the fixed inputs here (the configurations) may `expect`: a panic
@@ -9,14 +11,13 @@
 
 pub mod format;
 
+use mcp_tool_search_core::call::{CallResponse, HttpCall};
 use mcp_tool_search_core::config::Config;
+use mcp_tool_search_core::http::{self, CallSource, Exchanged, MemoryHost, Root};
 use mcp_tool_search_core::mcp::notify::ListChangedScanner;
 use mcp_tool_search_core::mcp::sse;
-use mcp_tool_search_core::plugin::{FetchProgress, FetchStart, MemoryHost, Plugin, PluginEnv};
-use mcp_tool_search_core::rank::search::{Fallback, FallbackKind};
-use mcp_tool_search_core::stream::{
-    RequestBodyAction, RequestHead, RequestHeadersAction, ResponseHeadersAction, Stream,
-};
+use mcp_tool_search_core::plugin::Plugin;
+use mcp_tool_search_core::stream::RequestHead;
 use std::cell::OnceCell;
 
 thread_local! {
@@ -51,21 +52,26 @@ fn list_config(i: usize) -> Config {
     })
 }
 
-/// The namespace and route every stream runs on (the `.wasm` replay gives the same cluster).
+/// The namespace and route every stream runs on: the route's cluster, which also names the
+/// catalog (the `.wasm` replay gives the same cluster).
 pub const NAMESPACE: &str = "upstream";
 
-/// One worker: its plugin on a fresh host, so every input runs alone (a crash reproduces from
+/// One worker: its root on a fresh host, so every input runs alone (a crash reproduces from
 /// its input).
 pub struct Worker {
     pub host: MemoryHost,
-    pub plugin: Plugin,
+    pub root: Root,
 }
 
 /// What the client ends up with, for the few invariants checked on it.
 #[derive(Debug, PartialEq)]
 pub enum Outcome {
+    /// Answered by the filter.
     Local(u32, Vec<u8>),
+    /// The upstream's response body as the client receives it.
     Upstream(Vec<u8>),
+    /// The filter still holds the request: it waits on something nobody answered.
+    Held,
 }
 
 impl Outcome {
@@ -76,6 +82,17 @@ impl Outcome {
                 format!("local {status}: {:?}", String::from_utf8_lossy(body))
             }
             Outcome::Upstream(body) => format!("upstream: {:?}", String::from_utf8_lossy(body)),
+            Outcome::Held => "held".to_string(),
+        }
+    }
+}
+
+impl From<Exchanged> for Outcome {
+    fn from(out: Exchanged) -> Self {
+        match out {
+            Exchanged::Local(reply) => Outcome::Local(reply.status, reply.body),
+            Exchanged::Upstream { response, .. } => Outcome::Upstream(response),
+            Exchanged::Held => Outcome::Held,
         }
     }
 }
@@ -85,198 +102,105 @@ impl Worker {
         let host = MemoryHost::default();
         // A realistic clock: 0 means "never" in catalog ages.
         host.clock_ms.set(1_767_225_600_000);
+        // What Envoy gives every stream: the route's cluster, and the dynamic metadata in which
+        // `jwt_authn` left the caller's payload (the `jwt_metadata` identity source).
+        host.set_property(&["xds", "cluster_name"], NAMESPACE);
+        host.properties
+            .borrow_mut()
+            .insert("metadata".into(), format::jwt_metadata());
         Worker {
             host,
-            plugin: Plugin::new(config, "fuzz-vm".into()),
+            root: Root::new(Plugin::new(config, "fuzz-vm".into())),
         }
     }
 
-    fn env(&self) -> PluginEnv<'_> {
-        self.plugin
-            .env(&self.host, NAMESPACE.into())
-            .with_route(Some(NAMESPACE.into()), Some("mcp.test".into()))
+    /// One request through a fresh stream, as Envoy delivers it (`http::exchange`), the
+    /// filter's calls answered by [`answer`].
+    pub fn exchange(&self, request: &http::Request, response: &http::Response) -> Outcome {
+        let embeddings = self
+            .root
+            .plugin
+            .config
+            .search
+            .embeddings
+            .as_ref()
+            .map(|e| (e.cluster.as_str(), e.dimensions));
+        let mut serve = |call: &HttpCall, _: CallSource| answer(embeddings, call);
+        http::exchange(&self.root, &self.host, request, response, &mut serve).into()
     }
 
-    /// One request through a fresh stream, as the glue drives it; `response` is the upstream's
-    /// answer (status, content type, body pieces, empty final frame) if the request reaches it.
-    pub fn exchange(
-        &mut self,
-        headers: &[(String, Vec<u8>)],
-        body: &[u8],
-        trailers: bool,
-        response: (&str, &str, &[&[u8]], bool),
-    ) -> Outcome {
-        let config = self.plugin.config.clone();
-        // The glue reads header values as bytes and lossily, remembering which were not UTF-8.
-        let mut invalid = Vec::new();
-        let pairs: Vec<(String, String)> = headers
-            .iter()
-            .map(|(name, value)| match String::from_utf8(value.clone()) {
-                Ok(v) => (name.clone(), v),
-                Err(e) => {
-                    invalid.push(name.clone());
-                    (
-                        name.clone(),
-                        String::from_utf8_lossy(e.as_bytes()).into_owned(),
-                    )
-                }
-            })
-            .collect();
-        let mut head = RequestHead::from_headers(&config, &pairs, || Some(format::jwt_metadata()));
-        head.invalid_utf8 = invalid;
-        let mut stream = Stream::new();
-        let end_on_headers = body.is_empty() && !trailers;
-        let action = stream.on_request_headers(&config, &mut self.env(), head, end_on_headers);
-        match action {
-            RequestHeadersAction::Reply(r) => return Outcome::Local(r.status, r.body),
-            RequestHeadersAction::Continue => {}
-            RequestHeadersAction::ReadBody { .. } => {
-                if let Some(reply) = self.request_body(&config, &mut stream, body, trailers) {
-                    return reply;
-                }
-            }
-        }
-        self.response(&config, &mut stream, response)
-    }
-
-    /// The body phase: `Some` when the filter answered.
-    fn request_body(
-        &mut self,
-        config: &Config,
-        stream: &mut Stream,
-        body: &[u8],
-        trailers: bool,
-    ) -> Option<Outcome> {
-        if !stream.wants_request_body() {
-            return None;
-        }
-        let reply = if body.len() > stream.request_cap(config) {
-            stream.request_too_large(config, &mut self.env())
-        } else if trailers {
-            stream.request_body_unavailable(config, &mut self.env(), "request trailers")
-        } else {
-            let mut action = stream.on_request_body(config, &mut self.env(), body);
-            // Each of these ends in another action; a chain longer than this is a loop.
-            for _ in 0..4 {
-                action = match action {
-                    RequestBodyAction::Fetch { namespace, spec } => {
-                        self.fetch(config, stream, &namespace, spec)
-                    }
-                    RequestBodyAction::Embed { texts } => {
-                        // Unit vectors of the configured dimensions: tools have none yet, so
-                        // the ranking falls back, as a fresh Envoy's would.
-                        let dims = config
-                            .search
-                            .embeddings
-                            .as_ref()
-                            .map_or(3, |e| e.dimensions);
-                        let vectors = if texts.len() % 2 == 0 {
-                            Ok(texts
-                                .iter()
-                                .map(|_| {
-                                    let mut v = vec![0.0; dims];
-                                    if let Some(x) = v.first_mut() {
-                                        *x = 1.0;
-                                    }
-                                    v
-                                })
-                                .collect())
-                        } else {
-                            Err(Fallback::new(FallbackKind::Timeout, "fuzz"))
-                        };
-                        stream.on_query_embeddings(config, &mut self.env(), vectors)
-                    }
-                    RequestBodyAction::Call(call) => stream.on_call_answer(
-                        config,
-                        &mut self.env(),
-                        Ok((
-                            Some("200".into()),
-                            vec![("content-type".into(), "application/json".into())],
-                            call.body,
-                        )),
-                    ),
-                    done => {
-                        action = done;
-                        break;
-                    }
-                };
-            }
-            match action {
-                RequestBodyAction::Reply(r) => Some(r),
-                _ => None,
-            }
-        };
-        reply.map(|r| Outcome::Local(r.status, r.body))
-    }
-
-    /// A catalog fetch for `namespace`, each call answered with a failure (no upstream here).
-    fn fetch(
-        &mut self,
-        config: &Config,
-        stream: &mut Stream,
-        namespace: &str,
-        spec: mcp_tool_search_core::fetch::FetchSpec,
-    ) -> RequestBodyAction {
-        let result = match self.plugin.start_fetch(&self.host, namespace, spec) {
-            FetchStart::Started(_) => {
-                let mut result = Err("the fetch did not finish".to_string());
-                for _ in 0..16 {
-                    let calls = self.host.take_calls();
-                    if calls.is_empty() {
-                        break;
-                    }
-                    for (token, _) in calls {
-                        if let Some(FetchProgress::Finished { result: r, .. }) = self
-                            .plugin
-                            .on_fetch_response(&self.host, token, None, &[], &[])
-                        {
-                            result = r;
-                        }
-                    }
-                }
-                result
-            }
-            FetchStart::Busy => {
-                return stream.on_catalog_settled(config, &mut self.env(), namespace)
-            }
-            FetchStart::Failed(e) => Err(e.to_string()),
-        };
-        stream.on_catalog(config, &mut self.env(), result)
-    }
-
-    fn response(
-        &mut self,
-        config: &Config,
-        stream: &mut Stream,
-        (status, content_type, chunks, empty_final): (&str, &str, &[&[u8]], bool),
-    ) -> Outcome {
-        let action = stream.on_response_headers(
-            config,
-            &mut self.env(),
-            Some(status),
-            Some(content_type),
-            None,
+    /// The small catalog the filter learns first, so that searches have tools to rank.
+    fn learn_seed_list(&self) {
+        self.exchange(
+            &post(&[], format::SEED_LIST_REQUEST, 0),
+            &upstream_response("200", "application/json", &[format::SEED_LIST], false),
         );
-        if action == ResponseHeadersAction::Continue {
-            return Outcome::Upstream(chunks.concat());
-        }
-        if content_type.starts_with("application/json") {
-            stream.expect_response_length(config, chunks.iter().map(|c| c.len()).sum());
-        }
-        let mut out = Vec::new();
-        let n = chunks.len();
-        for (i, c) in chunks.iter().enumerate() {
-            let end = i + 1 == n && !empty_final;
-            out.extend(stream.on_response_chunk(config, &mut self.env(), c, end));
-        }
-        if n == 0 || empty_final {
-            out.extend(stream.on_response_chunk(config, &mut self.env(), &[], true));
-        }
-        Outcome::Upstream(out)
     }
 }
 
-fn post_headers(extra: &[(String, String)], body: &[u8]) -> Vec<(String, Vec<u8>)> {
+/// What answers the filter's calls, without an upstream or an embeddings service to ask:
+/// - the embeddings service (`embeddings`: its cluster and dimensions) gives unit vectors for
+///   an even number of texts and times out on an odd one, so both the ranking with vectors
+///   and its fallback run (tools have no vectors yet: the ranking falls back, as a fresh
+///   Envoy's would);
+/// - the call `call_tool` stands for reaches an upstream that echoes it as its JSON answer;
+/// - a catalog fetch reaches no upstream (nothing answers it).
+fn answer(embeddings: Option<(&str, usize)>, call: &HttpCall) -> CallResponse {
+    let message = serde_json::from_slice::<serde_json::Value>(&call.body).ok();
+    let field = |name: &str| message.as_ref().and_then(|m| m.get(name));
+    match embeddings {
+        Some((cluster, dimensions)) if cluster == call.cluster => {
+            let texts = field("input")
+                .and_then(serde_json::Value::as_array)
+                .map_or(0, Vec::len);
+            if !texts.is_multiple_of(2) {
+                return (None, Vec::new(), Vec::new());
+            }
+            let vector: Vec<&str> = (0..dimensions)
+                .map(|i| if i == 0 { "1" } else { "0" })
+                .collect();
+            let vector = vector.join(",");
+            let data: Vec<String> = (0..texts)
+                .map(|i| format!(r#"{{"index":{i},"embedding":[{vector}]}}"#))
+                .collect();
+            let body = format!(r#"{{"data":[{}]}}"#, data.join(","));
+            (Some("200".into()), Vec::new(), body.into_bytes())
+        }
+        _ if field("method").and_then(serde_json::Value::as_str) == Some("tools/call") => (
+            Some("200".into()),
+            vec![("content-type".into(), "application/json".into())],
+            call.body.clone(),
+        ),
+        _ => (None, Vec::new(), Vec::new()),
+    }
+}
+
+/// A request as the host delivers it: `headers`, the body in the pieces `chunk_seed` picks
+/// (`format::chunks`; none when empty), and trailers after it when `trailers`.
+pub fn http_request(
+    headers: Vec<(String, Vec<u8>)>,
+    body: &[u8],
+    chunk_seed: u8,
+    trailers: bool,
+) -> http::Request {
+    let chunks = if body.is_empty() {
+        Vec::new()
+    } else {
+        format::chunks(body, chunk_seed)
+            .into_iter()
+            .map(<[u8]>::to_vec)
+            .collect()
+    };
+    http::Request {
+        headers,
+        chunks,
+        trailers,
+    }
+}
+
+/// A JSON-RPC `POST` to the MCP path with `extra` headers, its body in the pieces `chunk_seed`
+/// picks.
+fn post(extra: &[(String, String)], body: &[u8], chunk_seed: u8) -> http::Request {
     let mut headers: Vec<(String, Vec<u8>)> = [
         (":method", "POST"),
         (":path", "/mcp"),
@@ -294,56 +218,74 @@ fn post_headers(extra: &[(String, String)], body: &[u8]) -> Vec<(String, Vec<u8>
             .iter()
             .map(|(k, v)| (k.clone(), v.as_bytes().to_vec())),
     );
-    headers
+    http_request(headers, body, chunk_seed, false)
 }
 
-/// Target `request`: request classification, header checks and authorization, and the local
-/// answers, for any headers and body, under every configuration of `format::REQUEST_CONFIGS`.
+/// The upstream's response: status, content type, body pieces, and an empty data frame after
+/// them when `empty_final` (Envoy sends one; an empty body is that frame alone). A JSON body
+/// carries its `content-length`, as the SDK servers send it.
+pub fn upstream_response(
+    status: &str,
+    content_type: &str,
+    pieces: &[&[u8]],
+    empty_final: bool,
+) -> http::Response {
+    let mut headers = vec![
+        (":status".to_string(), status.as_bytes().to_vec()),
+        ("content-type".to_string(), content_type.as_bytes().to_vec()),
+    ];
+    if content_type.starts_with("application/json") {
+        let length: usize = pieces.iter().map(|p| p.len()).sum();
+        headers.push(("content-length".into(), length.to_string().into_bytes()));
+    }
+    let mut chunks: Vec<Vec<u8>> = pieces.iter().map(|p| p.to_vec()).collect();
+    if empty_final || chunks.is_empty() {
+        chunks.push(Vec::new());
+    }
+    http::Response {
+        headers,
+        chunks,
+        trailers: false,
+    }
+}
+
+/// Target `request`: request classification, header checks and authorization, the body in
+/// any pieces or cut short by trailers, and the local answers, for any headers (values as any
+/// bytes) and body, under every configuration of `format::REQUEST_CONFIGS`. The chunk seed
+/// cuts the request body and the upstream's response alike.
 pub fn request(data: &[u8]) {
     let Some(case) = format::request_case(data) else {
         return;
     };
-    let mut worker = Worker::new(request_config(case.config));
-    let list_headers = post_headers(&[], format::SEED_LIST_REQUEST);
-    worker.exchange(
-        &list_headers,
-        format::SEED_LIST_REQUEST,
-        false,
-        ("200", "application/json", &[format::SEED_LIST], false),
-    );
+    let worker = Worker::new(request_config(case.config));
+    worker.learn_seed_list();
     let (status, content_type, body) = case.response;
     let pieces = format::chunks(body, case.chunk_seed);
     worker.exchange(
-        &case.headers,
-        &case.body,
-        case.trailers,
-        (status, content_type, &pieces, false),
+        &http_request(case.headers, &case.body, case.chunk_seed, case.trailers),
+        &upstream_response(status, content_type, &pieces, false),
     );
 }
 
-/// Target `list`: the `tools/list` rewrite of any upstream response (JSON or SSE, any chunking),
-/// learning it, and a search or helper call answered from what was learned.
+/// Target `list`: the `tools/list` rewrite of any upstream response (JSON or SSE, any chunking,
+/// the request body in pieces too), learning it, and a search or helper call answered from
+/// what was learned.
 pub fn list(data: &[u8]) {
     let Some(case) = format::list_case(data) else {
         return;
     };
-    let mut worker = Worker::new(list_config(case.config));
+    let worker = Worker::new(list_config(case.config));
     let pieces = format::chunks(&case.body, case.chunk_seed);
-    let headers = post_headers(&case.headers, &case.request);
     let out = worker.exchange(
-        &headers,
-        &case.request,
-        false,
-        ("200", case.content_type, &pieces, case.empty_final_chunk),
+        &post(&case.headers, &case.request, case.chunk_seed),
+        &upstream_response("200", case.content_type, &pieces, case.empty_final_chunk),
     );
     // Whole or in pieces, the client gets the same bytes: chunking is the host's business.
     if case.chunk_seed != 0 || case.empty_final_chunk {
-        let mut whole = Worker::new(list_config(case.config));
+        let whole = Worker::new(list_config(case.config));
         let again = whole.exchange(
-            &headers,
-            &case.request,
-            false,
-            ("200", case.content_type, &[&case.body], false),
+            &post(&case.headers, &case.request, 0),
+            &upstream_response("200", case.content_type, &[&case.body], false),
         );
         assert!(
             out == again,
@@ -353,12 +295,9 @@ pub fn list(data: &[u8]) {
         );
     }
     if let Some(call) = &case.follow_up {
-        let headers = post_headers(&case.headers, call);
         worker.exchange(
-            &headers,
-            call,
-            false,
-            ("200", "application/json", &[], false),
+            &post(&case.headers, call, 0),
+            &upstream_response("200", "application/json", &[], false),
         );
     }
 }
@@ -396,8 +335,14 @@ pub fn sse(data: &[u8]) {
     let token: &[u8] = b"\"notifications/tools/list_changed\"";
     let contains = stream.windows(token.len()).any(|w| w == token);
     let at_once = mcp_tool_search_core::mcp::notify::ListChangedScanner::default().push(stream);
-    assert_eq!(found, at_once, "the chunking changed the list_changed verdict");
-    assert!(!found || contains, "the list_changed scanner invented a notification");
+    assert_eq!(
+        found, at_once,
+        "the chunking changed the list_changed verdict"
+    );
+    assert!(
+        !found || contains,
+        "the list_changed scanner invented a notification"
+    );
 
     for event in &events {
         let data = event.data().unwrap_or_default();
@@ -434,19 +379,16 @@ pub fn config(data: &[u8]) {
         let _ = config.is_mcp_path(&forms);
     }
     let worker = Worker::new(config);
-    let _ = worker.plugin.tick_period_ms();
-    worker.plugin.on_tick(&worker.host);
+    let _ = worker.root.plugin.tick_period_ms();
+    worker.root.on_tick(&worker.host);
     // A request under the parsed configuration, learning the seed list.
-    let mut worker = worker;
-    let headers = post_headers(
-        &[("x-roles".into(), "support".into())],
-        format::SEED_LIST_REQUEST,
-    );
     worker.exchange(
-        &headers,
-        format::SEED_LIST_REQUEST,
-        false,
-        ("200", "application/json", &[format::SEED_LIST], false),
+        &post(
+            &[("x-roles".into(), "support".into())],
+            format::SEED_LIST_REQUEST,
+            0,
+        ),
+        &upstream_response("200", "application/json", &[format::SEED_LIST], false),
     );
 }
 
@@ -509,34 +451,53 @@ pub fn embeddings(data: &[u8]) {
 #[allow(clippy::panic, clippy::expect_used, clippy::indexing_slicing)]
 mod tests {
     //! The harness reaches what it claims to feed: a list is rewritten and learned, a search
-    //! answered from it, a request classified under a policy.
+    //! answered from it, a request classified under a policy whatever its pieces, a body cut
+    //! short by trailers refused, the caller identified from the stream's metadata; and every
+    //! committed corpus input runs through its target.
     use super::*;
+
+    /// A request target input: configuration, chunk seed, flags, then the request's text.
+    fn request_input(config: u8, chunk_seed: u8, flags: u8, text: &[u8]) -> Vec<u8> {
+        let mut input = vec![config, chunk_seed, flags];
+        input.extend_from_slice(text);
+        input
+    }
+
+    /// Runs a request target input as the target does, and says what the client got.
+    fn run_request(input: &[u8]) -> Outcome {
+        let case = format::request_case(input).expect("a case");
+        let worker = Worker::new(request_config(case.config));
+        worker.learn_seed_list();
+        let (status, content_type, body) = case.response;
+        worker.exchange(
+            &http_request(case.headers, &case.body, case.chunk_seed, case.trailers),
+            &upstream_response(
+                status,
+                content_type,
+                &format::chunks(body, case.chunk_seed),
+                false,
+            ),
+        )
+    }
+
+    const CALL: &[u8] = b"POST /%6dcp\ncontent-type: application/json\n\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"stripe_refund\"}}";
 
     #[test]
     fn a_list_is_rewritten_and_a_search_answered_from_it() {
-        let mut worker = Worker::new(list_config(0));
+        let worker = Worker::new(list_config(0));
         let call = format::FOLLOW_UPS[0].as_bytes();
         let list = format::SEED_LIST_REQUEST;
         let out = worker.exchange(
-            &post_headers(&[], list),
-            list,
-            false,
-            (
-                "200",
-                "application/json",
-                &[format::SEED_LIST.to_vec().as_slice()],
-                false,
-            ),
+            &post(&[], list, 0),
+            &upstream_response("200", "application/json", &[format::SEED_LIST], false),
         );
         let Outcome::Upstream(body) = out else {
             panic!("{out:?}")
         };
         assert!(String::from_utf8_lossy(&body).contains("tool_search"));
         let out = worker.exchange(
-            &post_headers(&[], call),
-            call,
-            false,
-            ("200", "application/json", &[], false),
+            &post(&[], call, 0),
+            &upstream_response("200", "application/json", &[], false),
         );
         let Outcome::Local(200, body) = out else {
             panic!("{out:?}")
@@ -545,23 +506,60 @@ mod tests {
     }
 
     #[test]
-    fn a_denied_call_is_refused_under_a_policy() {
-        let mut input = vec![2, 0, 0];
-        input.extend_from_slice(
-            b"POST /%6dcp\ncontent-type: application/json\n\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"stripe_refund\"}}",
-        );
-        let case = format::request_case(&input).expect("a case");
-        let mut worker = Worker::new(request_config(case.config));
-        let out = worker.exchange(
-            &case.headers,
-            &case.body,
-            false,
-            ("200", "text/plain", &[], false),
-        );
-        let Outcome::Local(200, body) = out else {
+    fn an_sse_list_in_pieces_is_rewritten_as_a_whole_one() {
+        let body = [
+            b"event: message\ndata: ".as_slice(),
+            format::SEED_LIST,
+            b"\n\n",
+        ]
+        .concat();
+        let mut outs = Vec::new();
+        for (seed, empty_final) in [(0, false), (1, true), (77, false), (200, true)] {
+            let worker = Worker::new(list_config(0));
+            outs.push(worker.exchange(
+                &post(&[], format::SEED_LIST_REQUEST, seed),
+                &upstream_response(
+                    "200",
+                    "text/event-stream",
+                    &format::chunks(&body, seed),
+                    empty_final,
+                ),
+            ));
+        }
+        let Outcome::Upstream(first) = &outs[0] else {
+            panic!("{:?}", outs[0])
+        };
+        assert!(String::from_utf8_lossy(first).contains("tool_search"));
+        assert!(outs.iter().all(|o| o == &outs[0]), "{outs:?}");
+    }
+
+    #[test]
+    fn a_denied_call_is_refused_under_a_policy_in_any_pieces() {
+        for seed in [0, 1, 3, 64, 200] {
+            let out = run_request(&request_input(2, seed, 0, CALL));
+            let Outcome::Local(200, body) = &out else {
+                panic!("seed {seed}: {out:?}")
+            };
+            assert!(String::from_utf8_lossy(body).contains("Unknown tool"));
+        }
+    }
+
+    #[test]
+    fn a_body_cut_short_by_trailers_is_not_sent_on_unread() {
+        let out = run_request(&request_input(2, 5, 4, CALL));
+        assert!(matches!(out, Outcome::Local(..)), "{out:?}");
+    }
+
+    #[test]
+    fn the_caller_is_identified_from_the_streams_metadata() {
+        // Configuration 4 reads `jwt_metadata`: its rules deny `*_delete_*` to any role, so a
+        // call of a learned tool is refused only if the stream's metadata was read.
+        let call = b"POST /mcp\ncontent-type: application/json\n\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"github_delete_repo\"}}";
+        let out = run_request(&request_input(4, 0, 0, call));
+        let Outcome::Local(200, body) = &out else {
             panic!("{out:?}")
         };
-        assert!(String::from_utf8_lossy(&body).contains("Unknown tool"));
+        assert!(String::from_utf8_lossy(body).contains("Unknown tool"));
     }
 
     #[test]
@@ -570,5 +568,66 @@ mod tests {
         let head = RequestHead::from_headers(&config, &[], || Some(format::jwt_metadata()));
         assert_eq!(head.caller.values("roles"), ["support", "intern"]);
         assert_eq!(head.caller.values("n"), ["1.5"]);
+    }
+
+    #[test]
+    fn the_embeddings_service_answers_an_even_number_of_texts() {
+        let call = |texts: &[&str]| HttpCall {
+            cluster: "embeddings".into(),
+            headers: Vec::new(),
+            body: serde_json::to_vec(&serde_json::json!({"model": "m", "input": texts}))
+                .expect("JSON"),
+            timeout_ms: 1000,
+        };
+        let (status, _, body) = answer(Some(("embeddings", 3)), &call(&["a", "b"]));
+        assert_eq!(status.as_deref(), Some("200"));
+        let embeddings = request_config(7).search.embeddings.expect("embeddings");
+        let vectors = mcp_tool_search_core::rank::embeddings::parse_response(
+            &embeddings,
+            status.as_deref(),
+            &body,
+            2,
+            250,
+        )
+        .expect("vectors");
+        assert_eq!(vectors, vec![vec![1.0, 0.0, 0.0]; 2]);
+        assert_eq!(
+            answer(Some(("embeddings", 3)), &call(&["a"])).0,
+            None,
+            "an odd number of texts times out"
+        );
+    }
+
+    /// Every committed input of every target runs through it: the harness still reads the
+    /// corpus as the campaigns that grew it did.
+    #[test]
+    fn every_corpus_input_runs_through_its_target() {
+        type Target = fn(&[u8]);
+        let targets: [(&str, Target); 7] = [
+            ("request", request),
+            ("list", list),
+            ("sse", sse),
+            ("config", config),
+            ("metadata", metadata),
+            ("tokenizer", tokenizer),
+            ("embeddings", embeddings),
+        ];
+        let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
+        for (target, run) in targets {
+            let dir = corpus.join(target);
+            let mut files: Vec<_> = std::fs::read_dir(&dir)
+                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+                .map(|e| e.expect("an entry").path())
+                .collect();
+            files.sort();
+            assert!(!files.is_empty(), "{}: empty", dir.display());
+            for file in files {
+                let input = std::fs::read(&file).expect("an input");
+                // The panic's own message is printed as it happens; this names the input.
+                if std::panic::catch_unwind(|| run(&input)).is_err() {
+                    panic!("{target}: {} failed", file.display());
+                }
+            }
+        }
     }
 }

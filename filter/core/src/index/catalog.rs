@@ -467,17 +467,7 @@ pub fn version_of(json: &str) -> u64 {
 }
 
 /// Marks the key of one credential's catalog in a namespace whose lists are private.
-const PRIVATE_MARK: &str = "@private-";
-
-/// The catalog key of one credential in `namespace` (its lists are `cacheScope: "private"`).
-pub fn private_key(namespace: &str, credential: &str) -> String {
-    format!("{namespace}{PRIVATE_MARK}{credential}")
-}
-
-/// The namespace a catalog key belongs to.
-pub fn base_namespace(key: &str) -> &str {
-    key.split_once(PRIVATE_MARK).map_or(key, |(base, _)| base)
-}
+pub use crate::keys::{base_namespace, private_key};
 
 /// A catalog with its BM25 index and each tool's disclosure mode, built once per version (the
 /// BM25 part when a search first needs it, or loaded from another worker's snapshot).

@@ -7,7 +7,8 @@ use crate::config::entries::Entry;
 use crate::fetch::{Context, Fetch, FetchError, FetchSpec, Fetched, Origin, Step};
 use crate::index::catalog::{private_key, Page};
 use crate::stats::Event;
-use crate::store::{self, keys, Learned, Source};
+use crate::keys;
+use crate::store::{self, Learned, Source};
 
 pub use crate::fetch::MARKER_HEADER as FETCH_MARKER_HEADER;
 /// How precisely a client's lists date a catalog: one meta write per this interval at most.

@@ -2,7 +2,7 @@
 //! same wherever it is asked.
 
 use super::host::Host;
-use crate::store::keys;
+use crate::keys;
 use std::cell::RefCell;
 
 /// What this VM last wrote to the shared health key (`None`: healthy, or nothing written).

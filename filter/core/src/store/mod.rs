@@ -14,7 +14,7 @@ use std::fmt;
 use std::rc::Rc;
 
 pub mod circuit;
-pub mod keys;
+use crate::keys;
 mod lease;
 mod meta;
 pub use lease::{fetch_leased_by_other, release_fetch_lease, take_lease, Lease};

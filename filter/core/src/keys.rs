@@ -5,8 +5,8 @@
 //! Keys of one namespace are `<PREFIX><catalog key><suffix>`. The catalog key is the
 //! namespace itself for its tools, the namespace with a kind's mark for its prompts and
 //! resources (`Entry::catalog_key`, below), or one credential's private catalog
-//! (`index::catalog::private_key`, `<ns>@private-<digest>`: the index and rank layers, below
-//! this one, read the namespace back out of it).
+//! ([`private_key`], `<ns>@private-<digest>`; [`base_namespace`] reads the namespace back out
+//! of it).
 
 use crate::config::entries::Entry;
 
@@ -35,7 +35,7 @@ pub const FETCH_SECRET: &str = prefixed!("fetch-secret");
 pub const CATALOG: &str = "/catalog";
 /// Suffix of a catalog's short version, read on every request before the catalog.
 pub const VERSION: &str = "/version";
-/// Suffix of one worker's index of a catalog version (`index::snapshot`), for the others.
+/// Suffix of one worker's index of a catalog version (the `snapshot` of the index module), for the others.
 pub const INDEX: &str = "/index";
 /// Suffix of the catalog version the index was built from, written after the index.
 pub const INDEX_VERSION: &str = "/index-version";
@@ -133,6 +133,20 @@ impl Entry {
         }
         (Entry::Tool, key)
     }
+}
+
+
+/// The mark between a namespace and a credential's digest in a private catalog key.
+pub const PRIVATE_MARK: &str = "@private-";
+
+/// The catalog key of one credential in `namespace` (its lists are `cacheScope: "private"`).
+pub fn private_key(namespace: &str, credential: &str) -> String {
+    format!("{namespace}{PRIVATE_MARK}{credential}")
+}
+
+/// The namespace a catalog key belongs to.
+pub fn base_namespace(key: &str) -> &str {
+    key.split_once(PRIVATE_MARK).map_or(key, |(base, _)| base)
 }
 
 #[cfg(test)]
