@@ -2,6 +2,7 @@
 
 use super::*;
 use serde_json::json;
+use std::path::Path;
 
 /// The YAML as JSON, as Envoy's loader reads it.
 fn parsed(yaml: &str) -> serde_json::Value {

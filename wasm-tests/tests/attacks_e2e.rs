@@ -21,8 +21,9 @@
 
 use mcp_tool_search_wasm_tests::harness::{
     self, raw_exchange, CatalogOptions, CatalogServer, Envoy, EnvoyOptions, FilterOptions,
-    JwtAuthnOptions, JwtRequirement, RawReply, TestDir,
+    JwtAuthnOptions, JwtRequirement, TestDir,
 };
+use mcp_tool_search_wasm_tests::http1::{Request, Response};
 use mcp_tool_search_wasm_tests::jwt::Hs256Key;
 use mcp_tool_search_wasm_tests::python::{FastMcpOptions, FastMcpServer};
 use serde_json::{json, Value};
@@ -433,30 +434,28 @@ fn resource_uri_spellings() -> Vec<Attack> {
 }
 
 fn request(addr: SocketAddr, attack: &Attack, token: Option<&str>) -> Vec<u8> {
-    let mut head = format!(
-        "POST {} HTTP/1.1\r\nHost: {addr}\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n",
-        attack.path,
-        attack.body.len()
-    );
+    let mut req = Request::builder("POST", attack.path)
+        .header("Host", &addr.to_string())
+        .header("accept", "application/json, text/event-stream")
+        .header("content-length", &attack.body.len().to_string());
     if !attack.headers.iter().any(|(k, _)| *k == "content-type") {
-        head.push_str("content-type: application/json\r\n");
+        req = req.header("content-type", "application/json");
     }
     if let Some(t) = token {
-        head.push_str(&format!("authorization: Bearer {t}\r\n"));
+        req = req.header("authorization", &format!("Bearer {t}"));
     }
     for (k, v) in &attack.headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
+        req = req.header(k, v);
     }
-    head.push_str("\r\n");
-    [head.into_bytes(), attack.body.clone()].concat()
+    req.raw_body(&attack.body).bytes
 }
 
-fn send(addr: SocketAddr, attack: &Attack, token: Option<&str>) -> RawReply {
+fn send(addr: SocketAddr, attack: &Attack, token: Option<&str>) -> Response {
     raw_exchange(addr, &request(addr, attack, token))
         .unwrap_or_else(|e| panic!("{}: {e}", attack.what))
 }
 
-fn json_of(reply: &RawReply) -> Value {
+fn json_of(reply: &Response) -> Value {
     serde_json::from_slice(&reply.body).unwrap_or_else(|e| {
         panic!(
             "not JSON ({e}): {}\n{}",
@@ -501,7 +500,7 @@ fn envoy_for(upstream: SocketAddr, hold: bool, dir: &TestDir) -> Envoy {
     let mut opts = EnvoyOptions::new(upstream, Some(filter));
     opts.allow_on_headers_stop_iteration = hold;
     opts.catch_all_route = true;
-    opts.http_filters_before.push(jwt.yaml());
+    opts.http_filters_before.push(jwt.filter());
     Envoy::start(&opts, dir).unwrap_or_else(|e| panic!("{e}"))
 }
 

@@ -49,6 +49,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcp_tool_search_wasm_tests::harness::{self, Envoy, EnvoyOptions, FilterOptions, TestDir};
+use mcp_tool_search_wasm_tests::http1;
 use serde_json::{json, Value};
 use support::NAMESPACE;
 
@@ -328,161 +329,50 @@ fn post_raw(
     body: &[u8],
     enough: Option<&Enough>,
 ) -> Seen {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let mut req = format!(
-        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n",
-        body.len()
-    );
+    let mut head = http1::Request::builder("POST", "/mcp")
+        .header("host", &addr.to_string())
+        .header("connection", "close")
+        .header("accept", "application/json, text/event-stream")
+        .header("content-length", &body.len().to_string());
     if !headers
         .iter()
         .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
     {
-        req.push_str("content-type: application/json\r\n");
+        head = head.header("content-type", "application/json");
     }
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    s.write_all(req.as_bytes()).unwrap();
+    let mut conn = http1::Conn::new(addr);
+    conn.send(head.headers(headers).finish().as_bytes())
+        .unwrap();
     // A request the upstream cuts may not be read whole: a write error is part of the outcome.
-    let write_error = s.write_all(body).err();
-    let mut raw = Vec::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut error = write_error.map(|e| format!("write: {e}"));
-    let mut parsed: Option<(usize, u16, String)> = None;
-    let mut decoder = Body::default();
-    loop {
-        match s.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => raw.extend_from_slice(&buf[..n]),
-            Err(e) => {
-                error = Some(e.to_string());
-                break;
-            }
-        }
-        if parsed.is_none() {
-            if let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
-                let head = String::from_utf8_lossy(&raw[..end]).into_owned();
-                let status = head
-                    .split_whitespace()
-                    .nth(1)
-                    .and_then(|s| s.parse().ok())
-                    .unwrap();
-                decoder = Body::for_head(&head);
-                parsed = Some((end + 4, status, head));
-            }
-        }
-        if let Some((start, _, _)) = &parsed {
-            decoder.feed(&raw[*start..]);
-            if decoder.done() || enough.is_some_and(|f| f(&decoder.body)) {
-                break;
-            }
-        }
-    }
-    let (_, status, head) = parsed.unwrap_or_else(|| {
+    let write_error = conn.send(body).err().map(|e| e.detail());
+    let read = conn.read_streaming(Duration::from_secs(30), |s| {
+        enough.is_some_and(|f| f(&s.body))
+    });
+    let error = read.error.clone().or(write_error);
+    if read.framing.is_none() {
         panic!(
             "no response head ({error:?}): {:?}",
-            String::from_utf8_lossy(&raw)
-        )
-    });
-    let complete = decoder.done() || (decoder.until_close && error.is_none());
+            String::from_utf8_lossy(&read.raw)
+        );
+    }
+    // A body that only the close ends is whole when nothing failed.
+    let complete =
+        read.complete && (read.framing != Some(http1::Framing::UntilClose) || error.is_none());
     Seen {
-        status,
-        head,
-        body: decoder.body,
+        status: read.status,
+        head: read.head.clone(),
+        body: read.response.body,
         complete,
         error,
     }
 }
 
-/// An HTTP/1.1 response body, decoded from the bytes after the head (fed whole each time).
-#[derive(Debug, Default)]
-struct Body {
-    length: Option<usize>,
-    chunked: bool,
-    until_close: bool,
-    body: Vec<u8>,
-    last_chunk: bool,
-}
-
-impl Body {
-    fn for_head(head: &str) -> Self {
-        let mut b = Body::default();
-        for line in head.lines().skip(1) {
-            let Some((k, v)) = line.split_once(':') else {
-                continue;
-            };
-            let (k, v) = (k.trim().to_ascii_lowercase(), v.trim().to_ascii_lowercase());
-            if k == "content-length" {
-                b.length = v.parse().ok();
-            }
-            if k == "transfer-encoding" && v.contains("chunked") {
-                b.chunked = true;
-            }
-        }
-        b.until_close = !b.chunked && b.length.is_none();
-        b
-    }
-
-    fn feed(&mut self, all: &[u8]) {
-        if !self.chunked {
-            self.body = all.to_vec();
-            if let Some(n) = self.length {
-                self.body.truncate(n);
-            }
-            return;
-        }
-        self.body.clear();
-        let mut rest = all;
-        while let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") {
-            let size = std::str::from_utf8(&rest[..eol]).unwrap_or("");
-            let Ok(n) = usize::from_str_radix(size.split(';').next().unwrap_or("").trim(), 16)
-            else {
-                return;
-            };
-            if n == 0 {
-                self.last_chunk = true;
-                return;
-            }
-            let data = &rest[eol + 2..];
-            if data.len() < n {
-                self.body.extend_from_slice(data);
-                return;
-            }
-            self.body.extend_from_slice(&data[..n]);
-            rest = data.get(n + 2..).unwrap_or(&[]);
-        }
-    }
-
-    fn done(&self) -> bool {
-        match self.length {
-            _ if self.chunked => self.last_chunk,
-            Some(n) => self.body.len() >= n,
-            None => false,
-        }
-    }
-}
-
 /// The `data` of each complete SSE event in `body` (LF or CRLF).
 fn sse_data(body: &[u8]) -> Vec<String> {
-    let text = String::from_utf8_lossy(body).replace("\r\n", "\n");
-    let mut out = Vec::new();
-    let complete = match text.rfind("\n\n") {
-        Some(at) => &text[..at + 2],
-        None => return out,
-    };
-    for event in complete.split("\n\n").filter(|e| !e.is_empty()) {
-        let data: Vec<&str> = event
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .map(|d| d.strip_prefix(' ').unwrap_or(d))
-            .collect();
-        if !data.is_empty() {
-            out.push(data.join("\n"));
-        }
-    }
-    out
+    http1::sse_events(body)
+        .into_iter()
+        .filter_map(|e| e.data)
+        .collect()
 }
 
 // ---- the stack and its checks --------------------------------------------------------------------

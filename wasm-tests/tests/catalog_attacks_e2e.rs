@@ -32,15 +32,17 @@
 mod support;
 
 use std::collections::BTreeSet;
-use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use mcp_tool_search_wasm_tests::envoy_config::{
+    Bootstrap, Cluster, HttpFilter, Listener, Route, WasmFilter,
+};
 use mcp_tool_search_wasm_tests::harness::{
-    self, free_port, port_open, static_cluster_yaml, tail, wait_until, CatalogOptions,
-    CatalogServer, Envoy, EnvoyOptions, FilterOptions, Proc, TestDir,
+    self, free_port, port_open, tail, wait_until, CatalogOptions, CatalogServer, Envoy,
+    EnvoyOptions, FilterOptions, Proc, TestDir,
 };
 use mcp_tool_search_wasm_tests::mcp::{self, RawResponse};
 use serde_json::{json, Value};
@@ -93,7 +95,7 @@ fn try_start_envoy(
     upstream: SocketAddr,
     config: &Value,
     hold: bool,
-    extra_clusters: Vec<String>,
+    extra_clusters: Vec<Cluster>,
     dir: &TestDir,
 ) -> harness::Result<Envoy> {
     let filter = FilterOptions {
@@ -123,10 +125,6 @@ fn stat(envoy: &Envoy, name: &str) -> u64 {
         .filter(|(n, _)| n.ends_with(&suffix))
         .map(|(_, v)| *v)
         .sum()
-}
-
-fn yaml_quoted(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
 }
 
 // ---- the Python peers ------------------------------------------------------------------------------
@@ -440,89 +438,39 @@ fn class3_bootstrap(
     saas: SocketAddr,
     admin: SocketAddr,
 ) -> String {
-    let meta = |ns: &str| {
-        format!(
-            "\n                metadata:\n                  filter_metadata:\n                    mcp_tool_search:\n                      namespace: {}",
-            yaml_quoted(ns)
-        )
-    };
-    let mut clusters = String::new();
-    for (name, addr) in [("saas_upstream", saas), ("admin_upstream", admin)] {
-        for line in static_cluster_yaml(name, addr).lines() {
-            let _ = writeln!(clusters, "  {line}");
-        }
-    }
-    format!(
-        r#"admin:
-  address:
-    socket_address: {{ address: 127.0.0.1, port_value: 0 }}
-static_resources:
-  listeners:
-  - name: mcp_listener
-    address:
-      socket_address: {{ address: 127.0.0.1, port_value: 0 }}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: mcp
-          stream_idle_timeout: 0s
-          normalize_path: true
-          merge_slashes: true
-          route_config:
-            name: local
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-              - match: {{ prefix: '{SEARCH_PATH}' }}
-                route: {{ cluster: saas_upstream }}{saas_meta}
-              - match: {{ path: '/mcp' }}
-                route: {{ cluster: saas_upstream, timeout: 0s }}{saas_meta}
-              - match: {{ path: '/admin/mcp' }}
-                route: {{ cluster: admin_upstream, timeout: 0s, prefix_rewrite: '/mcp' }}{admin_meta}
-          http_filters:
-          - name: envoy.filters.http.rbac
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC
-              rules:
-                action: DENY
-                policies:
-                  administrators-only:
-                    permissions:
-                    - url_path: {{ path: {{ prefix: '/admin/' }} }}
-                    principals:
-                    - not_id: {{ header: {{ name: x-admin-token, string_match: {{ exact: '{ADMIN_TOKEN}' }} }} }}
-          - name: envoy.filters.http.wasm
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm
-              config:
-                name: mcp_tool_search
-                root_id: mcp_tool_search
-{allow_stop}                configuration:
-                  "@type": type.googleapis.com/google.protobuf.StringValue
-                  value: {config}
-                vm_config:
-                  runtime: envoy.wasm.runtime.v8
-                  code:
-                    local:
-                      filename: {wasm}
-          - name: envoy.filters.http.router
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-  clusters:
-{clusters}"#,
-        saas_meta = meta(NAMESPACE),
-        admin_meta = meta(ADMIN_NAMESPACE),
-        allow_stop = if hold {
-            "                allow_on_headers_stop_iteration: true\n"
-        } else {
-            ""
-        },
-        config = yaml_quoted(&with_mode(config, hold).to_string()),
-        wasm = yaml_quoted(&wasm.display().to_string()),
-    )
+    let config = with_mode(config, hold).to_string();
+    let listener = Listener::new("mcp_listener")
+        .stat_prefix("mcp")
+        .no_stream_idle_timeout()
+        .normalize_paths()
+        .route_config_name("local")
+        .routes(vec![
+            Route::prefix(SEARCH_PATH)
+                .to_cluster("saas_upstream")
+                .namespace(NAMESPACE),
+            Route::path("/mcp")
+                .to_cluster_untimed("saas_upstream")
+                .namespace(NAMESPACE),
+            Route::path("/admin/mcp")
+                .to_cluster_untimed("admin_upstream")
+                .route_option("prefix_rewrite", "/mcp")
+                .namespace(ADMIN_NAMESPACE),
+        ])
+        .filter(HttpFilter::rbac_deny_prefix_without_header(
+            "administrators-only",
+            "/admin/",
+            "x-admin-token",
+            ADMIN_TOKEN,
+        ))
+        .filter(HttpFilter::wasm(
+            &WasmFilter::new(wasm, &config).allow_on_headers_stop_iteration(hold),
+        ))
+        .filter(HttpFilter::router());
+    Bootstrap::new()
+        .listener(listener)
+        .cluster(Cluster::new("saas_upstream", saas))
+        .cluster(Cluster::new("admin_upstream", admin))
+        .to_yaml()
 }
 
 const ADMIN_NAMESPACE: &str = "admin";
@@ -1333,12 +1281,7 @@ async fn extra_catalog_cluster_must_say_whether_it_loops_back() {
     let spec = host_multiplexed_spec();
     let route_upstream = PyPeer::shaped("route-upstream", &spec, &dir);
     let catalog_upstream = PyPeer::shaped("catalog-upstream", &spec, &dir);
-    let clusters = || {
-        vec![static_cluster_yaml(
-            "catalog_upstream",
-            catalog_upstream.addr,
-        )]
-    };
+    let clusters = || vec![Cluster::new("catalog_upstream", catalog_upstream.addr)];
     let config = |catalog: Value| json!({"mcp_paths": ["/mcp"], "authorization": policy(), "catalog": catalog});
     let marker = |peer: &PyPeer| -> Vec<String> {
         peer.requests()

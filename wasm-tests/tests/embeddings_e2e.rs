@@ -38,6 +38,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
+use mcp_tool_search_wasm_tests::envoy_config::{
+    Bootstrap, Cluster, HttpFilter, Listener, Route, VirtualHost,
+};
 use mcp_tool_search_wasm_tests::harness::{
     self, CatalogOptions, CatalogServer, Embedder, EmbeddingsFront, Envoy, FrontOptions, TestDir,
     FRONT_ABORT_PERCENT, FRONT_DELAY_PERCENT, FRONT_GARBAGE_JSON_PERCENT,
@@ -273,7 +276,7 @@ fn start(name: &str, config: Value, via: Via, sidecar_up: bool) -> World {
     });
     setup
         .extra_clusters
-        .push(harness::static_cluster_yaml("embeddings", target));
+        .push(Cluster::new("embeddings", target));
     let upstream = CatalogServer::start(CATALOG_SERVER.as_ref(), &setup.catalog, &dir)
         .unwrap_or_else(|e| panic!("catalog-server: {e}"));
     let envoy_started = Instant::now();
@@ -1195,57 +1198,31 @@ const GATE_HEADERS: [(&str, &str); 2] =
 /// requests get 403 (headers missing) or 421 (another authority), so a call that is answered
 /// with vectors carried them all.
 fn gate_yaml(sidecar: SocketAddr) -> String {
-    let headers: String = GATE_HEADERS
+    let embeddings = GATE_HEADERS
         .iter()
-        .map(|(name, value)| {
-            format!(
-                "\n                  - name: {name}\n                    string_match: {{ exact: '{value}' }}"
-            )
-        })
-        .collect();
-    let cluster: String = harness::static_cluster_yaml("sidecar", sidecar)
-        .lines()
-        .map(|l| format!("  {l}\n"))
-        .collect();
-    format!(
-        r#"admin:
-  address:
-    socket_address: {{ address: 127.0.0.1, port_value: 0 }}
-static_resources:
-  listeners:
-  - name: embeddings_gate
-    address:
-      socket_address: {{ address: 127.0.0.1, port_value: 0 }}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: embeddings_gate
-          route_config:
-            name: gate
-            virtual_hosts:
-            - name: configured
-              domains: ["{GATE_AUTHORITY}"]
-              routes:
-              - match:
-                  path: /v1/embeddings
-                  headers:{headers}
-                route: {{ cluster: sidecar, timeout: 0s }}
-              - match: {{ prefix: "/" }}
-                direct_response: {{ status: 403, body: {{ inline_string: "headers missing" }} }}
-            - name: other
-              domains: ["*"]
-              routes:
-              - match: {{ prefix: "/" }}
-                direct_response: {{ status: 421, body: {{ inline_string: "another authority" }} }}
-          http_filters:
-          - name: envoy.filters.http.router
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-  clusters:
-{cluster}"#
-    )
+        .fold(Route::path("/v1/embeddings"), |r, (name, value)| {
+            r.header_exact(name, value)
+        });
+    let listener = Listener::new("embeddings_gate")
+        .route_config_name("gate")
+        .virtual_host(VirtualHost::new(
+            "configured",
+            &[GATE_AUTHORITY],
+            vec![
+                embeddings.to_cluster_untimed("sidecar"),
+                Route::prefix("/").direct(403, Some("headers missing")),
+            ],
+        ))
+        .virtual_host(VirtualHost::new(
+            "other",
+            &["*"],
+            vec![Route::prefix("/").direct(421, Some("another authority"))],
+        ))
+        .filter(HttpFilter::router());
+    Bootstrap::new()
+        .listener(listener)
+        .cluster(Cluster::new("sidecar", sidecar))
+        .to_yaml()
 }
 
 /// README "Semantic ranking": the configured `authority` and `headers` are on the embeddings

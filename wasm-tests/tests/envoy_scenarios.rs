@@ -19,6 +19,7 @@ use mcp_tool_search_core::stream::{Event, RequestHead, STATS};
 use mcp_tool_search_wasm_tests::harness::{
     self, raw_exchange, Envoy, EnvoyOptions, FilterOptions, TestDir,
 };
+use mcp_tool_search_wasm_tests::http1::Request;
 use native::scenarios as support_scenarios;
 use native::Outcome;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -162,29 +163,26 @@ impl EnvoyDriver {
 }
 
 fn request_bytes(addr: SocketAddr, head: &RequestHead, body: &[u8]) -> Vec<u8> {
-    let mut out = format!("{} {} HTTP/1.1\r\nhost: {addr}\r\n", head.method, head.path);
-    let mut header = |name: &str, value: &str| out.push_str(&format!("{name}: {value}\r\n"));
+    let mut req = Request::builder(&head.method, &head.path).header("host", &addr.to_string());
     if let Some(a) = &head.accept {
-        header("accept", a);
+        req = req.header("accept", a);
     }
     if let Some(s) = &head.session_id {
-        header("mcp-session-id", s);
+        req = req.header("mcp-session-id", s);
     }
     for v in &head.mcp.method {
-        header("mcp-method", v);
+        req = req.header("mcp-method", v);
     }
     for v in &head.mcp.name {
-        header("mcp-name", v);
+        req = req.header("mcp-name", v);
     }
     for v in &head.mcp.protocol_version {
-        header("mcp-protocol-version", v);
+        req = req.header("mcp-protocol-version", v);
     }
     if !body.is_empty() {
-        header("content-type", "application/json");
+        req = req.header("content-type", "application/json");
     }
-    header("content-length", &body.len().to_string());
-    out.push_str("\r\n");
-    [out.into_bytes(), body.to_vec()].concat()
+    req.body(body).bytes
 }
 
 impl support_scenarios::Driver for EnvoyDriver {
@@ -241,10 +239,8 @@ impl support_scenarios::Driver for EnvoyDriver {
             };
         }
         let headers = reply
-            .head
-            .lines()
-            .filter_map(|l| l.split_once(':'))
-            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+            .headers()
+            .map(|(k, v)| (k.to_ascii_lowercase(), v.to_owned()))
             .filter(|(k, _)| k == "content-type" || k == "mcp-session-id")
             .collect();
         Outcome::Local {

@@ -17,7 +17,8 @@
 mod support;
 
 use mcp_tool_search_wasm_tests::harness::{
-    filter_wasm, free_port, http_get, workspace_root, CatalogOptions, CatalogServer, Envoy, TestDir,
+    filter_wasm, free_port, http_get, workspace_root, CatalogOptions, CatalogServer, Envoy,
+    TestDir, FILTER_WASM_ARTIFACT,
 };
 use mcp_tool_search_wasm_tests::mcp;
 use mcp_tool_search_wasm_tests::node::ServerEverything;
@@ -43,10 +44,7 @@ fn gateway_yaml(listen: u16, servers: [u16; 3], extra: &Value) -> String {
             .replace("port_value: 18081", &format!("port_value: {}", servers[0]))
             .replace("port_value: 18082", &format!("port_value: {}", servers[1]))
             .replace("port_value: 18083", &format!("port_value: {}", servers[2]))
-            .replace(
-                "target/wasm32-wasip1/release/mcp_tool_search.wasm",
-                &wasm.display().to_string(),
-            );
+            .replace(FILTER_WASM_ARTIFACT, &wasm.display().to_string());
         if line.trim_start().starts_with("value: '{") {
             let start = line.find('\'').unwrap() + 1;
             let end = line.rfind('\'').unwrap();

@@ -30,16 +30,18 @@
     clippy::indexing_slicing
 )]
 
-use mcp_tool_search_wasm_tests::harness::{self, free_port, static_cluster_yaml, Envoy, TestDir};
+use mcp_tool_search_wasm_tests::envoy_config::{
+    Bootstrap, Cluster, HttpFilter, Listener, Route, VirtualHost, WasmFilter,
+};
+use mcp_tool_search_wasm_tests::harness::{self, free_port, Envoy, TestDir};
+use mcp_tool_search_wasm_tests::http1;
 use mcp_tool_search_wasm_tests::node::ServerEverything;
 use mcp_tool_search_wasm_tests::python::{
     AttackServer, AttackServerOptions, DuplicateMembersServer,
 };
 use serde_json::{json, Value};
-use std::fmt::Write as _;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::time::{Duration, Instant};
+use std::net::SocketAddr;
+use std::time::Duration;
 
 // ---- the policy and the entries it allows ---------------------------------------------------------
 
@@ -215,22 +217,17 @@ impl Target {
     /// A whole HTTP/1.1 request: the caller's role header, `Connection: close`, the body
     /// byte for byte.
     fn request(&self, method: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
-        let mut head = format!(
-            "{method} /mcp HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n{ROLES_HEADER}: support\r\n",
-            self.host
-        );
+        let mut req = http1::Request::builder(method, "/mcp")
+            .header("Host", &self.host)
+            .header("Connection", "close")
+            .header(ROLES_HEADER, "support");
         if method == "POST" {
-            let _ = write!(
-                head,
-                "content-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n",
-                body.len()
-            );
+            req = req
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .header("content-length", &body.len().to_string());
         }
-        for (k, v) in headers {
-            let _ = write!(head, "{k}: {v}\r\n");
-        }
-        head.push_str("\r\n");
-        [head.into_bytes(), body.to_vec()].concat()
+        req.headers(headers).raw_body(body).bytes
     }
 
     fn post(&self, headers: &[(&str, &str)], body: &[u8]) -> Reply {
@@ -239,64 +236,38 @@ impl Target {
     }
 }
 
-/// A response read so far.
-#[derive(Debug, Clone, Default)]
-struct Reply {
-    status: u16,
-    head: String,
-    /// The body, de-chunked (a chunk still arriving is included as far as it came).
-    body: Vec<u8>,
-    /// Every byte received, head and chunk framing included (searched for leaks).
-    raw: Vec<u8>,
-    /// The response ended (its last chunk or `content-length` bytes, or the server closed).
-    complete: bool,
+/// A response read so far: the body de-chunked (a chunk still arriving included as far as it
+/// came), and every byte received in `raw`, head and chunk framing included (searched for
+/// leaks).
+type Reply = http1::Streamed;
+
+/// What the checks read from a [`Reply`].
+trait ReplyExt {
+    fn is_sse(&self) -> bool;
+    /// The SSE events: (`id`, data).
+    fn events(&self) -> Vec<(Option<String>, String)>;
+    /// Every JSON-RPC message of the body (the JSON body, or each SSE event's data), parsed as
+    /// the clients do: a member named twice keeps its last value (Python's `json`,
+    /// JavaScript's `JSON.parse` and serde_json's `Value` alike).
+    fn messages(&self) -> Vec<Value>;
+    /// The status and the body, cut, for failure messages.
+    fn show(&self) -> String;
 }
 
-impl Reply {
-    fn header(&self, name: &str) -> Option<String> {
-        self.head.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.trim()
-                .eq_ignore_ascii_case(name)
-                .then(|| v.trim().to_owned())
-        })
-    }
-
+impl ReplyExt for Reply {
     fn is_sse(&self) -> bool {
         self.header("content-type")
             .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/event-stream"))
     }
 
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-
-    /// The SSE events: (`id`, data).
     fn events(&self) -> Vec<(Option<String>, String)> {
-        let text = self.text().replace("\r\n", "\n");
-        let mut out = Vec::new();
-        let mut blocks: Vec<&str> = text.split("\n\n").collect();
-        // The last block is an event still arriving (or empty): not yet an event.
-        blocks.pop();
-        for block in blocks {
-            let (mut id, mut data) = (None, Vec::new());
-            for line in block.lines() {
-                if let Some(v) = line.strip_prefix("id:") {
-                    id = Some(v.trim_start().to_owned());
-                } else if let Some(v) = line.strip_prefix("data:") {
-                    data.push(v.strip_prefix(' ').unwrap_or(v).to_owned());
-                }
-            }
-            if id.is_some() || !data.is_empty() {
-                out.push((id, data.join("\n")));
-            }
-        }
-        out
+        http1::sse_events(&self.body)
+            .into_iter()
+            .filter(|e| e.id.is_some() || e.data.is_some())
+            .map(|e| (e.id, e.data.unwrap_or_default()))
+            .collect()
     }
 
-    /// Every JSON-RPC message of the body (the JSON body, or each SSE event's data), parsed as
-    /// the clients do: a member named twice keeps its last value (Python's `json`,
-    /// JavaScript's `JSON.parse` and serde_json's `Value` alike).
     fn messages(&self) -> Vec<Value> {
         if self.is_sse() {
             self.events()
@@ -311,7 +282,6 @@ impl Reply {
         }
     }
 
-    /// The status and the body, cut, for failure messages.
     fn show(&self) -> String {
         let text = self.text();
         let cut: String = text.chars().take(700).collect();
@@ -322,122 +292,24 @@ impl Reply {
 
 /// A request written, its response not yet read.
 struct Pending {
-    stream: Option<TcpStream>,
+    conn: http1::Conn,
     error: Option<String>,
 }
 
 impl Pending {
     fn begin(addr: SocketAddr, request: &[u8]) -> Self {
-        match TcpStream::connect_timeout(&addr, Duration::from_secs(2)).and_then(|mut s| {
-            s.write_all(request)?;
-            Ok(s)
-        }) {
-            Ok(s) => Self {
-                stream: Some(s),
-                error: None,
-            },
-            Err(e) => Self {
-                stream: None,
-                error: Some(format!("{addr}: {e}")),
-            },
-        }
+        let mut conn = http1::Conn::new(addr).with_connect_timeout(Duration::from_secs(2));
+        let error = conn.send(request).err().map(|e| format!("{addr}: {e}"));
+        Self { conn, error }
     }
 
     /// Reads until the server closes, `done` says enough, or `timeout` passes; then drops the
     /// connection.
-    fn read(self, timeout: Duration, done: impl Fn(&Reply) -> bool) -> Reply {
-        let Some(mut s) = self.stream else {
-            panic!("{}", self.error.unwrap_or_default());
-        };
-        let deadline = Instant::now() + timeout;
-        let mut reply = Reply::default();
-        let mut buf = [0_u8; 16384];
-        let _ = s.set_read_timeout(Some(Duration::from_millis(50)));
-        loop {
-            match s.read(&mut buf) {
-                Ok(0) => {
-                    reply.complete = true;
-                    parse_reply(&mut reply);
-                    return reply;
-                }
-                Ok(n) => {
-                    reply.raw.extend_from_slice(&buf[..n]);
-                    parse_reply(&mut reply);
-                    if reply.complete || (reply.status != 0 && done(&reply)) {
-                        return reply;
-                    }
-                }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) => {}
-                Err(_) => {
-                    reply.complete = true;
-                    return reply;
-                }
-            }
-            if Instant::now() >= deadline {
-                return reply;
-            }
+    fn read(mut self, timeout: Duration, done: impl Fn(&Reply) -> bool) -> Reply {
+        if let Some(e) = self.error {
+            panic!("{e}");
         }
-    }
-}
-
-/// Reads the head and the body so far; `complete` once the body's framing says it ended (the
-/// last chunk, or `content-length` bytes), since a server may keep the connection open after
-/// that.
-fn parse_reply(reply: &mut Reply) {
-    let Some(split) = reply.raw.windows(4).position(|w| w == b"\r\n\r\n") else {
-        return;
-    };
-    reply.head = String::from_utf8_lossy(&reply.raw[..split]).into_owned();
-    reply.status = reply
-        .head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = &reply.raw[split + 4..];
-    if reply
-        .header("transfer-encoding")
-        .is_some_and(|t| t.eq_ignore_ascii_case("chunked"))
-    {
-        let (data, ended) = dechunk(body);
-        reply.body = data;
-        reply.complete |= ended;
-    } else {
-        reply.body = body.to_vec();
-        if let Some(length) = reply.header("content-length").and_then(|l| l.parse().ok()) {
-            reply.complete |= body.len() >= length;
-        }
-    }
-}
-
-/// The data of the chunks received so far (the last one possibly partial), and whether the
-/// last chunk has arrived.
-fn dechunk(mut raw: &[u8]) -> (Vec<u8>, bool) {
-    let mut out = Vec::new();
-    loop {
-        let Some(eol) = raw.windows(2).position(|w| w == b"\r\n") else {
-            return (out, false);
-        };
-        let size = std::str::from_utf8(&raw[..eol])
-            .ok()
-            .and_then(|s| usize::from_str_radix(s.split(';').next().unwrap_or("").trim(), 16).ok());
-        let Some(size) = size else {
-            return (out, false);
-        };
-        if size == 0 {
-            return (out, true);
-        }
-        let data = &raw[eol + 2..];
-        if data.len() < size {
-            out.extend_from_slice(data);
-            return (out, false);
-        }
-        out.extend_from_slice(&data[..size]);
-        raw = data.get(size + 2..).unwrap_or(&[]);
+        self.conn.read_streaming(timeout, done)
     }
 }
 
@@ -457,69 +329,32 @@ fn body(id: &str, method: &str, params: Option<&Value>) -> Vec<u8> {
 fn envoy(upstreams: &[(&str, SocketAddr)], hold: bool, dir: &TestDir) -> Envoy {
     let wasm = harness::filter_wasm().unwrap_or_else(|e| panic!("{e}"));
     let config = filter_config(hold).to_string();
-    let mut hosts = String::new();
-    let mut clusters = String::new();
+    let mut listener = Listener::new("mcp_listener")
+        .stat_prefix("mcp")
+        .no_stream_idle_timeout()
+        .route_config_name("local");
     for (name, addr) in upstreams {
-        let _ = write!(
-            hosts,
-            r#"            - name: '{name}'
-              domains: ['{name}', '{name}:*']
-              routes:
-              - match: {{ prefix: "/" }}
-                route: {{ cluster: '{name}', timeout: 0s, host_rewrite_literal: '{addr}' }}
-"#
-        );
-        for line in static_cluster_yaml(name, *addr).lines() {
-            let _ = writeln!(clusters, "  {line}");
-        }
+        listener = listener.virtual_host(VirtualHost::new(
+            name,
+            &[name, &format!("{name}:*")],
+            vec![Route::prefix("/")
+                .to_cluster_untimed(name)
+                .route_option("host_rewrite_literal", addr.to_string())],
+        ));
     }
-    let allow_stop = if hold {
-        "                allow_on_headers_stop_iteration: true\n"
-    } else {
-        ""
-    };
-    let yaml = format!(
-        r#"admin:
-  address:
-    socket_address: {{ address: 127.0.0.1, port_value: 0 }}
-static_resources:
-  listeners:
-  - name: mcp_listener
-    address:
-      socket_address: {{ address: 127.0.0.1, port_value: 0 }}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: mcp
-          stream_idle_timeout: 0s
-          route_config:
-            name: local
-            virtual_hosts:
-{hosts}          http_filters:
-          - name: envoy.filters.http.wasm
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm
-              config:
-                name: mcp_tool_search
-                root_id: mcp_tool_search
-{allow_stop}                configuration:
-                  "@type": type.googleapis.com/google.protobuf.StringValue
-                  value: '{config}'
-                vm_config:
-                  runtime: envoy.wasm.runtime.v8
-                  code:
-                    local:
-                      filename: '{wasm}'
-          - name: envoy.filters.http.router
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-  clusters:
-{clusters}"#,
-        config = config.replace('\'', "''"),
-        wasm = wasm.display().to_string().replace('\'', "''"),
-    );
+    let listener = listener
+        .filter(HttpFilter::wasm(
+            &WasmFilter::new(&wasm, &config).allow_on_headers_stop_iteration(hold),
+        ))
+        .filter(HttpFilter::router());
+    let yaml = Bootstrap::new()
+        .listener(listener)
+        .clusters(
+            upstreams
+                .iter()
+                .map(|(name, addr)| Cluster::new(name, *addr)),
+        )
+        .to_yaml();
     Envoy::start_yaml(&yaml, "wasm:debug,http:debug", dir).unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -551,6 +386,7 @@ fn open_session(target: &Target) -> (String, Option<String>) {
     );
     let sid = init
         .header("mcp-session-id")
+        .map(str::to_owned)
         .unwrap_or_else(|| panic!("no session {}: {}", target.name(), init.show()));
     let cursor = init
         .events()

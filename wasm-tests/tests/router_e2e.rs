@@ -15,8 +15,11 @@
 
 mod support;
 
+use mcp_tool_search_wasm_tests::envoy_config::{
+    Bootstrap, Cluster, HttpFilter, Listener, McpServer, Route, WasmFilter,
+};
 use mcp_tool_search_wasm_tests::harness::{
-    filter_wasm, free_port, static_cluster_yaml, CatalogOptions, CatalogServer, Envoy, TestDir,
+    filter_wasm, free_port, CatalogOptions, CatalogServer, Envoy, TestDir,
 };
 use serde_json::{json, Value};
 use support::*;
@@ -24,63 +27,28 @@ use support::*;
 /// Our filter, then `mcp`, then `mcp_router` over `alpha` and `beta`; `self` is the listener.
 fn gateway_yaml(port: u16, alpha: &CatalogServer, beta: &CatalogServer, config: &Value) -> String {
     let wasm = filter_wasm().unwrap();
-    let clusters: String = [
-        static_cluster_yaml("alpha", alpha.addr),
-        static_cluster_yaml("beta", beta.addr),
-        static_cluster_yaml("self", format!("127.0.0.1:{port}").parse().unwrap()),
-    ]
-    .iter()
-    .flat_map(|c| c.lines().map(|l| format!("  {l}\n")).collect::<Vec<_>>())
-    .collect();
-    format!(
-        r#"admin:
-  address: {{socket_address: {{address: 127.0.0.1, port_value: 0}}}}
-static_resources:
-  listeners:
-  - name: gateway
-    address: {{socket_address: {{address: 127.0.0.1, port_value: {port}}}}}
-    filter_chains:
-    - filters:
-      - name: envoy.filters.network.http_connection_manager
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: gateway
-          stream_idle_timeout: 0s
-          route_config:
-            virtual_hosts:
-            - name: all
-              domains: ["*"]
-              routes:
-              - match: {{prefix: "/"}}
-                route: {{cluster: alpha, timeout: 0s}}
-          http_filters:
-          - name: envoy.filters.http.wasm
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm
-              config:
-                name: mcp_tool_search
-                root_id: mcp_tool_search
-                configuration:
-                  "@type": type.googleapis.com/google.protobuf.StringValue
-                  value: '{config}'
-                vm_config:
-                  runtime: envoy.wasm.runtime.v8
-                  code: {{local: {{filename: '{wasm}'}}}}
-          - name: envoy.filters.http.mcp
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.mcp.v3.Mcp
-          - name: envoy.filters.http.mcp_router
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.filters.http.mcp_router.v3.McpRouter
-              servers:
-              - name: alpha
-                mcp_cluster: {{cluster: alpha, path: /mcp}}
-              - name: beta
-                mcp_cluster: {{cluster: beta, path: /mcp}}
-  clusters:
-{clusters}"#,
-        wasm = wasm.display(),
-    )
+    let listener = Listener::new("gateway")
+        .port(port)
+        .no_stream_idle_timeout()
+        .routes(vec![Route::prefix("/").to_cluster_untimed("alpha")])
+        .filter(HttpFilter::wasm(&WasmFilter::new(
+            &wasm,
+            &config.to_string(),
+        )))
+        .filter(HttpFilter::mcp())
+        .filter(HttpFilter::mcp_router(&[
+            McpServer::new("alpha"),
+            McpServer::new("beta"),
+        ]));
+    Bootstrap::new()
+        .listener(listener)
+        .cluster(Cluster::new("alpha", alpha.addr))
+        .cluster(Cluster::new("beta", beta.addr))
+        .cluster(Cluster::new(
+            "self",
+            format!("127.0.0.1:{port}").parse().unwrap(),
+        ))
+        .to_yaml()
 }
 
 struct Gateway {

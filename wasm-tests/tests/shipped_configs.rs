@@ -12,12 +12,12 @@
 )]
 
 use mcp_tool_search_core::config::Config;
-use mcp_tool_search_wasm_tests::harness::workspace_root;
+use mcp_tool_search_wasm_tests::harness::{workspace_root, FILTER_WASM_ARTIFACT};
 use serde_json::Value;
 use std::path::{Component, Path, PathBuf};
 
 /// What `make wasm` writes, relative to the repository (the Makefile's `WASM`).
-const WASM_ARTIFACT: &str = "target/wasm32-wasip1/release/mcp_tool_search.wasm";
+const WASM_ARTIFACT: &str = FILTER_WASM_ARTIFACT;
 
 /// A shipped YAML file, as JSON (every key these files use is a string).
 fn yaml(rel: &str) -> Value {

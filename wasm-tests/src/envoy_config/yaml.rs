@@ -140,12 +140,16 @@ fn write_entry(out: &mut String, lead: &str, key: &str, value: &Yaml, indent: us
     }
 }
 
+/// A key plain when YAML reads it back as the same string (an identifier that is not a YAML
+/// 1.1 boolean or null), else quoted.
 fn key_text(key: &str) -> String {
-    let plain = !key.is_empty()
+    let identifier = key.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
         && key
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
-    if plain {
+    let reserved = ["y", "n", "yes", "no", "true", "false", "on", "off", "null"]
+        .contains(&key.to_ascii_lowercase().as_str());
+    if identifier && !reserved {
         key.to_owned()
     } else {
         quoted(key)

@@ -27,9 +27,7 @@ pub fn wasm_path() -> &'static Path {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
     PATH.get_or_init(|| {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let path = std::env::var_os("FILTER_WASM")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| root.join("target/wasm32-wasip1/release/mcp_tool_search.wasm"));
+        let path = mcp_tool_search_wasm_tests::harness::filter_wasm_path();
         let Ok(meta) = std::fs::metadata(&path) else {
             panic!(
                 "{} is missing: run `make wasm` first (`make test` does it for you)",

@@ -7,6 +7,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use mcp_tool_search_wasm_tests::envoy_config::Cluster;
 use mcp_tool_search_wasm_tests::harness::{
     self, CatalogOptions, CatalogServer, Envoy, EnvoyOptions, FilterOptions, JwtAuthnOptions,
     TestDir,
@@ -42,7 +43,7 @@ pub struct Setup {
     pub namespace: Option<String>,
     /// More Envoy clusters (e.g. the filter's `embeddings`), see
     /// [`EnvoyOptions::extra_clusters`].
-    pub extra_clusters: Vec<String>,
+    pub extra_clusters: Vec<Cluster>,
 }
 
 impl Setup {
@@ -101,7 +102,7 @@ impl Setup {
         opts.search_prefix = Some(SEARCH_PATH.to_owned());
         opts.extra_clusters = self.extra_clusters.clone();
         if let Some(jwt) = &self.jwt {
-            opts.http_filters_before.push(jwt.yaml());
+            opts.http_filters_before.push(jwt.filter());
             opts.component_log_level = "wasm:debug,http:debug,jwt:debug".to_owned();
         }
         let envoy = Envoy::start(&opts, &dir).unwrap_or_else(|e| panic!("{e}"));
