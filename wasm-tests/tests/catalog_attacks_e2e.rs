@@ -31,6 +31,7 @@
 
 mod support;
 
+use mcp_tool_search_core::config::entries::Entry;
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -593,19 +594,19 @@ async fn class3_round(envoy: &Envoy, hold: bool, problems: &mut Problems) {
     let mut rejected = 0u64;
     let posts = [
         (
-            format!("{NAMESPACE}#prompts"),
+            Entry::Prompt.catalog_key(NAMESPACE),
             "deploy keys signing secrets",
         ),
         (
-            format!("{NAMESPACE}#resources"),
+            Entry::Resource.catalog_key(NAMESPACE),
             "deploy keys signing secrets",
         ),
         (
-            format!("{NAMESPACE}#resource-templates"),
+            Entry::ResourceTemplate.catalog_key(NAMESPACE),
             "deploy keys signing secrets",
         ),
         (
-            format!("{NAMESPACE}@private-0123456789abcdef"),
+            mcp_tool_search_core::keys::private_key(NAMESPACE, "0123456789abcdef"),
             "get a github issue",
         ),
         (ADMIN_NAMESPACE.to_owned(), "delete a github organization"),
@@ -639,8 +640,8 @@ async fn class3_round(envoy: &Envoy, hold: bool, problems: &mut Problems) {
     }
     for (ns, encoded, query) in [
         (
-            format!("{NAMESPACE}#prompts"),
-            format!("{NAMESPACE}%23prompts"),
+            Entry::Prompt.catalog_key(NAMESPACE),
+            Entry::Prompt.catalog_key(NAMESPACE).replace('#', "%23"),
             "deploy%20keys",
         ),
         (

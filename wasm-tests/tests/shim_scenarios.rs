@@ -27,7 +27,7 @@ impl support_scenarios::Driver for Both {
         Both::new(config)
     }
     fn two_workers(config: &str) -> (Self, Self) {
-        let host = std::rc::Rc::new(mcp_tool_search_core::plugin::MemoryHost::default());
+        let host = std::rc::Rc::new(mcp_tool_search_core::http::MemoryHost::default());
         let first = ShimEnv::new(config);
         let second = ShimEnv::sharing(config, &first);
         (

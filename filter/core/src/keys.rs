@@ -135,7 +135,6 @@ impl Entry {
     }
 }
 
-
 /// The mark between a namespace and a credential's digest in a private catalog key.
 pub const PRIVATE_MARK: &str = "@private-";
 

@@ -1,5 +1,8 @@
 //! The layout's promises, checked on the sources: no import circles (between the top-level
-//! modules, and between the sibling files of a folder), and no proxy-wasm in the core.
+//! modules, and between the sibling files of a folder); no proxy-wasm in the core; only
+//! `http::Context` matches on what a stream decides; every shared-data key spelled in
+//! `keys.rs` alone; no source file over 700 lines outside tests; the fuzz crate built with the
+//! workspace.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -203,4 +206,175 @@ fn the_core_does_not_depend_on_proxy_wasm() {
         let text = std::fs::read_to_string(&f).unwrap();
         assert!(!text.contains("proxy_wasm"), "{}", f.display());
     }
+}
+
+/// The repository's root.
+fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Every `.rs` file below `dir` (build output and dependencies excluded).
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in entries {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if path.is_dir() {
+            if !["target", "node_modules", "pkg", ".git"].contains(&name.as_str()) {
+                out.extend(rust_files(&path));
+            }
+        } else if name.ends_with(".rs") {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// A file that holds only tests: below a `tests/` folder, or named `tests.rs` / `*_tests.rs`.
+fn is_test_file(path: &Path) -> bool {
+    let name = path.file_name().unwrap().to_string_lossy();
+    name == "tests.rs"
+        || name.ends_with("_tests.rs")
+        || path.components().any(|c| c.as_os_str() == "tests")
+}
+
+/// The code of a file without its comments (`//` to the end of the line).
+fn code_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.lines()
+        .map(|line| match line.find("//") {
+            Some(at) if !line[..at].contains('"') => &line[..at],
+            _ => line,
+        })
+        .filter(|line| !line.trim().is_empty())
+}
+
+#[test]
+fn no_source_file_is_over_700_lines() {
+    let root = repository();
+    let mut checked = 0;
+    for dir in ["filter", "host-shim/src", "wasm-tests/src", "bench"] {
+        for file in rust_files(&root.join(dir)) {
+            if is_test_file(&file) {
+                continue;
+            }
+            let lines = std::fs::read_to_string(&file).unwrap().lines().count();
+            assert!(lines <= 700, "{} has {lines} lines", file.display());
+            checked += 1;
+        }
+    }
+    assert!(checked > 50, "only {checked} files found");
+}
+
+/// Only `http::Context` drives a stream: nothing else matches on what the stream decides.
+#[test]
+fn only_the_http_context_matches_on_a_stream_action() {
+    let root = repository();
+    let http = root.join("filter/core/src/http");
+    let actions = [
+        "RequestHeadersAction",
+        "RequestBodyAction",
+        "ResponseHeadersAction",
+        "HeaderChange",
+    ];
+    // An action named as a pattern: before a match arm's `=>`, in `matches!`, `if let` or
+    // `let … else` (named after `=>`, it is being built, which the stream does).
+    let matching = |line: &str| {
+        let pattern = line.split("=>").next().unwrap_or("");
+        (line.contains("=>") && actions.iter().any(|a| pattern.contains(&format!("{a}::"))))
+            || line.contains("matches!")
+            || line.trim_start().starts_with("if let")
+            || (line.trim_start().starts_with("let ") && line.contains("else"))
+    };
+    let mut in_http = 0;
+    for dir in [
+        "filter",
+        "host-shim",
+        "wasm-tests",
+        "bench",
+        "playground",
+        "embedder",
+    ] {
+        for file in rust_files(&root.join(dir)) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            for line in code_lines(&text) {
+                if !actions.iter().any(|a| line.contains(&format!("{a}::"))) || !matching(line) {
+                    continue;
+                }
+                if file.starts_with(&http) {
+                    in_http += 1;
+                } else {
+                    panic!("{} matches on a stream action: {line}", file.display());
+                }
+            }
+        }
+    }
+    assert!(
+        in_http >= 6,
+        "the context's own matches not found ({in_http})"
+    );
+}
+
+/// Every shared-data key is spelled in `keys.rs`: the literals it holds appear nowhere else.
+#[test]
+fn no_shared_data_key_is_spelled_outside_its_file() {
+    let root = repository();
+    let keys_file = root.join("filter/core/src/keys.rs");
+    let text = std::fs::read_to_string(&keys_file).unwrap();
+    let prefix = text
+        .split("concat!(\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap()
+        .to_string();
+    // Keys under the prefix are found by the prefix; the suffixes and marks by themselves.
+    let mut literals = vec![prefix];
+    for line in text.lines().filter(|l| l.starts_with("pub const ")) {
+        if let Some(value) = line.split("= \"").nth(1).and_then(|r| r.split('"').next()) {
+            literals.push(value.to_string());
+        }
+    }
+    assert!(literals.len() >= 12, "{literals:?}");
+    for dir in ["filter", "host-shim", "wasm-tests", "bench", "playground"] {
+        for file in rust_files(&root.join(dir)) {
+            if file.starts_with(root.join("filter/core/src/keys")) || file == keys_file {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).unwrap();
+            for line in code_lines(&text) {
+                for literal in &literals {
+                    // Marks and prefixes are found inside longer literals; a suffix such as
+                    // "/meta" only as a whole literal.
+                    let found = if literal.starts_with('/') {
+                        line.contains(&format!("\"{literal}\""))
+                    } else {
+                        line.contains(literal.as_str())
+                    };
+                    assert!(
+                        !found,
+                        "{} spells the shared-data key {literal:?}: {line}",
+                        file.display()
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_fuzz_crate_is_a_member_of_the_workspace() {
+    let root = repository();
+    let workspace = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let members = workspace
+        .lines()
+        .find(|l| l.starts_with("members"))
+        .unwrap();
+    assert!(members.contains("\"filter/core/fuzz\""), "{members}");
+    let fuzz = std::fs::read_to_string(root.join("filter/core/fuzz/Cargo.toml")).unwrap();
+    assert!(
+        !fuzz.lines().any(|l| l.trim() == "[workspace]"),
+        "the fuzz crate declares its own workspace"
+    );
 }

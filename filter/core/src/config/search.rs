@@ -336,7 +336,7 @@ pub(super) fn parse_search(value: &Value) -> Result<SearchConfig, ConfigError> {
 }
 
 /// `search.http_namespaces`: namespace names, never one of the filter's own catalog keys
-/// (`<ns>#prompts`, `<ns>@private-<digest>`: `Entry::catalog_key` in `store::keys`,
+/// (a kind's or a credential's catalog: `Entry::catalog_key` and `private_key` in `keys`,
 /// `index::catalog::private_key`), which are no route's namespace.
 fn parse_http_namespaces(value: &Value) -> Result<Vec<String>, ConfigError> {
     let field = "search.http_namespaces";
@@ -346,7 +346,7 @@ fn parse_http_namespaces(value: &Value) -> Result<Vec<String>, ConfigError> {
             return Err(ConfigError::invalid(
                 &format!("{field}[{i}]"),
                 &Value::String(name.clone()),
-                "a namespace name without '#' or '@' (those mark the filter's internal catalog keys, such as \"<ns>#prompts\" and \"<ns>@private-<digest>\", which are not namespaces)",
+                "a namespace name without '#' or '@' (those two characters mark the filter's internal catalog keys, which are not namespaces)",
             ));
         }
     }

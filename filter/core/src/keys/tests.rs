@@ -1,6 +1,6 @@
+use super::private_key;
 use super::*;
 use crate::config::Config;
-use super::private_key;
 
 #[test]
 fn keys_are_spelled_as_every_worker_of_this_layout_reads_them() {

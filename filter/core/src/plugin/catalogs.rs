@@ -6,8 +6,8 @@ use super::{Host, Level, Plugin};
 use crate::config::entries::Entry;
 use crate::fetch::{Context, Fetch, FetchError, FetchSpec, Fetched, Origin, Step};
 use crate::index::catalog::{private_key, Page};
-use crate::stats::Event;
 use crate::keys;
+use crate::stats::Event;
 use crate::store::{self, Learned, Source};
 
 pub use crate::fetch::MARKER_HEADER as FETCH_MARKER_HEADER;
