@@ -156,16 +156,11 @@ impl Stream {
         pending: Pending,
     ) -> RequestBodyAction {
         match pending {
-            Pending::Mcp(body) => {
-                let Ok(incoming) = jsonrpc::parse(&body) else {
-                    return RequestBodyAction::Continue {
-                        headers: Vec::new(),
-                    };
-                };
+            Pending::Mcp(incoming) => {
                 if self.needs_query_vectors(config) {
                     let texts = request::search_texts(config, &incoming);
                     if !texts.is_empty() {
-                        self.phase = Phase::Embedding(Pending::Mcp(body));
+                        self.phase = Phase::Embedding(Pending::Mcp(incoming));
                         return RequestBodyAction::Embed { texts };
                     }
                 }

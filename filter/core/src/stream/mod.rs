@@ -241,9 +241,10 @@ enum Phase {
     Done,
 }
 
+/// A request kept while it waits, as it was classified: it is never read again.
 #[derive(Debug)]
 enum Pending {
-    Mcp(Vec<u8>),
+    Mcp(Incoming),
     Http(HttpSearch),
 }
 

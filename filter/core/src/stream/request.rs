@@ -336,13 +336,13 @@ impl Stream {
             }
             if needs_catalog(config, &incoming) && self.must_fetch(config, env, &namespace) {
                 if let Some(origin) = env.origin() {
-                    return self.fetch(env, &namespace, origin, Pending::Mcp(body.to_vec()));
+                    return self.fetch(env, &namespace, origin, Pending::Mcp(incoming));
                 }
             }
             if self.needs_query_vectors(config) {
                 let texts = search_texts(config, &incoming);
                 if !texts.is_empty() {
-                    self.phase = Phase::Embedding(Pending::Mcp(body.to_vec()));
+                    self.phase = Phase::Embedding(Pending::Mcp(incoming));
                     return RequestBodyAction::Embed { texts };
                 }
             }
@@ -384,14 +384,9 @@ impl Stream {
         vectors: Result<Vec<Vec<f32>>, Fallback>,
     ) -> RequestBodyAction {
         match std::mem::replace(&mut self.phase, Phase::Done) {
-            Phase::Embedding(Pending::Mcp(body)) => match jsonrpc::parse(&body) {
-                Ok(incoming) => {
-                    RequestBodyAction::Reply(self.answer_locally(config, env, &incoming, vectors))
-                }
-                Err(_) => RequestBodyAction::Continue {
-                    headers: Vec::new(),
-                },
-            },
+            Phase::Embedding(Pending::Mcp(incoming)) => {
+                RequestBodyAction::Reply(self.answer_locally(config, env, &incoming, vectors))
+            }
             Phase::Embedding(Pending::Http(request)) => {
                 let vector = vectors.and_then(|mut v| {
                     v.pop()
