@@ -118,6 +118,7 @@ peers:
 
 test-native:
 	cargo test -p mcp-tool-search-core
+	cargo test -p mcp-tool-search-core-fuzz
 
 # The Envoy end-to-end tests of semantic ranking (wasm-tests/tests/embeddings_e2e.rs) run the
 # sidecar built by `embedder`, with the model from `model`.
@@ -138,6 +139,7 @@ oci: wasm
 lint: .rust-target-$(WASM_TARGET) .rust-target-$(PLAYGROUND_TARGET)
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	cargo build -p mcp-tool-search-core-fuzz --bins
 	cargo clippy -p mcp-tool-search -p mcp-tool-search-core -p mcp-tool-search-bench-floor --target $(WASM_TARGET) -- -D warnings
 	cargo clippy -p mcp-tool-search-playground --target $(PLAYGROUND_TARGET) -- -D warnings
 
@@ -268,20 +270,24 @@ soak: wasm envoy model embedder
 # starting from the committed corpora (filter/core/fuzz/corpus/, seeded from testdata/ by
 # seed.py). Prints each target's executions and the total; a crash's input is left in
 # filter/core/fuzz/artifacts/<target>/ and fails the target (so does an input that takes 10 s).
+# cargo fuzz builds with the workspace's release profile (plus debug assertions and line
+# tables): its whole-program LTO breaks the instrumented link and its stripping loses a crash's
+# stack trace, so both are off here.
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= request list sse config metadata tokenizer embeddings
 FUZZ_DIR := filter/core/fuzz
+FUZZ_PROFILE := CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_STRIP=false
 
 fuzz:
 	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 	@cargo +nightly fuzz --version >/dev/null 2>&1 || cargo install cargo-fuzz
-	cd filter/core && cargo +nightly fuzz build -s none
+	cd filter/core && $(FUZZ_PROFILE) cargo +nightly fuzz build -s none
 	@for t in $(FUZZ_TARGETS); do test -d $(FUZZ_DIR)/corpus/$$t || { python3 $(FUZZ_DIR)/seed.py; break; }; done
 	@mkdir -p $(FUZZ_DIR)/artifacts; total=0; failed=""; \
 	for t in $(FUZZ_TARGETS); do \
 		log=$(FUZZ_DIR)/artifacts/$$t.log; \
 		echo "fuzz $$t for $(FUZZ_SECONDS) s"; \
-		(cd filter/core && cargo +nightly fuzz run -s none $$t -- -max_total_time=$(FUZZ_SECONDS) \
+		(cd filter/core && $(FUZZ_PROFILE) cargo +nightly fuzz run -s none $$t -- -max_total_time=$(FUZZ_SECONDS) \
 			-dict=$(CURDIR)/$(FUZZ_DIR)/mcp.dict -timeout=10 -print_final_stats=1) > $$log 2>&1 \
 			|| failed="$$failed $$t"; \
 		grep -E 'panicked|^SUMMARY|^Test unit written' $$log || true; \

@@ -463,10 +463,10 @@ mod tests {
         input
     }
 
-    /// Runs a request target input as the target does, and says what the client got.
-    fn run_request(input: &[u8]) -> Outcome {
+    /// Runs a request target input as the target does (on `worker`, fresh), and says what the
+    /// client got.
+    fn run_on(worker: &Worker, input: &[u8]) -> Outcome {
         let case = format::request_case(input).expect("a case");
-        let worker = Worker::new(request_config(case.config));
         worker.learn_seed_list();
         let (status, content_type, body) = case.response;
         worker.exchange(
@@ -478,6 +478,11 @@ mod tests {
                 false,
             ),
         )
+    }
+
+    fn run_request(input: &[u8]) -> Outcome {
+        let case = format::request_case(input).expect("a case");
+        run_on(&Worker::new(request_config(case.config)), input)
     }
 
     const CALL: &[u8] = b"POST /%6dcp\ncontent-type: application/json\n\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"stripe_refund\"}}";
@@ -552,10 +557,15 @@ mod tests {
 
     #[test]
     fn the_caller_is_identified_from_the_streams_metadata() {
-        // Configuration 4 reads `jwt_metadata`: its rules deny `*_delete_*` to any role, so a
-        // call of a learned tool is refused only if the stream's metadata was read.
-        let call = b"POST /mcp\ncontent-type: application/json\n\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"github_delete_repo\"}}";
-        let out = run_request(&request_input(4, 0, 0, call));
+        // Configuration 4 reads `jwt_metadata`, and has a deny rule: a caller it identifies may
+        // call `echo` (no rule names it, the default allows), one it cannot is refused.
+        let call = b"POST /mcp\ncontent-type: application/json\n\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}";
+        let input = request_input(4, 0, 0, call);
+        let out = run_request(&input);
+        assert!(matches!(out, Outcome::Upstream(_)), "{out:?}");
+        let worker = Worker::new(request_config(4));
+        worker.host.properties.borrow_mut().remove("metadata");
+        let out = run_on(&worker, &input);
         let Outcome::Local(200, body) = &out else {
             panic!("{out:?}")
         };
