@@ -130,30 +130,175 @@ pub fn vectors(text: &str) -> Result<Vectors, Error> {
     })
 }
 
-/// The caller as the configured identity source would read them: for a `header` source the
-/// header's value (comma-separated), otherwise the JWT payload as JSON. Empty: nobody.
-/// Without a policy the filter reads no identity, so neither does this.
-pub fn caller(config: &Config, text: &str) -> Result<Caller, Error> {
+/// What the caller's identity looks like on the request, as the configured identity source
+/// reads it: the headers it comes in, and the stream's dynamic metadata (a serialized
+/// `envoy.config.core.v3.Metadata`) for a `jwt_metadata` source.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Identity {
+    pub headers: Vec<(String, String)>,
+    pub metadata: Option<Vec<u8>>,
+}
+
+/// The caller as the operator types them: for a `header` source the header's value
+/// (comma-separated), otherwise the JWT payload as JSON; empty: nobody. Without a policy the
+/// filter reads no identity, so neither does this.
+pub fn identity(config: &Config, text: &str) -> Result<Identity, Error> {
     let text = text.trim();
-    if text.is_empty() || config.authorization.is_none() {
-        return Ok(Caller::anonymous());
+    let Some(policy) = config.authorization.as_ref() else {
+        return Ok(Identity::default());
+    };
+    if text.is_empty() {
+        return Ok(Identity::default());
     }
-    if let Some(IdentitySource::Header { claim, .. }) =
-        config.authorization.as_ref().map(|p| &p.identity)
-    {
+    if let IdentitySource::Header { header, .. } = &policy.identity {
         if !text.starts_with('{') {
-            return Ok(Caller::from_header(claim, text));
+            return Ok(Identity {
+                headers: vec![(header.clone(), text.to_string())],
+                metadata: None,
+            });
         }
     }
-    serde_json::from_str::<Value>(text)
+    let claims = serde_json::from_str::<Value>(text)
         .ok()
         .filter(Value::is_object)
-        .map(Caller::from_payload)
         .ok_or_else(|| {
             Error::Caller(format!(
                 "{text:?} is not a JSON object of claims (e.g. {{\"roles\": [\"support\"]}})"
             ))
-        })
+        })?;
+    Ok(match &policy.identity {
+        // The header carries one claim's values; the others cannot reach the filter this way.
+        IdentitySource::Header { header, claim } => {
+            let values = Caller::from_payload(claims).values(claim);
+            Identity {
+                headers: if values.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![(header.clone(), values.join(","))]
+                },
+                metadata: None,
+            }
+        }
+        IdentitySource::JwtHeader { header } => Identity {
+            headers: vec![(header.clone(), base64url(claims.to_string().as_bytes()))],
+            metadata: None,
+        },
+        IdentitySource::JwtMetadata { filter, key } => Identity {
+            headers: Vec::new(),
+            metadata: Some(protobuf::metadata(filter, key, &claims)),
+        },
+    })
+}
+
+/// The caller the filter reads from `identity` (its own reading, so the page ranks for the
+/// caller the filter answers).
+pub fn caller(config: &Config, identity: &Identity) -> Caller {
+    match &config.authorization {
+        Some(policy) => {
+            let metadata = identity.metadata.clone();
+            Caller::identify(&policy.identity, &identity.headers, || metadata)
+        }
+        None => Caller::anonymous(),
+    }
+}
+
+/// Base64url without padding (RFC 4648 §5), as `jwt_authn`'s `forward_payload_header` sends.
+fn base64url(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk.first().copied().unwrap_or(0),
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+        for i in 0..=chunk.len() {
+            let at = (n >> (18 - 6 * i)) & 63;
+            if let Some(&c) = ALPHABET.get(at as usize) {
+                out.push(char::from(c));
+            }
+        }
+    }
+    out
+}
+
+/// Just enough protobuf to write what `jwt_authn`'s `payload_in_metadata` leaves in Envoy's
+/// dynamic metadata: `Metadata.filter_metadata[filter]` = `Struct {key: payload}`. Field
+/// numbers as the filter's reader (`config::metadata`) reads them.
+mod protobuf {
+    use serde_json::Value;
+
+    fn varint(mut v: u64, out: &mut Vec<u8>) {
+        loop {
+            let b = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                out.push(b);
+                return;
+            }
+            out.push(b | 0x80);
+        }
+    }
+
+    fn bytes_field(n: u64, data: &[u8], out: &mut Vec<u8>) {
+        varint(n << 3 | 2, out);
+        varint(data.len() as u64, out);
+        out.extend_from_slice(data);
+    }
+
+    fn entry(key: &str, value: &[u8]) -> Vec<u8> {
+        let mut e = Vec::new();
+        bytes_field(1, key.as_bytes(), &mut e);
+        bytes_field(2, value, &mut e);
+        e
+    }
+
+    /// A `google.protobuf.Struct` of an object's fields.
+    fn structure(fields: &serde_json::Map<String, Value>) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (k, v) in fields {
+            bytes_field(1, &entry(k, &value(v)), &mut out);
+        }
+        out
+    }
+
+    /// A `google.protobuf.Value`.
+    fn value(v: &Value) -> Vec<u8> {
+        let mut out = Vec::new();
+        match v {
+            Value::Null => {
+                varint(1 << 3, &mut out);
+                varint(0, &mut out);
+            }
+            Value::Number(n) => {
+                varint(2 << 3 | 1, &mut out);
+                out.extend_from_slice(&n.as_f64().unwrap_or(0.0).to_bits().to_le_bytes());
+            }
+            Value::String(s) => bytes_field(3, s.as_bytes(), &mut out),
+            Value::Bool(b) => {
+                varint(4 << 3, &mut out);
+                varint(u64::from(*b), &mut out);
+            }
+            Value::Object(fields) => bytes_field(5, &structure(fields), &mut out),
+            Value::Array(items) => {
+                let mut list = Vec::new();
+                for item in items {
+                    bytes_field(1, &value(item), &mut list);
+                }
+                bytes_field(6, &list, &mut out);
+            }
+        }
+        out
+    }
+
+    pub(super) fn metadata(filter: &str, key: &str, payload: &Value) -> Vec<u8> {
+        let mut fields = serde_json::Map::new();
+        fields.insert(key.to_string(), payload.clone());
+        let mut out = Vec::new();
+        bytes_field(1, &entry(filter, &structure(&fields)), &mut out);
+        out
+    }
 }
 
 /// What the operator types a caller as, for the configured identity source.
@@ -208,24 +353,36 @@ mod tests {
             r#"{"authorization":{"identity":{"source":"header","header":"x-roles"},"rules":[]}}"#,
         )
         .unwrap();
-        assert_eq!(caller(&header, "a, b").unwrap().values("roles"), ["a", "b"]);
+        let read = |config: &Config, text: &str| {
+            identity(config, text).map(|identity| caller(config, &identity))
+        };
+        assert_eq!(read(&header, "a, b").unwrap().values("roles"), ["a", "b"]);
         assert_eq!(
-            caller(&header, r#"{"roles":["c"]}"#)
-                .unwrap()
-                .values("roles"),
+            read(&header, r#"{"roles":["c"]}"#).unwrap().values("roles"),
             ["c"]
         );
         let jwt = Config::default();
-        assert_eq!(caller(&jwt, "").unwrap(), Caller::anonymous());
-        assert_eq!(caller(&jwt, "admin").unwrap(), Caller::anonymous());
+        assert_eq!(read(&jwt, "").unwrap(), Caller::anonymous());
+        assert_eq!(read(&jwt, "admin").unwrap(), Caller::anonymous());
         let jwt =
             Config::parse(r#"{"authorization":{"identity":{"source":"jwt_metadata"},"rules":[]}}"#)
                 .unwrap();
-        assert!(matches!(caller(&jwt, "admin"), Err(Error::Caller(_))));
+        assert!(matches!(read(&jwt, "admin"), Err(Error::Caller(_))));
+        let payload = r#"{"scope":"a b","roles":["x",2],"n":{"ok":true,"z":null}}"#;
+        let claims: Value = serde_json::from_str(payload).unwrap();
         assert_eq!(
-            caller(&jwt, r#"{"scope":"a b"}"#).unwrap().values("scope"),
-            ["a", "b"]
+            read(&jwt, payload).unwrap(),
+            Caller::from_payload(claims.clone())
         );
+        assert_eq!(read(&jwt, payload).unwrap().values("scope"), ["a", "b"]);
+        let forwarded = Config::parse(
+            r#"{"authorization":{"identity":{"source":"jwt_header","header":"x-jwt"},"rules":[]}}"#,
+        )
+        .unwrap();
+        for text in ["{}", r#"{"a":1}"#, r#"{"ab":"c"}"#, payload] {
+            let want: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(read(&forwarded, text).unwrap(), Caller::from_payload(want));
+        }
         assert!(caller_hint(&header).unwrap().contains("x-roles"));
         assert!(caller_hint(&Config::default()).is_none());
         assert!(matches!(vectors("[1]"), Err(Error::Vectors(_))));

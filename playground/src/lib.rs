@@ -1,8 +1,9 @@
 //! The operator playground: the filter's core, driven the way Envoy drives it, for one pasted
 //! catalog and configuration. A `tools/list` and a `tool_search` go through the core's own
-//! `Stream` on the core's `Plugin` over a `MemoryHost` (the host the native tests and the eval
-//! use), so what the page shows is what the filter answers; the ranking detail (scores, the
-//! explain breakdown) comes from `rank::search` and `rank::explain` on the same index.
+//! `http::Root` over a `MemoryHost`, exchange by exchange (`http::exchange`, the driver the
+//! native tests use), so what the page shows is what the filter answers; the ranking detail
+//! (scores, the explain breakdown) comes from `rank::search` and `rank::explain` on the same
+//! index.
 //!
 //! Every function here is plain Rust returning serde types or `Error`; `bindings` (browser
 //! builds only) hands them to JavaScript as JSON strings.
@@ -11,18 +12,19 @@
 mod bindings;
 pub mod input;
 
+use mcp_tool_search_core::call::{CallResponse, HttpCall};
 use mcp_tool_search_core::config::policy::Caller;
 use mcp_tool_search_core::config::{Config, ConfigError};
+use mcp_tool_search_core::http::{self, CallSource, Exchanged, MemoryHost, Root};
 use mcp_tool_search_core::index::catalog::{Page, Tool};
+use mcp_tool_search_core::keys;
 use mcp_tool_search_core::mcp::injected::{self, Asker, Injected};
-use mcp_tool_search_core::plugin::{MemoryHost, Plugin};
+use mcp_tool_search_core::plugin::Plugin;
 use mcp_tool_search_core::rank::embeddings::tool_text;
 use mcp_tool_search_core::rank::explain::{self, Explanation};
 use mcp_tool_search_core::rank::search::{self, Fallback, FallbackKind};
-use mcp_tool_search_core::store::Learned;
-use mcp_tool_search_core::stream::{
-    Env, RequestBodyAction, RequestHead, RequestHeadersAction, ResponseHeadersAction, Stream,
-};
+use mcp_tool_search_core::store::{self, CatalogCache, Learned, SharedData};
+use mcp_tool_search_core::vector;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -115,8 +117,8 @@ pub struct Listed {
 /// What the agent sees of the catalog: the `tools/list` answer after the filter.
 #[derive(Debug, Serialize)]
 pub struct AgentView {
-    /// `rewritten`, `unchanged` (passed as the upstream sent it) or `refused` (an error in
-    /// place of a list this caller may not see).
+    /// `rewritten`, `unchanged` (passed as the upstream sent it) or `answered` (the filter
+    /// answered the list itself).
     pub outcome: &'static str,
     pub tools: Vec<Listed>,
     /// Upstream tools the agent does not see in the list.
@@ -198,7 +200,7 @@ pub struct Playground {
     config: Config,
     namespace: String,
     host: MemoryHost,
-    plugin: Plugin,
+    root: Root,
     list: String,
     upstream_tools: usize,
     query_vector: Option<Vec<f32>>,
@@ -222,12 +224,23 @@ impl Playground {
         };
         let host = MemoryHost::default();
         host.clock_ms.set(CLOCK_MS);
+        // The route names the namespace, as Envoy's route metadata does; it names no cluster,
+        // so the filter fetches nothing.
+        host.set_property(
+            &[
+                "xds",
+                "route_metadata",
+                "filter_metadata",
+                http::METADATA_KEY,
+                "namespace",
+            ],
+            &namespace,
+        );
         let upstream_tools = upstream_tools(&list)?;
-        let plugin = Plugin::new(config.clone(), "playground".to_string());
-        // A worker's plugin: it serves this page's requests, so it embeds in the background.
-        plugin.stream_started();
+        // A worker: its streams are this page's requests, so it embeds in the background.
+        let root = Root::new(Plugin::new(config.clone(), "playground".to_string()));
         let playground = Playground {
-            plugin,
+            root,
             config,
             namespace,
             host,
@@ -236,31 +249,40 @@ impl Playground {
             query_vector: vectors.query.clone(),
         };
         // The first list teaches the filter the catalog, as in Envoy.
-        playground.list_exchange(&Caller::anonymous())?;
+        playground.list_exchange(&input::Identity::default())?;
         if playground.needs_catalog() {
             // Lists the filter leaves alone (`mode: list`) are not learned from; searches then
             // fetch the catalog, which here is the same list.
-            playground
-                .env()
-                .learn(Learned::new(
-                    upstream_tools,
-                    Page {
-                        first: true,
-                        last: true,
-                    },
-                ))
-                .map_err(|e| Error::Filter(format!("the catalog could not be stored: {e}")))?;
+            playground.learn(upstream_tools)?;
         }
         playground.embed_tools(&vectors);
         Ok(playground)
     }
 
     fn needs_catalog(&self) -> bool {
-        !matches!(self.env().catalog(), Ok(c) if !c.catalog.is_empty())
+        !matches!(self.catalog(), Ok(c) if !c.catalog.is_empty())
     }
 
-    fn env(&self) -> impl Env + '_ {
-        self.plugin.env(&self.host, self.namespace.clone())
+    fn catalog(
+        &self,
+    ) -> Result<std::rc::Rc<mcp_tool_search_core::index::catalog::CatalogIndex>, store::StoreError>
+    {
+        self.root.plugin.catalog(&self.host, &self.namespace)
+    }
+
+    /// Stores the whole upstream list as the namespace's catalog, as the filter keeps a list it
+    /// learns: the catalog, and its meta saying it was listed now (from no origin: the route
+    /// names no cluster).
+    fn learn(&self, tools: Vec<Tool>) -> Result<(), Error> {
+        let whole = Page {
+            first: true,
+            last: true,
+        };
+        self.root
+            .plugin
+            .learn(&self.host, &self.namespace, Learned::new(tools, whole))
+            .map_err(|e| Error::Filter(format!("the catalog could not be stored: {e}")))?;
+        Ok(())
     }
 
     /// An MCP path the filter handles (`catalog.path` may name another one).
@@ -272,14 +294,39 @@ impl Playground {
             .unwrap_or_else(|| mcp_tool_search_core::config::DEFAULT_MCP_PATH.to_string())
     }
 
-    fn head(&self, caller: Caller) -> RequestHead {
-        RequestHead {
-            method: "POST".into(),
-            path: self.path(),
-            accept: Some("application/json, text/event-stream".into()),
-            content_type: vec!["application/json".into()],
-            caller,
-            ..RequestHead::default()
+    /// A JSON-RPC POST of `body` from the caller `identity` names, as a client sends it.
+    fn request(&self, identity: &input::Identity, body: &str) -> http::Request {
+        // The stream's dynamic metadata, where a `jwt_metadata` source reads the caller.
+        match &identity.metadata {
+            Some(metadata) => {
+                self.host
+                    .properties
+                    .borrow_mut()
+                    .insert("metadata".to_string(), metadata.clone());
+            }
+            None => {
+                self.host.properties.borrow_mut().remove("metadata");
+            }
+        }
+        let mut headers: Vec<(String, Vec<u8>)> = vec![
+            (":method".into(), b"POST".to_vec()),
+            (":path".into(), self.path().into_bytes()),
+            (
+                "accept".into(),
+                b"application/json, text/event-stream".to_vec(),
+            ),
+            ("content-type".into(), b"application/json".to_vec()),
+        ];
+        headers.extend(
+            identity
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone().into_bytes())),
+        );
+        http::Request {
+            headers,
+            chunks: vec![body.as_bytes().to_vec()],
+            trailers: false,
         }
     }
 
@@ -290,7 +337,7 @@ impl Playground {
         if self.config.search.embeddings.is_none() {
             return;
         }
-        let Ok(index) = self.env().catalog() else {
+        let Ok(index) = self.catalog() else {
             return;
         };
         let by_text: Vec<(String, Option<&Vec<f32>>)> = index
@@ -299,42 +346,34 @@ impl Playground {
             .iter()
             .map(|t| (tool_text(t), vectors.tools.get(&t.name)))
             .collect();
-        for _ in 0..100 {
-            self.plugin.on_tick(&self.host);
-            let calls: Vec<_> = self
-                .host
-                .take_calls()
-                .into_iter()
-                .filter_map(|(token, call)| {
-                    let body: Value = serde_json::from_slice(&call.body).ok()?;
-                    let texts: Vec<String> = body
-                        .get("input")?
-                        .as_array()?
-                        .iter()
-                        .filter_map(|t| t.as_str().map(str::to_string))
-                        .collect();
-                    Some((token, texts))
-                })
-                .collect();
-            if calls.is_empty() {
-                return;
-            }
-            for (token, texts) in calls {
-                let data: Option<Vec<Value>> = texts
+        let mut serve = |call: &HttpCall, _: CallSource| -> CallResponse {
+            let data: Option<Vec<Value>> = embedding_inputs(call).and_then(|texts| {
+                texts
                     .iter()
                     .enumerate()
                     .map(|(i, text)| {
                         let (_, v) = by_text.iter().find(|(t, _)| t == text)?;
                         Some(serde_json::json!({"index": i, "embedding": (*v)?}))
                     })
-                    .collect();
-                let (status, body) = match data {
-                    Some(data) => ("200", serde_json::json!({ "data": data }).to_string()),
-                    None => ("503", String::new()),
-                };
-                self.plugin
-                    .on_tool_embeddings(&self.host, token, Some(status), body.as_bytes());
+                    .collect()
+            });
+            match data {
+                Some(data) => (
+                    Some("200".to_string()),
+                    Vec::new(),
+                    serde_json::json!({ "data": data }).to_string().into_bytes(),
+                ),
+                None => (Some("503".to_string()), Vec::new(), Vec::new()),
             }
+        };
+        for _ in 0..100 {
+            let after = self.host.last_token();
+            self.host.enter(0);
+            self.root.on_tick(&self.host);
+            if self.host.last_token() == after {
+                return;
+            }
+            self.host.answer_calls(&self.root, None, after, &mut serve);
             // Past the retry backoff a failed batch sets.
             self.host.clock_ms.set(self.host.clock_ms.get() + 1_100);
         }
@@ -342,56 +381,43 @@ impl Playground {
 
     /// The caller as the configuration's identity source reads `text`.
     pub fn caller(&self, text: &str) -> Result<Caller, Error> {
-        input::caller(&self.config, text)
+        let identity = input::identity(&self.config, text)?;
+        Ok(input::caller(&self.config, &identity))
     }
 
-    /// A `tools/list` from `caller` through the filter: (outcome, the body the agent receives).
-    fn list_exchange(&self, caller: &Caller) -> Result<(&'static str, Vec<u8>), Error> {
-        let mut env = self.env();
-        let mut stream = Stream::new();
-        let config = &self.config;
-        match stream.on_request_headers(config, &mut env, self.head(caller.clone()), false) {
-            RequestHeadersAction::ReadBody { .. } => {}
-            other => {
-                return Err(Error::Filter(format!(
-                    "the filter does not read a tools/list on {} ({other:?})",
-                    self.path()
-                )))
-            }
-        }
-        match stream.on_request_body(config, &mut env, LIST_REQUEST.as_bytes()) {
-            RequestBodyAction::Continue { .. } | RequestBodyAction::Replace { .. } => {}
-            RequestBodyAction::Reply(reply) => return Ok(("answered", reply.body)),
-            other => {
-                return Err(Error::Filter(format!(
-                    "the filter did not send the tools/list upstream ({other:?})"
-                )))
-            }
-        }
+    /// A `tools/list` from `identity` through the filter: (outcome, the body the agent
+    /// receives).
+    fn list_exchange(&self, identity: &input::Identity) -> Result<(&'static str, Vec<u8>), Error> {
+        let request = self.request(identity, LIST_REQUEST);
         let body = self.list.as_bytes();
-        let outcome = match stream.on_response_headers(
-            config,
-            &mut env,
-            Some("200"),
-            Some("application/json"),
-            None,
-        ) {
-            ResponseHeadersAction::Continue => return Ok(("unchanged", body.to_vec())),
-            ResponseHeadersAction::Watch => "unchanged",
-            ResponseHeadersAction::RewriteBody => "rewritten",
-            ResponseHeadersAction::Refuse => "refused",
+        let response = http::Response {
+            headers: vec![
+                (":status".into(), b"200".to_vec()),
+                ("content-type".into(), b"application/json".to_vec()),
+            ],
+            chunks: vec![body.to_vec()],
+            trailers: false,
         };
-        let out = stream.on_response_chunk(config, &mut env, body, true);
-        let outcome = if outcome == "rewritten" && out == body {
-            "unchanged"
-        } else {
-            outcome
-        };
-        Ok((outcome, out))
+        let mut unanswered =
+            |_: &HttpCall, _: CallSource| -> CallResponse { (None, Vec::new(), Vec::new()) };
+        match http::exchange(&self.root, &self.host, &request, &response, &mut unanswered) {
+            Exchanged::Local(reply) => Ok(("answered", reply.body)),
+            Exchanged::Upstream { response: out, .. } if out == body => Ok(("unchanged", out)),
+            Exchanged::Upstream { response: out, .. } => Ok(("rewritten", out)),
+            Exchanged::Held => Err(Error::Filter(format!(
+                "the filter did not send the tools/list on {} upstream",
+                self.path()
+            ))),
+        }
     }
 
-    /// A `tools/call` of `name` from `caller` through the filter: the JSON-RPC response.
-    fn call_exchange(&self, caller: &Caller, name: &str, arguments: &str) -> Result<Value, Error> {
+    /// A `tools/call` of `name` from `identity` through the filter: the JSON-RPC response.
+    fn call_exchange(
+        &self,
+        identity: &input::Identity,
+        name: &str,
+        arguments: &str,
+    ) -> Result<Value, Error> {
         let arguments = if arguments.trim().is_empty() {
             "{}"
         } else {
@@ -406,39 +432,71 @@ impl Playground {
         let body = format!(
             "{{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{{\"name\":{name},\"arguments\":{arguments}}}}}"
         );
-        let mut env = self.env();
-        let mut stream = Stream::new();
-        let config = &self.config;
-        match stream.on_request_headers(config, &mut env, self.head(caller.clone()), false) {
-            RequestHeadersAction::ReadBody { .. } => {}
-            other => {
-                return Err(Error::Filter(format!(
-                    "the filter does not read a tools/call on {} ({other:?})",
-                    self.path()
-                )))
+        let request = self.request(identity, &body);
+        let embeddings = self
+            .config
+            .search
+            .embeddings
+            .as_ref()
+            .map(|e| e.cluster.clone());
+        // The query is embedded as the pasted vector; a call elsewhere (upstream) is one the
+        // page cannot show.
+        let mut elsewhere = None;
+        let mut serve = |call: &HttpCall, _: CallSource| -> CallResponse {
+            if embeddings.as_deref() != Some(call.cluster.as_str()) {
+                elsewhere = Some(call.cluster.clone());
+                return (None, Vec::new(), Vec::new());
             }
-        }
-        let mut action = stream.on_request_body(config, &mut env, body.as_bytes());
-        if let RequestBodyAction::Embed { texts } = &action {
-            let vectors = match &self.query_vector {
-                Some(v) => Ok(vec![v.clone(); texts.len()]),
-                None => Err(no_query_vector()),
+            let (Some(query), Some(texts)) = (&self.query_vector, embedding_inputs(call)) else {
+                return (None, Vec::new(), Vec::new());
             };
-            action = stream.on_query_embeddings(config, &mut env, vectors);
+            let data: Vec<Value> = (0..texts.len())
+                .map(|i| serde_json::json!({"index": i, "embedding": query}))
+                .collect();
+            (
+                Some("200".to_string()),
+                Vec::new(),
+                serde_json::json!({ "data": data }).to_string().into_bytes(),
+            )
+        };
+        // Without a query vector there is no service to call: the filter says so, and ranks by
+        // BM25. Each search is the page's own: none leaves the embeddings circuit or health
+        // changed for the next.
+        let kept = [keys::EMBEDDINGS_CIRCUIT, keys::EMBEDDINGS_HEALTH]
+            .map(|key| (key, self.host.get(key).ok().and_then(|(v, _)| v)));
+        if self.query_vector.is_none() {
+            *self.host.refuse_calls.borrow_mut() = Some(NO_QUERY_VECTOR.to_string());
         }
-        match action {
-            RequestBodyAction::Reply(reply) => serde_json::from_slice(&reply.body)
+        let empty = http::Response::default();
+        let exchanged = http::exchange(&self.root, &self.host, &request, &empty, &mut serve);
+        *self.host.refuse_calls.borrow_mut() = None;
+        for (key, value) in kept {
+            // A key that was absent is written empty, which reads as absent.
+            let _ = self
+                .host
+                .set(key, value.as_deref().unwrap_or_default(), None);
+        }
+        if let Some(cluster) = elsewhere {
+            return Err(Error::Filter(format!(
+                "the filter would not answer this call itself (it calls {cluster})"
+            )));
+        }
+        match exchanged {
+            Exchanged::Local(reply) => serde_json::from_slice(&reply.body)
                 .map_err(|e| Error::Filter(format!("the filter's answer is not JSON ({e})"))),
-            other => Err(Error::Filter(format!(
-                "the filter would not answer this call itself ({other:?})"
-            ))),
+            Exchanged::Upstream { .. } => Err(Error::Filter(
+                "the filter would not answer this call itself (it sends it upstream)".into(),
+            )),
+            Exchanged::Held => Err(Error::Filter(
+                "the filter would not answer this call itself (it holds it)".into(),
+            )),
         }
     }
 
     /// What `caller` (see `caller`) sees when listing tools.
     pub fn agent_view(&self, caller: &str) -> Result<AgentView, Error> {
-        let caller = self.caller(caller)?;
-        let (outcome, body) = self.list_exchange(&caller)?;
+        let identity = input::identity(&self.config, caller)?;
+        let (outcome, body) = self.list_exchange(&identity)?;
         let response: Value = serde_json::from_slice(&body)
             .map_err(|e| Error::Filter(format!("the list the agent receives is not JSON ({e})")))?;
         let before = result_bytes(self.list.as_bytes());
@@ -465,7 +523,7 @@ impl Playground {
             .iter()
             .any(|t| Injected::of(&self.config, &t.name) == Some(Injected::ListGroups))
         {
-            Some(self.call_exchange(&caller, "list_tool_groups", "{}")?)
+            Some(self.call_exchange(&identity, "list_tool_groups", "{}")?)
         } else {
             None
         };
@@ -487,8 +545,9 @@ impl Playground {
     /// `arguments` (the search tool's, as JSON: `{"query", "limit"?, "offset"?, "group"?}`)
     /// from `caller`: the filter's answer and the ranking behind it.
     pub fn search(&self, caller: &str, arguments: &str) -> Result<SearchView, Error> {
-        let caller = self.caller(caller)?;
-        let answer = self.call_exchange(&caller, &self.config.search.tool_name, arguments)?;
+        let identity = input::identity(&self.config, caller)?;
+        let caller = input::caller(&self.config, &identity);
+        let answer = self.call_exchange(&identity, &self.config.search.tool_name, arguments)?;
         let names = answer_names(&self.config, &answer);
         let mut view = SearchView {
             answer,
@@ -509,11 +568,11 @@ impl Playground {
                 return Ok(view);
             }
         };
-        let mut env = self.env();
-        let index = env
+        let index = self
             .catalog()
             .map_err(|e| Error::Filter(format!("the catalog is unreadable: {e}")))?;
-        // As `Stream::rank`: the policy's scope for this caller, the stored tool vectors.
+        // As the filter ranks: the policy's scope for this caller, the stored tool vectors, the
+        // query vector as the filter reads it from the service (normalized).
         let scope = self
             .config
             .authorization
@@ -523,11 +582,18 @@ impl Playground {
         let allowed = |t: &Tool| scope.as_ref().is_none_or(|s| s.allows(&t.name));
         let allowed: Option<&dyn Fn(&Tool) -> bool> = scope.is_some().then_some(&allowed);
         let table = match (&self.config.search.embeddings, &self.query_vector) {
-            (Some(_), Some(_)) => env.tool_vectors(&index),
+            (Some(_), Some(_)) => CatalogCache::new()
+                .vectors(&self.host, &index, &self.config)
+                .ok()
+                .map(|(vectors, _)| vectors),
             _ => None,
         };
         let lookup = |i: usize| table.as_ref().and_then(|t| t.get(i));
-        let vectors = match (&self.config.search.embeddings, &self.query_vector, &table) {
+        let query = self.query_vector.clone().map(|mut q| {
+            let _ = vector::normalize(&mut q);
+            q
+        });
+        let vectors = match (&self.config.search.embeddings, &query, &table) {
             (None, _, _) => Err(Fallback::new(
                 FallbackKind::Unavailable,
                 "embeddings are not configured",
@@ -571,10 +637,22 @@ impl Playground {
     }
 }
 
+/// Why a search has no query vector, in the filter's answer and the page's ranking.
+const NO_QUERY_VECTOR: &str = "no query vector was pasted in the playground";
+
 fn no_query_vector() -> Fallback {
-    Fallback::new(
-        FallbackKind::Unavailable,
-        "no query vector was pasted in the playground",
+    Fallback::new(FallbackKind::Unavailable, NO_QUERY_VECTOR)
+}
+
+/// The texts of an embeddings call (the OpenAI request's `input`).
+fn embedding_inputs(call: &HttpCall) -> Option<Vec<String>> {
+    let body: Value = serde_json::from_slice(&call.body).ok()?;
+    Some(
+        body.get("input")?
+            .as_array()?
+            .iter()
+            .filter_map(|t| t.as_str().map(str::to_string))
+            .collect(),
     )
 }
 

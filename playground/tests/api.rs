@@ -223,7 +223,7 @@ fn hybrid_parts_where_vectors_are_pasted() {
     let page = playground.search("", r#"{"query":"post"}"#).unwrap();
     assert_eq!(
         page.answer["result"]["_meta"]["mcp-tool-search/search"]["fallback"]["reason"],
-        "no query vector was pasted in the playground"
+        "could not call embeddings cluster \"e\": no query vector was pasted in the playground"
     );
 }
 

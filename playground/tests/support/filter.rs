@@ -1,23 +1,21 @@
-//! The filter's answers computed the way the proxy-wasm glue computes them, independently of
-//! the playground's own driver: request heads read from header lists
-//! (`RequestHead::from_headers`, as `glue/http.rs` does), the core's `Plugin` on a `MemoryHost`,
-//! a `tools/list` learned from the upstream's response, then a `tools/call` of the search tool
-//! answered by the filter. Shared by the native tests and the `filter-answer` example the
-//! browser test compares the page with.
+//! The filter's answers computed the way Envoy drives it, independently of the playground's
+//! own driver: one worker (the core's `http::Root`) on a `MemoryHost`, fed whole exchanges by
+//! the core's driver (`http::exchange`) with the request headers a client sends; a `tools/list`
+//! learned from the upstream's response, then a `tools/call` of the search tool answered by
+//! the filter. Shared by the native tests and the `filter-answer` example the browser test
+//! compares the page with.
 
+use mcp_tool_search_core::call::{CallResponse, HttpCall};
 use mcp_tool_search_core::config::Config;
-use mcp_tool_search_core::plugin::{MemoryHost, Plugin};
-use mcp_tool_search_core::stream::{
-    RequestBodyAction, RequestHead, RequestHeadersAction, ResponseHeadersAction, Stream,
-};
+use mcp_tool_search_core::http::{self, CallSource, Exchanged, MemoryHost, Root};
+use mcp_tool_search_core::plugin::Plugin;
 
 /// The filter, one worker, in front of an upstream that answers `tools/list` with `list`
 /// (a JSON-RPC response body whose id is 1).
 pub struct Filter {
     pub config: Config,
     host: MemoryHost,
-    plugin: Plugin,
-    namespace: String,
+    root: Root,
 }
 
 impl Filter {
@@ -25,62 +23,70 @@ impl Filter {
         let config = Config::parse(config).map_err(|e| e.to_string())?;
         let host = MemoryHost::default();
         host.clock_ms.set(1_767_225_600_000);
-        let plugin = Plugin::new(config.clone(), "native".into());
-        // As the glue does when a stream starts on the worker.
-        plugin.stream_started();
-        Ok(Filter {
-            plugin,
-            config,
-            host,
-            namespace: namespace.into(),
-        })
+        host.set_property(
+            &[
+                "xds",
+                "route_metadata",
+                "filter_metadata",
+                http::METADATA_KEY,
+                "namespace",
+            ],
+            namespace,
+        );
+        let root = Root::new(Plugin::new(config.clone(), "native".into()));
+        Ok(Filter { config, host, root })
     }
 
-    fn head(&self, headers: &[(&str, &str)]) -> RequestHead {
-        let mut all: Vec<(String, String)> = vec![
-            (":method".into(), "POST".into()),
+    fn request(&self, headers: &[(&str, &str)], body: &[u8]) -> http::Request {
+        let mut all: Vec<(String, Vec<u8>)> = vec![
+            (":method".into(), b"POST".to_vec()),
             (
                 ":path".into(),
-                self.config.mcp_paths.first().cloned().unwrap_or_default(),
+                self.config
+                    .mcp_paths
+                    .first()
+                    .cloned()
+                    .unwrap_or_default()
+                    .into_bytes(),
             ),
-            (":authority".into(), "mcp.example".into()),
-            ("content-type".into(), "application/json".into()),
+            (":authority".into(), b"mcp.example".to_vec()),
+            ("content-type".into(), b"application/json".to_vec()),
             (
                 "accept".into(),
-                "application/json, text/event-stream".into(),
+                b"application/json, text/event-stream".to_vec(),
             ),
         ];
-        all.extend(headers.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        RequestHead::from_headers(&self.config, &all, || None)
+        all.extend(
+            headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec())),
+        );
+        http::Request {
+            headers: all,
+            chunks: vec![body.to_vec()],
+            trailers: false,
+        }
     }
 
     /// A `tools/list` with `headers`, answered by the upstream with `list`: the body the client
     /// receives.
     pub fn list(&self, headers: &[(&str, &str)], list: &[u8]) -> Result<Vec<u8>, String> {
-        let mut env = self.plugin.env(&self.host, self.namespace.clone());
-        let mut stream = Stream::new();
-        let request = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
-        if !matches!(
-            stream.on_request_headers(&self.config, &mut env, self.head(headers), false),
-            RequestHeadersAction::ReadBody { .. }
-        ) {
-            return Err("tools/list not read".into());
-        }
-        match stream.on_request_body(&self.config, &mut env, request) {
-            RequestBodyAction::Continue { .. } => {}
-            other => return Err(format!("tools/list not sent upstream: {other:?}")),
-        }
-        let action = stream.on_response_headers(
-            &self.config,
-            &mut env,
-            Some("200"),
-            Some("application/json"),
-            None,
+        let request = self.request(
+            headers,
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
         );
-        if action == ResponseHeadersAction::Continue {
-            return Ok(list.to_vec());
+        let response = http::Response {
+            headers: vec![
+                (":status".into(), b"200".to_vec()),
+                ("content-type".into(), b"application/json".to_vec()),
+            ],
+            chunks: vec![list.to_vec()],
+            trailers: false,
+        };
+        match http::exchange(&self.root, &self.host, &request, &response, &mut no_calls) {
+            Exchanged::Upstream { response, .. } => Ok(response),
+            other => Err(format!("tools/list not sent upstream: {other:?}")),
         }
-        Ok(stream.on_response_chunk(&self.config, &mut env, list, true))
     }
 
     /// A `tools/call` of `name` with `arguments` (JSON) and `headers`: the filter's reply.
@@ -90,26 +96,25 @@ impl Filter {
         name: &str,
         arguments: &str,
     ) -> Result<serde_json::Value, String> {
-        let mut env = self.plugin.env(&self.host, self.namespace.clone());
-        let mut stream = Stream::new();
         let body = serde_json::json!({
             "jsonrpc": "2.0", "id": 2, "method": "tools/call",
             "params": {"name": name, "arguments": serde_json::from_str::<serde_json::Value>(arguments).map_err(|e| e.to_string())?}
         })
         .to_string();
-        if !matches!(
-            stream.on_request_headers(&self.config, &mut env, self.head(headers), false),
-            RequestHeadersAction::ReadBody { .. }
-        ) {
-            return Err("tools/call not read".into());
-        }
-        match stream.on_request_body(&self.config, &mut env, body.as_bytes()) {
-            RequestBodyAction::Reply(reply) => {
+        let request = self.request(headers, body.as_bytes());
+        let upstream = http::Response::default();
+        match http::exchange(&self.root, &self.host, &request, &upstream, &mut no_calls) {
+            Exchanged::Local(reply) => {
                 serde_json::from_slice(&reply.body).map_err(|e| e.to_string())
             }
             other => Err(format!("not answered by the filter: {other:?}")),
         }
     }
+}
+
+/// The filter here makes no call that needs an answer: nothing answers.
+fn no_calls(_: &HttpCall, _: CallSource) -> CallResponse {
+    (None, Vec::new(), Vec::new())
 }
 
 /// `list` (a JSON-RPC response, a result, an array or JSON lines of tools) as the JSON-RPC

@@ -66,6 +66,17 @@ impl Plugin {
         self.env(host, namespace.to_string()).catalog()
     }
 
+    /// Learns `learned` into `namespace`'s catalog as a client's list would teach it (dated,
+    /// marked for embedding), for hosts that are handed a catalog rather than a list.
+    pub fn learn(
+        &self,
+        host: &dyn Host,
+        namespace: &str,
+        learned: store::Learned,
+    ) -> Result<bool, store::StoreError> {
+        self.env(host, namespace.to_string()).learn(learned)
+    }
+
     /// A stream starts on this VM.
     pub fn stream_started(&self) {
         self.serving.set(true);
