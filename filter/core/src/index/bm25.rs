@@ -608,7 +608,7 @@ pub fn top_k<'n>(
 /// both ways of choosing whatever the callers' closures (one per caller, or a standard sort,
 /// was kilobytes of the .wasm each).
 #[inline(never)]
-fn best_of(
+pub(crate) fn best_of(
     hits: &mut dyn Iterator<Item = Hit>,
     before: &dyn Fn(u32, u32) -> bool,
     limit: usize,
