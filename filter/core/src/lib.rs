@@ -17,6 +17,7 @@ pub mod keys;
 pub mod mcp;
 pub mod plugin;
 pub mod rank;
+mod sort;
 pub mod stats;
 pub mod store;
 pub mod stream;

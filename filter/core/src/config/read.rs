@@ -38,20 +38,19 @@ impl<'a> Object<'a> {
     }
 
     pub(crate) fn finish(self) -> Result<(), ConfigError> {
-        let mut unknown: Vec<&String> = self
+        let unknown = self
             .map
             .keys()
             .filter(|k| !self.taken.contains(&k.as_str()))
-            .collect();
-        unknown.sort();
-        match unknown.first() {
+            .min();
+        match unknown {
             None => Ok(()),
             Some(key) => {
                 let mut allowed = self.taken.clone();
                 allowed.sort_unstable();
                 Err(ConfigError::UnknownField {
                     field: if self.path.is_empty() {
-                        (*key).clone()
+                        key.clone()
                     } else {
                         format!("{}.{}", self.path, key)
                     },

@@ -350,7 +350,7 @@ fn parse_http_namespaces(value: &Value) -> Result<Vec<String>, ConfigError> {
             ));
         }
     }
-    names.sort();
+    crate::sort::sort(&mut names);
     names.dedup();
     Ok(names)
 }

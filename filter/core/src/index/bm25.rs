@@ -531,14 +531,12 @@ pub fn feedback_terms(
             }
         }
     }
-    let mut out: Vec<(u32, f32)> = weights.into_iter().collect();
-    out.sort_by(|a, b| {
-        b.1.partial_cmp(&a.1)
-            .unwrap_or(Ordering::Equal)
-            .then(a.0.cmp(&b.0))
-    });
-    out.truncate(count);
-    out
+    // The ids are unique: the order is total, whatever the map's.
+    let mut lent = weights.into_iter().map(|(doc, score)| Hit { doc, score });
+    best_of(&mut lent, &|a, b| a < b, count)
+        .into_iter()
+        .map(|h| (h.doc, h.score))
+        .collect()
 }
 
 /// Sorts `hits` best first: a bottom-up merge sort, a few hundred bytes of .wasm where a sort
@@ -602,15 +600,17 @@ pub fn top_k<'n>(
         doc,
         score: score_of(doc),
     });
-    best_of(&mut hits, &name_of, limit)
+    best_of(&mut hits, &|a, b| name_of(a) < name_of(b), limit)
 }
 
-/// `top_k` behind `dyn`: one copy of both ways of choosing, whatever the callers' closures
-/// (one per caller was kilobytes of the .wasm each).
+/// The best `limit` of `hits` by score, NaN last, then `before` (whether one document goes
+/// before another of the same score): `top_k` and `feedback_terms` behind `dyn`, one copy of
+/// both ways of choosing whatever the callers' closures (one per caller, or a standard sort,
+/// was kilobytes of the .wasm each).
 #[inline(never)]
-fn best_of<'n>(
+pub(crate) fn best_of(
     hits: &mut dyn Iterator<Item = Hit>,
-    name_of: &dyn Fn(u32) -> &'n str,
+    before: &dyn Fn(u32, u32) -> bool,
     limit: usize,
 ) -> Vec<Hit> {
     if limit == 0 {
@@ -627,7 +627,7 @@ fn best_of<'n>(
     let better = |a: &Hit, b: &Hit| match key(a).partial_cmp(&key(b)) {
         Some(Ordering::Greater) => true,
         Some(Ordering::Less) => false,
-        _ => name_of(a.doc) < name_of(b.doc),
+        _ => before(a.doc, b.doc),
     };
     if limit > SMALL_PAGE {
         let mut hits: Vec<Hit> = hits.collect();

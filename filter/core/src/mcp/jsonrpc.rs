@@ -398,6 +398,10 @@ impl IdKey {
         &self.0
     }
 
+    pub fn into_string(self) -> String {
+        self.0
+    }
+
     /// The key of a JSON-RPC id (spec 2025-11-25 "Base Protocol": a string or an integer), or
     /// why it has none: an id every reader cannot hold as the same value (a number past
     /// 2^53 - 1 or with a fraction, a string with a lone surrogate escape, null, another type).

@@ -281,7 +281,7 @@ impl VectorStore {
                 .collect();
             entries.push((name, hash, v));
         }
-        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        crate::sort::sort_by(&mut entries, |a, b| a.0.cmp(&b.0));
         Some(VectorStore { entries })
     }
 }

@@ -7,8 +7,8 @@
 use super::search::{self, Found, Query};
 use crate::config::entries::Entry;
 use crate::config::Config;
+use crate::index::bm25::{best_of, Hit};
 use crate::index::catalog::{CatalogIndex, Tool};
-use std::cmp::Ordering;
 
 /// One result: its kind and the entry (its score the raw BM25 score).
 #[derive(Debug, Clone, Copy)]
@@ -66,18 +66,22 @@ pub fn search<'a>(
             },
         }));
     }
-    found.sort_by(|a, b| {
-        b.found
-            .score
-            .partial_cmp(&a.found.score)
-            .unwrap_or(Ordering::Equal)
-            .then_with(|| a.entry.cmp(&b.entry))
-            .then_with(|| a.found.tool.name.cmp(&b.found.tool.name))
+    // Best first, ties by kind then key: a total order (a key is unique in its kind's catalog),
+    // chosen over positions in `found` by the ranking's own top-k.
+    let mut hits = found.iter().enumerate().filter_map(|(i, m)| {
+        Some(Hit {
+            doc: u32::try_from(i).ok()?,
+            score: m.found.score,
+        })
     });
-    let found = found
+    let before = |a: u32, b: u32| match (found.get(a as usize), found.get(b as usize)) {
+        (Some(a), Some(b)) => (a.entry, &a.found.tool.name) < (b.entry, &b.found.tool.name),
+        _ => false,
+    };
+    let found = best_of(&mut hits, &before, wanted)
         .into_iter()
         .skip(query.offset)
-        .take(query.limit)
+        .filter_map(|h| found.get(h.doc as usize).copied())
         .collect();
     MixedRanked {
         found,

@@ -80,7 +80,7 @@ pub(crate) fn register_namespace(
             return Ok(());
         }
         all.push(namespace.to_string());
-        all.sort();
+        crate::sort::sort(&mut all);
         let bytes = serde_json::to_vec(&all).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         match shared.set(keys::NAMESPACES, &bytes, cas) {
             Ok(()) => return Ok(()),

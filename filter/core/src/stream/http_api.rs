@@ -358,7 +358,7 @@ impl Stream {
         let keys = env.namespaces();
         let mut namespaces = config.search.http_namespaces.clone();
         namespaces.push(env.namespace());
-        namespaces.sort();
+        crate::sort::sort(&mut namespaces);
         namespaces.dedup();
         for ns in namespaces {
             // Prompts, resources and private catalogs are reported with their namespace.

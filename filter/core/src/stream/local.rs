@@ -338,7 +338,7 @@ impl Stream {
                 None => groups.push((g, 1)),
             }
         }
-        groups.sort();
+        crate::sort::sort(&mut groups);
         injected::groups_result(&groups, modern)
     }
 
