@@ -120,7 +120,7 @@ test-native:
 	cargo test -p mcp-tool-search-core
 	cargo test -p mcp-tool-search-core-fuzz
 
-# The Envoy end-to-end tests of semantic ranking (wasm-tests/tests/embeddings_e2e.rs) run the
+# The Envoy end-to-end tests of semantic ranking (wasm-tests/tests/semantic_e2e.rs) run the
 # sidecar built by `embedder`, with the model from `model`.
 test: PLAYGROUND_MCP_PYTHON = $(CURDIR)/$(VENV)/bin/python
 test: wasm envoy python-peers node-peers model embedder validate test-playground

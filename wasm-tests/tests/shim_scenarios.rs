@@ -1,6 +1,7 @@
-//! The native scenarios (filter/core/tests/scenarios.rs) against the built `.wasm` in host-shim, with
-//! the same expected outputs, plus what only a host can show: what reaches the upstream, what
-//! is buffered, the stats, a refused configuration, two workers sharing one catalog.
+//! The shared scenarios (`filter/core/tests/support/scenarios.rs`, natively in
+//! `filter/core/tests/scenarios.rs`) against the built `.wasm` in host-shim, with the same
+//! expected outputs, plus what only a host can show: what reaches the upstream, what is buffered,
+//! the stats, a refused configuration, two workers sharing one catalog.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

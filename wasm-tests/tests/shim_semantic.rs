@@ -1,6 +1,7 @@
 //! Semantic search through real callouts: the `.wasm` in host-shim embeds the learned tools
 //! from its tick and each query from the request path (`proxy_http_call` to the embeddings
-//! cluster), and the test plays the embeddings service: it answers, times out or fails.
+//! cluster), and the test plays the embeddings service: it answers, times out or fails. The
+//! catalog fetch is the other callout: two workers missing the catalog fetch it once.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

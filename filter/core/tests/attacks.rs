@@ -1,6 +1,6 @@
 //! The authorization policy against an attacker, natively: generated requests (paths, methods,
 //! mirrored headers plain and Base64, protocol versions, single, batch and notification bodies,
-//! bodies a lenient server reads differently) go through `Stream`; whatever reaches the
+//! bodies a lenient server reads differently) go through `http::exchange`; whatever reaches the
 //! upstream is read the way a lenient server reads it (Python's `json.loads` on bytes: encoding
 //! detected from a BOM or NUL pattern, the last of duplicate keys wins, notifications executed
 //! all the same). No forbidden `tools/call` may ever be among what it would run.

@@ -8,7 +8,7 @@
 //!
 //! Differential over generated spellings of denied and allowed resources: every spelling a server
 //! reads as a denied resource never reaches the upstream; every spelling that is its own
-//! canonical form is decided by the rules on it as sent. Natively, through `Stream`.
+//! canonical form is decided by the rules on it as sent. Natively, through `http::exchange`.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

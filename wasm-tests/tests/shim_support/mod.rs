@@ -1,8 +1,8 @@
-//! The built `.wasm` driven through host-shim the way `filter/core/tests/support` drives the native
-//! `Stream`: same `exchange(...)` signature, same `Outcome`, so a scenario reads the same either
-//! way and its expected output can be compared with the native one. Every exchange also checks
-//! what only a host can see: the `content-length` the client gets, the request the upstream
-//! gets, and that a local reply never reaches the upstream whole.
+//! The built `.wasm` driven through host-shim the way `filter/core/tests/support` drives the
+//! native core (`http::exchange`): same `exchange(...)` signature, same `Outcome`, so a scenario
+//! reads the same either way and its expected output can be compared with the native one. Every
+//! exchange also checks what only a host can see: the `content-length` the client gets, the
+//! request the upstream gets, and that a local reply never reaches the upstream whole.
 #![allow(
     dead_code,
     clippy::unwrap_used,

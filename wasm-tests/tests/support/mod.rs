@@ -1,4 +1,4 @@
-//! Fixtures shared by `authorization_e2e.rs`, `modes_e2e.rs` and `embeddings_e2e.rs`: one test's
+//! Fixtures shared by the Envoy end-to-end tests (`*_e2e.rs`, `mod support`): one test's
 //! processes (the catalog MCP server, Envoy with optional `jwt_authn` in front of the Wasm filter),
 //! the rmcp client, raw JSON-RPC over HTTP, and small helpers over tool lists and results.
 

@@ -1,7 +1,9 @@
-//! Scenarios written once and run by every driver: natively over the core (`TestEnv`), and
-//! against the built `.wasm` in host-shim (wasm-tests, where each exchange also runs natively
-//! and the two must agree). A scenario states what a client and the upstream see; what only a
-//! host can show (headers, chunks, logs) stays with that host's own tests.
+//! Scenarios written once and run by every driver: natively over the core (`TestEnv`,
+//! `filter/core/tests/scenarios.rs`), against the built `.wasm` in host-shim
+//! (`wasm-tests/tests/shim_scenarios.rs`, where each exchange also runs natively and the two must
+//! agree) and in real Envoy (`wasm-tests/tests/scenarios_e2e.rs`). A scenario states what a
+//! client and the upstream see; what only a host can show (headers, chunks, logs) stays with that
+//! host's own tests.
 
 use super::{messages, post, Outcome};
 use mcp_tool_search_core::config::policy::Caller;
