@@ -36,7 +36,7 @@ pub struct Args {
 pub fn parse_args() -> Result<Args, String> {
     let mut a = Args {
         envoy: None,
-        wasm: PathBuf::from("target/wasm32-wasip1/release/mcp_tool_search.wasm"),
+        wasm: mcp_tool_search_wasm_tests::harness::filter_wasm_path(),
         floor_wasm: None,
         catalog_server: None,
         out: PathBuf::from("BENCHMARKS.md"),

@@ -31,9 +31,9 @@ mod gateway;
 mod http;
 mod inproc;
 mod native;
-mod shim;
 mod report;
 mod rounds;
+mod shim;
 mod spinners;
 mod vmmem;
 

@@ -1,8 +1,8 @@
-//! Envoy's callbacks, one line each, handed to the core's `http::Root` (the VM) and
-//! `http::Context` (one stream).
+//! Envoy's callbacks, one line each, handed to the core's `Root` (the VM) and
+//! `Context` (one stream).
 
 use crate::host::ProxyHost;
-use mcp_tool_search_core::http;
+use mcp_tool_search_core as core;
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{Action, BufferType, ContextType};
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 /// What a VM's contexts share: the core's root and the host it runs on.
 struct Vm {
-    root: http::Root,
+    root: core::Root,
     host: ProxyHost,
 }
 
@@ -50,7 +50,7 @@ impl RootContext for Root {
         };
         let host = ProxyHost::new();
         // Envoy refuses the plugin when this returns false; the operator sees why in the log.
-        let root = match http::Root::configure(&bytes, self.context_id, &host) {
+        let root = match core::Root::configure(&bytes, self.context_id, &host) {
             Ok(root) => root,
             Err(e) => {
                 log::error!("{e}");
@@ -86,13 +86,13 @@ impl RootContext for Root {
 
 struct Stream {
     vm: Rc<Vm>,
-    stream: http::Context,
+    stream: core::Context,
 }
 
-fn action(action: http::Action) -> Action {
+fn action(action: core::Action) -> Action {
     match action {
-        http::Action::Continue => Action::Continue,
-        http::Action::Pause => Action::Pause,
+        core::Action::Continue => Action::Continue,
+        core::Action::Pause => Action::Pause,
     }
 }
 

@@ -2,10 +2,9 @@
 //! counters, outgoing calls, randomness) and `HttpHost` (the current stream's headers, bodies,
 //! local reply, resume, properties).
 
-use mcp_tool_search_core::http::{Body, Direction, Headers, HttpHost};
-use mcp_tool_search_core::plugin::{Host, HttpCall, Level};
-use mcp_tool_search_core::store::{SharedData, StoreError};
-use mcp_tool_search_core::STATS;
+use mcp_tool_search_core::{
+    Body, Direction, Headers, Host, HttpCall, HttpHost, Level, SharedData, StoreError, STATS,
+};
 use proxy_wasm::hostcalls;
 use proxy_wasm::types::{BufferType, MapType, MetricType, Status};
 use std::time::{Duration, UNIX_EPOCH};

@@ -79,7 +79,9 @@ macro_rules! scenarios {
             notifications_calls_and_other_methods_are_not_buffered_on_the_way_back,
             batches,
             paginated_lists_learn_every_page_and_only_the_first_gets_the_search_tool,
-            a_catalog_learned_on_one_worker_is_searched_on_another
+            a_catalog_learned_on_one_worker_is_searched_on_another,
+            an_oversized_sse_event_passes_through_and_is_counted,
+            an_oversized_json_list_passes_through_whole_and_is_counted
         );
     };
     (@each $d:ty; $($name:ident),*) => {
@@ -462,4 +464,31 @@ pub fn a_catalog_learned_on_one_worker_is_searched_on_another<D: Driver>() {
     let defs: Value =
         serde_json::from_str(reply["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(defs[0]["name"], "slack_post_message");
+}
+
+/// An SSE event larger than `max_body_bytes` is not held to be rewritten: it reaches the client
+/// as the upstream sent it, piece by piece, and is counted.
+pub fn an_oversized_sse_event_passes_through_and_is_counted<D: Driver>() {
+    let mut env = D::with_config(r#"{"max_body_bytes":1024}"#);
+    let big = format!(
+        "event: message\ndata: {{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{\"tools\":[{{\"name\":\"a\",\"description\":\"{}\"}}]}}}}\n\n",
+        "x".repeat(4000)
+    );
+    let chunks: Vec<&[u8]> = big.as_bytes().chunks(512).collect();
+    let out = env.exchange(post("/mcp"), LIST, ("200", "text/event-stream", &chunks));
+    assert_eq!(out.body(), big.as_bytes());
+    assert_eq!(env.count(Event::PassedThrough(PassReason::TooLarge)), 1);
+}
+
+/// A JSON list larger than `max_body_bytes` goes through whole and unchanged, and is counted.
+pub fn an_oversized_json_list_passes_through_whole_and_is_counted<D: Driver>() {
+    let mut env = D::with_config(r#"{"max_body_bytes":1024}"#);
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"result":{{"tools":[{{"name":"a","description":"{}"}}]}}}}"#,
+        "x".repeat(5000)
+    );
+    let chunks: Vec<&[u8]> = big.as_bytes().chunks(700).collect();
+    let out = env.exchange(post("/mcp"), LIST, ("200", "application/json", &chunks));
+    assert_eq!(out.body(), big.as_bytes());
+    assert_eq!(env.count(Event::PassedThrough(PassReason::TooLarge)), 1);
 }
