@@ -185,7 +185,11 @@ pub fn identity(config: &Config, text: &str) -> Result<Identity, Error> {
         },
         IdentitySource::JwtMetadata { filter, key } => Identity {
             headers: Vec::new(),
-            metadata: Some(protobuf::metadata(filter, key, &claims)),
+            metadata: Some(
+                mcp_tool_search_core::config::metadata::encode_filter_metadata(
+                    filter, key, &claims,
+                ),
+            ),
         },
     })
 }
@@ -221,84 +225,6 @@ fn base64url(bytes: &[u8]) -> String {
         }
     }
     out
-}
-
-/// Just enough protobuf to write what `jwt_authn`'s `payload_in_metadata` leaves in Envoy's
-/// dynamic metadata: `Metadata.filter_metadata[filter]` = `Struct {key: payload}`. Field
-/// numbers as the filter's reader (`config::metadata`) reads them.
-mod protobuf {
-    use serde_json::Value;
-
-    fn varint(mut v: u64, out: &mut Vec<u8>) {
-        loop {
-            let b = (v & 0x7f) as u8;
-            v >>= 7;
-            if v == 0 {
-                out.push(b);
-                return;
-            }
-            out.push(b | 0x80);
-        }
-    }
-
-    fn bytes_field(n: u64, data: &[u8], out: &mut Vec<u8>) {
-        varint(n << 3 | 2, out);
-        varint(data.len() as u64, out);
-        out.extend_from_slice(data);
-    }
-
-    fn entry(key: &str, value: &[u8]) -> Vec<u8> {
-        let mut e = Vec::new();
-        bytes_field(1, key.as_bytes(), &mut e);
-        bytes_field(2, value, &mut e);
-        e
-    }
-
-    /// A `google.protobuf.Struct` of an object's fields.
-    fn structure(fields: &serde_json::Map<String, Value>) -> Vec<u8> {
-        let mut out = Vec::new();
-        for (k, v) in fields {
-            bytes_field(1, &entry(k, &value(v)), &mut out);
-        }
-        out
-    }
-
-    /// A `google.protobuf.Value`.
-    fn value(v: &Value) -> Vec<u8> {
-        let mut out = Vec::new();
-        match v {
-            Value::Null => {
-                varint(1 << 3, &mut out);
-                varint(0, &mut out);
-            }
-            Value::Number(n) => {
-                varint(2 << 3 | 1, &mut out);
-                out.extend_from_slice(&n.as_f64().unwrap_or(0.0).to_bits().to_le_bytes());
-            }
-            Value::String(s) => bytes_field(3, s.as_bytes(), &mut out),
-            Value::Bool(b) => {
-                varint(4 << 3, &mut out);
-                varint(u64::from(*b), &mut out);
-            }
-            Value::Object(fields) => bytes_field(5, &structure(fields), &mut out),
-            Value::Array(items) => {
-                let mut list = Vec::new();
-                for item in items {
-                    bytes_field(1, &value(item), &mut list);
-                }
-                bytes_field(6, &list, &mut out);
-            }
-        }
-        out
-    }
-
-    pub(super) fn metadata(filter: &str, key: &str, payload: &Value) -> Vec<u8> {
-        let mut fields = serde_json::Map::new();
-        fields.insert(key.to_string(), payload.clone());
-        let mut out = Vec::new();
-        bytes_field(1, &entry(filter, &structure(&fields)), &mut out);
-        out
-    }
 }
 
 /// What the operator types a caller as, for the configured identity source.

@@ -1,4 +1,5 @@
-//! Just enough protobuf to read a JWT payload out of Envoy's dynamic metadata. Envoy's
+//! Just enough protobuf to read a JWT payload out of Envoy's dynamic metadata (and to write one,
+//! for hosts other than Envoy). Envoy's
 //! `get_property(["metadata"])` returns the stream's `envoy.config.core.v3.Metadata` serialized;
 //! `jwt_authn`'s `payload_in_metadata` puts the payload there as a `google.protobuf.Struct`.
 //! Field numbers: Metadata.filter_metadata = 1 (map<string, Struct>); Struct.fields = 1
@@ -137,38 +138,87 @@ pub fn filter_metadata(metadata: &[u8], filter: &str) -> Option<Value> {
     None
 }
 
+fn write_varint(mut v: u64, out: &mut Vec<u8>) {
+    loop {
+        let b = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(b);
+            return;
+        }
+        out.push(b | 0x80);
+    }
+}
+
+fn write_field(n: u64, data: &[u8], out: &mut Vec<u8>) {
+    write_varint(n << 3 | 2, out);
+    write_varint(data.len() as u64, out);
+    out.extend_from_slice(data);
+}
+
+fn write_entry(key: &str, value: &[u8]) -> Vec<u8> {
+    let mut e = Vec::new();
+    write_field(1, key.as_bytes(), &mut e);
+    write_field(2, value, &mut e);
+    e
+}
+
+/// A `google.protobuf.Struct` of an object's fields.
+fn write_structure(fields: &Map<String, Value>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (k, v) in fields {
+        write_field(1, &write_entry(k, &write_value(v)), &mut out);
+    }
+    out
+}
+
+/// A `google.protobuf.Value`.
+fn write_value(v: &Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    match v {
+        Value::Null => {
+            write_varint(1 << 3, &mut out);
+            write_varint(0, &mut out);
+        }
+        Value::Number(n) => {
+            write_varint(2 << 3 | 1, &mut out);
+            out.extend_from_slice(&n.as_f64().unwrap_or(0.0).to_bits().to_le_bytes());
+        }
+        Value::String(s) => write_field(3, s.as_bytes(), &mut out),
+        Value::Bool(b) => {
+            write_varint(4 << 3, &mut out);
+            write_varint(u64::from(*b), &mut out);
+        }
+        Value::Object(fields) => write_field(5, &write_structure(fields), &mut out),
+        Value::Array(items) => {
+            let mut list = Vec::new();
+            for item in items {
+                write_field(1, &write_value(item), &mut list);
+            }
+            write_field(6, &list, &mut out);
+        }
+    }
+    out
+}
+
+/// Envoy's dynamic metadata as `jwt_authn`'s `payload_in_metadata` leaves it:
+/// `Metadata.filter_metadata[filter]` = `Struct { key: payload }`, serialized (the inverse of
+/// [`filter_metadata`]), for a host that carries a caller as Envoy would (the playground).
+pub fn encode_filter_metadata(filter: &str, key: &str, payload: &Value) -> Vec<u8> {
+    let mut fields = Map::new();
+    fields.insert(key.to_string(), payload.clone());
+    let mut out = Vec::new();
+    write_field(1, &write_entry(filter, &write_structure(&fields)), &mut out);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn varint(mut v: u64, out: &mut Vec<u8>) {
-        loop {
-            let b = (v & 0x7f) as u8;
-            v >>= 7;
-            if v == 0 {
-                out.push(b);
-                return;
-            }
-            out.push(b | 0x80);
-        }
-    }
-
-    fn bytes_field(n: u64, data: &[u8], out: &mut Vec<u8>) {
-        varint(n << 3 | 2, out);
-        varint(data.len() as u64, out);
-        out.extend_from_slice(data);
-    }
-
-    fn entry_of(key: &str, value: &[u8]) -> Vec<u8> {
-        let mut e = Vec::new();
-        bytes_field(1, key.as_bytes(), &mut e);
-        bytes_field(2, value, &mut e);
-        e
-    }
-
     fn string_value(s: &str) -> Vec<u8> {
         let mut v = Vec::new();
-        bytes_field(3, s.as_bytes(), &mut v);
+        write_field(3, s.as_bytes(), &mut v);
         v
     }
 
@@ -176,12 +226,12 @@ mod tests {
     fn reads_a_jwt_payload_struct() {
         // Struct {"sub": "u1", "roles": ["a", "b"], "exp": 17, "ok": true}
         let mut list = Vec::new();
-        bytes_field(1, &string_value("a"), &mut list);
-        bytes_field(1, &string_value("b"), &mut list);
+        write_field(1, &string_value("a"), &mut list);
+        write_field(1, &string_value("b"), &mut list);
         let mut roles = Vec::new();
-        bytes_field(6, &list, &mut roles);
+        write_field(6, &list, &mut roles);
         let mut exp = Vec::new();
-        varint(2 << 3 | 1, &mut exp);
+        write_varint(2 << 3 | 1, &mut exp);
         exp.extend_from_slice(&17f64.to_bits().to_le_bytes());
         let ok = vec![4 << 3, 1];
         let mut payload = Vec::new();
@@ -191,22 +241,22 @@ mod tests {
             ("exp", exp),
             ("ok", ok),
         ] {
-            bytes_field(1, &entry_of(k, &v), &mut payload);
+            write_field(1, &write_entry(k, &v), &mut payload);
         }
         // Struct {"jwt_payload": <payload as struct_value>}
         let mut payload_value = Vec::new();
-        bytes_field(5, &payload, &mut payload_value);
+        write_field(5, &payload, &mut payload_value);
         let mut filter_struct = Vec::new();
-        bytes_field(
+        write_field(
             1,
-            &entry_of("jwt_payload", &payload_value),
+            &write_entry("jwt_payload", &payload_value),
             &mut filter_struct,
         );
         let mut metadata = Vec::new();
-        bytes_field(1, &entry_of("other", &[]), &mut metadata);
-        bytes_field(
+        write_field(1, &write_entry("other", &[]), &mut metadata);
+        write_field(
             1,
-            &entry_of("envoy.filters.http.jwt_authn", &filter_struct),
+            &write_entry("envoy.filters.http.jwt_authn", &filter_struct),
             &mut metadata,
         );
         let got = filter_metadata(&metadata, "envoy.filters.http.jwt_authn").unwrap();
@@ -220,5 +270,13 @@ mod tests {
             filter_metadata(&[0x0a, 0x50, 1], "x").is_none(),
             "truncated"
         );
+    }
+
+    #[test]
+    fn what_is_encoded_reads_back() {
+        let payload = serde_json::json!({"roles": ["a", "b"], "n": 2.5, "ok": true, "x": null, "o": {"k": "v"}});
+        let bytes = encode_filter_metadata("envoy.filters.http.jwt_authn", "jwt_payload", &payload);
+        let read = filter_metadata(&bytes, "envoy.filters.http.jwt_authn").unwrap();
+        assert_eq!(read["jwt_payload"], payload);
     }
 }

@@ -11,7 +11,7 @@
 pub mod catalog;
 pub mod entries;
 pub(crate) mod glob;
-pub(crate) mod metadata;
+pub mod metadata;
 pub mod paths;
 pub mod policy;
 mod read;
