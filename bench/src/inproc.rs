@@ -1,17 +1,15 @@
 //! Cost inside the VM: the filter's core natively (the `mcp-tool-search` crate: index build,
-//! search, and whole exchanges through `http::exchange` on a `MemoryHost`) and the real `.wasm` in the
+//! search, and whole exchanges through `exchange` on a `MemoryHost`) and the real `.wasm` in the
 //! host-shim (wasmtime), with the linear memory of each VM.
 
 use crate::native::{list_response as native_response, timed_list, NativeEnv};
 use crate::shim::{shim_list, shim_noop, shim_search, start_vm};
 use crate::vmmem;
 use host_shim::{Host, HttpMessage, WasmModule};
-use mcp_tool_search_core::config::Config;
-use mcp_tool_search_core::http::MemoryHost;
-use mcp_tool_search_core::index::catalog::groups::GroupIndex;
-use mcp_tool_search_core::index::catalog::{Catalog, CatalogIndex, Page, Tool};
-use mcp_tool_search_core::rank::search::{self, Fallback, FallbackKind, Query};
-use mcp_tool_search_core::store::{CatalogCache, Learned, MemorySharedData};
+use mcp_tool_search_core::{
+    search, Catalog, CatalogCache, CatalogIndex, Config, Fallback, FallbackKind, GroupIndex,
+    Learned, MemoryHost, MemorySharedData, Page, Query, Tool,
+};
 use serde_json::value::RawValue;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -32,7 +30,7 @@ pub struct SizeCosts {
     pub native_parse: Duration,
     pub native_build: Duration,
     pub native_search: Duration,
-    // Native exchanges (`http::exchange`: the callbacks the VM runs, on a host in memory).
+    // Native exchanges (`exchange`: the callbacks the VM runs, on a host in memory).
     pub native_list_json: Duration,
     pub native_list_sse: Duration,
     pub native_first_search: Duration,
@@ -180,7 +178,7 @@ pub fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
     (r, thread_cpu().saturating_sub(t))
 }
 
-/// `search::search` (BM25, `limit` 5) of every query, timed together (CPU time).
+/// `search` (BM25, `limit` 5) of every query, timed together (CPU time).
 fn search_kernel(index: &CatalogIndex, config: &Config, queries: &[&str]) -> Result<Duration> {
     let mut total = Duration::ZERO;
     for text in queries {
@@ -191,7 +189,7 @@ fn search_kernel(index: &CatalogIndex, config: &Config, queries: &[&str]) -> Res
             group: None,
         };
         let (r, d) = timed(|| {
-            search::search(
+            search(
                 index,
                 config,
                 &q,
@@ -229,7 +227,7 @@ pub struct Breakdown {
     pub words_all: Duration,
     pub tokens: usize,
     pub distinct_tokens: usize,
-    /// `search::search`, and the `Bm25Index::scores` inside it.
+    /// `search`, and the `Bm25Index::scores` inside it.
     pub search: Duration,
     pub scores: Duration,
     /// Matching tools per query (median): what `top_k` orders.
@@ -299,7 +297,7 @@ pub fn measure(
             offset: 0,
             group: None,
         };
-        let r = search::search(
+        let r = search(
             &index,
             &config,
             &q,
@@ -384,7 +382,7 @@ pub fn measure(
 
     let mut grouped = config.clone();
     grouped.group_separator = Some("_".to_string());
-    grouped.search.strategy = mcp_tool_search_core::config::routing::Strategy::Hierarchical;
+    grouped.search.strategy = mcp_tool_search_core::Strategy::Hierarchical;
     let grouped_index = CatalogIndex::build("bench", catalog.clone(), &grouped);
     costs.groups = GroupIndex::build(&grouped_index, &grouped, |_| true)
         .groups
@@ -539,8 +537,7 @@ pub fn measure(
         items.push((
             "fingerprint",
             Box::new(|| {
-                let (r, d) =
-                    timed(|| mcp_tool_search_core::index::fnv::fingerprint(list_json.as_bytes()));
+                let (r, d) = timed(|| mcp_tool_search_core::fingerprint(list_json.as_bytes()));
                 std::hint::black_box(r);
                 Ok(d)
             }),
@@ -561,16 +558,8 @@ pub fn measure(
                 let mut buf = String::new();
                 let (_, d) = timed(|| {
                     for (name, about) in &texts {
-                        mcp_tool_search_core::index::tokenizer::for_each_word(
-                            name,
-                            &mut buf,
-                            |_| n += 1,
-                        );
-                        mcp_tool_search_core::index::tokenizer::for_each_word(
-                            about,
-                            &mut buf,
-                            |_| n += 1,
-                        );
+                        mcp_tool_search_core::for_each_word(name, &mut buf, |_| n += 1);
+                        mcp_tool_search_core::for_each_word(about, &mut buf, |_| n += 1);
                     }
                 });
                 *token_count.borrow_mut() = n;
@@ -621,7 +610,7 @@ pub fn measure(
                     offset: 0,
                     group: None,
                 };
-                search::search(
+                search(
                     &index,
                     &config,
                     &q,
@@ -634,8 +623,8 @@ pub fn measure(
         matches.sort_unstable();
         let mut distinct = std::collections::HashSet::new();
         for (name, about) in &texts {
-            distinct.extend(mcp_tool_search_core::index::tokenizer::words(name));
-            distinct.extend(mcp_tool_search_core::index::tokenizer::words(about));
+            distinct.extend(mcp_tool_search_core::words(name));
+            distinct.extend(mcp_tool_search_core::words(about));
         }
         Breakdown {
             tools: catalog.len(),

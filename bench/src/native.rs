@@ -1,15 +1,15 @@
 //! The filter's core natively, driven as Envoy drives the `.wasm`: a worker is the core's
-//! `http::Root` on a `MemoryHost` (workers made with the same host share its data, as Envoy's
-//! do), and each exchange runs through the core's own driver (`http::exchange`), so the clock,
+//! `Root` on a `MemoryHost` (workers made with the same host share its data, as Envoy's
+//! do), and each exchange runs through the core's own driver (`exchange`), so the clock,
 //! the stats, the catalog meta and the header checks the VM runs are measured too.
 
 use crate::inproc::{
     list_request, list_response as upstream_list, median, plugin_config, reps, search_request,
     timed, Result, RESPONSE_CHUNK,
 };
-use mcp_tool_search_core::config::Config;
-use mcp_tool_search_core::http::{self, Exchanged, MemoryHost, Root};
-use mcp_tool_search_core::plugin::Plugin;
+use mcp_tool_search_core::{
+    exchange, Config, Exchanged, MemoryHost, Plugin, Request, Response, Root, METADATA_KEY,
+};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -37,7 +37,7 @@ impl NativeEnv {
                 "xds",
                 "route_metadata",
                 "filter_metadata",
-                http::METADATA_KEY,
+                METADATA_KEY,
                 "namespace",
             ],
             NAMESPACE,
@@ -57,8 +57,8 @@ impl NativeEnv {
     }
 
     /// One exchange of an MCP `POST` carrying `body`; the upstream answers `response`.
-    fn exchange(&self, body: &[u8], response: &http::Response) -> Exchanged {
-        let request = http::Request {
+    fn exchange(&self, body: &[u8], response: &Response) -> Exchanged {
+        let request = Request {
             headers: [
                 (":method", "POST"),
                 (":path", "/mcp"),
@@ -78,7 +78,7 @@ impl NativeEnv {
             trailers: false,
         };
         // Nothing is called: catalogs are learned from lists, and ranking is BM25.
-        let out = http::exchange(&self.root, &self.host, &request, response, &mut |_, _| {
+        let out = exchange(&self.root, &self.host, &request, response, &mut |_, _| {
             (None, Vec::new(), Vec::new())
         });
         // The host keeps every count and log line for tests; a benchmark loop would grow them.
@@ -89,14 +89,14 @@ impl NativeEnv {
 
     /// A search: the local reply's body.
     pub fn search(&self, body: &[u8]) -> Result<Vec<u8>> {
-        match self.exchange(body, &http::Response::default()) {
+        match self.exchange(body, &Response::default()) {
             Exchanged::Local(reply) if reply.status == 200 => Ok(reply.body),
             other => Err(format!("search: {other:?}")),
         }
     }
 
     /// A list: the body the client gets (an error unless it was rewritten).
-    pub fn list(&self, request: &[u8], response: &http::Response) -> Result<Vec<u8>> {
+    pub fn list(&self, request: &[u8], response: &Response) -> Result<Vec<u8>> {
         match self.exchange(request, response) {
             Exchanged::Upstream { response: out, .. } if response.chunks.concat() != out => Ok(out),
             other => Err(format!(
@@ -125,7 +125,7 @@ fn truncate(s: &str) -> String {
 
 /// The upstream's list response as it reaches the filter, in `RESPONSE_CHUNK` pieces; a JSON
 /// body carries its length (the SSE stream has none).
-pub fn list_response(content_type: &str, body: &str) -> http::Response {
+pub fn list_response(content_type: &str, body: &str) -> Response {
     let mut headers = vec![
         (":status".to_string(), b"200".to_vec()),
         ("content-type".to_string(), content_type.as_bytes().to_vec()),
@@ -133,7 +133,7 @@ pub fn list_response(content_type: &str, body: &str) -> http::Response {
     if content_type == "application/json" {
         headers.push(("content-length".into(), body.len().to_string().into_bytes()));
     }
-    http::Response {
+    Response {
         headers,
         chunks: body
             .as_bytes()
@@ -145,7 +145,7 @@ pub fn list_response(content_type: &str, body: &str) -> http::Response {
 }
 
 /// One list, timed (CPU time).
-pub fn timed_list(env: &NativeEnv, request: &str, response: &http::Response) -> Result<Duration> {
+pub fn timed_list(env: &NativeEnv, request: &str, response: &Response) -> Result<Duration> {
     let (out, d) = timed(|| env.list(request.as_bytes(), response));
     out.map(|_| d)
 }

@@ -2,9 +2,7 @@
 //! the shapes operators have at hand, vectors, and a caller.
 
 use crate::Error;
-use mcp_tool_search_core::config::policy::{Caller, IdentitySource};
-use mcp_tool_search_core::config::Config;
-use mcp_tool_search_core::mcp::sse;
+use mcp_tool_search_core::{Caller, Config, IdentitySource, SseParser};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -79,7 +77,7 @@ fn checked_result(result: &str) -> Result<String, Error> {
 
 /// The last SSE event whose data is a JSON-RPC response, read by the filter's own SSE parser.
 fn sse_data(text: &str) -> Result<String, Error> {
-    let mut parser = sse::Parser::new();
+    let mut parser = SseParser::new();
     // Trimmed, the last event lost the blank line that ends it.
     let mut events = parser.push(format!("{text}\n\n").as_bytes());
     events.extend(parser.finish().0);
@@ -185,11 +183,9 @@ pub fn identity(config: &Config, text: &str) -> Result<Identity, Error> {
         },
         IdentitySource::JwtMetadata { filter, key } => Identity {
             headers: Vec::new(),
-            metadata: Some(
-                mcp_tool_search_core::config::metadata::encode_filter_metadata(
-                    filter, key, &claims,
-                ),
-            ),
+            metadata: Some(mcp_tool_search_core::encode_filter_metadata(
+                filter, key, &claims,
+            )),
         },
     })
 }

@@ -1,6 +1,6 @@
 //! The operator playground: the filter's core, driven the way Envoy drives it, for one pasted
 //! catalog and configuration. A `tools/list` and a `tool_search` go through the core's own
-//! `http::Root` over a `MemoryHost`, exchange by exchange (`http::exchange`, the driver the
+//! `Root` over a `MemoryHost`, exchange by exchange (`exchange`, the driver the
 //! native tests use), so what the page shows is what the filter answers; the ranking detail
 //! (scores, the explain breakdown) comes from `rank::search` and `rank::explain` on the same
 //! index.
@@ -12,19 +12,12 @@
 mod bindings;
 pub mod input;
 
-use mcp_tool_search_core::call::{CallResponse, HttpCall};
-use mcp_tool_search_core::config::policy::Caller;
-use mcp_tool_search_core::config::{Config, ConfigError};
-use mcp_tool_search_core::http::{self, CallSource, Exchanged, MemoryHost, Root};
-use mcp_tool_search_core::index::catalog::{Page, Tool};
-use mcp_tool_search_core::keys;
-use mcp_tool_search_core::mcp::injected::{self, Asker, Injected};
-use mcp_tool_search_core::plugin::Plugin;
-use mcp_tool_search_core::rank::embeddings::tool_text;
-use mcp_tool_search_core::rank::explain::{self, Explanation};
-use mcp_tool_search_core::rank::search::{self, Fallback, FallbackKind};
-use mcp_tool_search_core::store::{self, CatalogCache, Learned, SharedData};
-use mcp_tool_search_core::vector;
+use mcp_tool_search_core::{
+    exchange, explain, keys, normalize, parse_search, search, tool_text, Asker, CallResponse,
+    CallSource, Caller, CatalogCache, Config, ConfigError, Exchanged, Explanation, Fallback,
+    FallbackKind, HttpCall, Injected, Learned, MemoryHost, Page, Plugin, Request, Response, Root,
+    SharedData, StoreError, Tool, Vectors, METADATA_KEY,
+};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -231,7 +224,7 @@ impl Playground {
                 "xds",
                 "route_metadata",
                 "filter_metadata",
-                http::METADATA_KEY,
+                METADATA_KEY,
                 "namespace",
             ],
             &namespace,
@@ -263,10 +256,7 @@ impl Playground {
         !matches!(self.catalog(), Ok(c) if !c.catalog.is_empty())
     }
 
-    fn catalog(
-        &self,
-    ) -> Result<std::rc::Rc<mcp_tool_search_core::index::catalog::CatalogIndex>, store::StoreError>
-    {
+    fn catalog(&self) -> Result<std::rc::Rc<mcp_tool_search_core::CatalogIndex>, StoreError> {
         self.root.plugin.catalog(&self.host, &self.namespace)
     }
 
@@ -291,11 +281,11 @@ impl Playground {
             .mcp_paths
             .first()
             .cloned()
-            .unwrap_or_else(|| mcp_tool_search_core::config::DEFAULT_MCP_PATH.to_string())
+            .unwrap_or_else(|| mcp_tool_search_core::DEFAULT_MCP_PATH.to_string())
     }
 
     /// A JSON-RPC POST of `body` from the caller `identity` names, as a client sends it.
-    fn request(&self, identity: &input::Identity, body: &str) -> http::Request {
+    fn request(&self, identity: &input::Identity, body: &str) -> Request {
         // The stream's dynamic metadata, where a `jwt_metadata` source reads the caller.
         match &identity.metadata {
             Some(metadata) => {
@@ -323,7 +313,7 @@ impl Playground {
                 .iter()
                 .map(|(k, v)| (k.clone(), v.clone().into_bytes())),
         );
-        http::Request {
+        Request {
             headers,
             chunks: vec![body.as_bytes().to_vec()],
             trailers: false,
@@ -390,7 +380,7 @@ impl Playground {
     fn list_exchange(&self, identity: &input::Identity) -> Result<(&'static str, Vec<u8>), Error> {
         let request = self.request(identity, LIST_REQUEST);
         let body = self.list.as_bytes();
-        let response = http::Response {
+        let response = Response {
             headers: vec![
                 (":status".into(), b"200".to_vec()),
                 ("content-type".into(), b"application/json".to_vec()),
@@ -400,7 +390,7 @@ impl Playground {
         };
         let mut unanswered =
             |_: &HttpCall, _: CallSource| -> CallResponse { (None, Vec::new(), Vec::new()) };
-        match http::exchange(&self.root, &self.host, &request, &response, &mut unanswered) {
+        match exchange(&self.root, &self.host, &request, &response, &mut unanswered) {
             Exchanged::Local(reply) => Ok(("answered", reply.body)),
             Exchanged::Upstream { response: out, .. } if out == body => Ok(("unchanged", out)),
             Exchanged::Upstream { response: out, .. } => Ok(("rewritten", out)),
@@ -467,8 +457,8 @@ impl Playground {
         if self.query_vector.is_none() {
             *self.host.refuse_calls.borrow_mut() = Some(NO_QUERY_VECTOR.to_string());
         }
-        let empty = http::Response::default();
-        let exchanged = http::exchange(&self.root, &self.host, &request, &empty, &mut serve);
+        let empty = Response::default();
+        let exchanged = exchange(&self.root, &self.host, &request, &empty, &mut serve);
         *self.host.refuse_calls.borrow_mut() = None;
         for (key, value) in kept {
             // A key that was absent is written empty, which reads as absent.
@@ -561,7 +551,7 @@ impl Playground {
         };
         let raw = RawValue::from_string(arguments.to_string())
             .map_err(|e| Error::Filter(format!("the arguments are not JSON: {e}")))?;
-        let args = match injected::parse_search(Some(&raw), &self.config, Asker::Tool) {
+        let args = match parse_search(Some(&raw), &self.config, Asker::Tool) {
             Ok(args) => args,
             Err(message) => {
                 view.refused = Some(message);
@@ -590,7 +580,7 @@ impl Playground {
         };
         let lookup = |i: usize| table.as_ref().and_then(|t| t.get(i));
         let query = self.query_vector.clone().map(|mut q| {
-            let _ = vector::normalize(&mut q);
+            let _ = normalize(&mut q);
             q
         });
         let vectors = match (&self.config.search.embeddings, &query, &table) {
@@ -599,7 +589,7 @@ impl Playground {
                 "embeddings are not configured",
             )),
             (Some(_), None, _) => Err(no_query_vector()),
-            (Some(_), Some(q), Some(_)) => Ok(search::Vectors {
+            (Some(_), Some(q), Some(_)) => Ok(Vectors {
                 query: q,
                 tool: &lookup,
             }),
@@ -608,7 +598,7 @@ impl Playground {
                 "no tool vectors yet",
             )),
         };
-        let ranked = search::search(&index, &self.config, &args.query, allowed, vectors);
+        let ranked = search(&index, &self.config, &args.query, allowed, vectors);
         view.rows = ranked
             .found
             .iter()
@@ -617,7 +607,7 @@ impl Playground {
                 rank: args.query.offset + i + 1,
                 name: f.tool.name.clone(),
                 score: f.score,
-                explain: Some(explain_view(&explain::explain(
+                explain: Some(explain_view(&explain(
                     &index,
                     &args.query.text,
                     &ranked.scoring,
@@ -744,13 +734,13 @@ pub fn answer_names(config: &Config, answer: &Value) -> Option<Vec<String>> {
     }
     let text = result.pointer("/content/0/text")?.as_str()?;
     match config.search.result_format {
-        mcp_tool_search_core::config::ResultFormat::Definitions => {
+        mcp_tool_search_core::ResultFormat::Definitions => {
             let defs: Vec<Value> = serde_json::from_str(text).ok()?;
             defs.iter()
                 .map(|d| d.get("name")?.as_str().map(str::to_string))
                 .collect()
         }
-        mcp_tool_search_core::config::ResultFormat::Summary => Some(
+        mcp_tool_search_core::ResultFormat::Summary => Some(
             text.lines()
                 .skip(1)
                 .take_while(|l| !l.starts_with("Next:"))

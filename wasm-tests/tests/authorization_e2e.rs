@@ -833,7 +833,7 @@ async fn probe_every_path(stack: &Stack, token: &str) -> Exchanges {
             json!({"query": q, "group": "stripe"}),
             json!({"query": q, "namespace": "mcp_upstream"}),
             json!({"query": q, "namespace": "elsewhere"}),
-            json!({"query": q, "namespace": mcp_tool_search_core::config::entries::Entry::Prompt.catalog_key(NAMESPACE)}),
+            json!({"query": q, "namespace": mcp_tool_search_core::Entry::Prompt.catalog_key(NAMESPACE)}),
         ] {
             let (status, _, v) = http_search(stack, &auth, body.to_string().as_bytes()).await;
             // A listed namespace with no catalog (the route's is NAMESPACE) answers 404; one

@@ -31,7 +31,7 @@
 
 mod support;
 
-use mcp_tool_search_core::config::entries::Entry;
+use mcp_tool_search_core::Entry;
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

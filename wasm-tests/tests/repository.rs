@@ -10,7 +10,7 @@
     clippy::indexing_slicing
 )]
 
-use mcp_tool_search_core::config::Config;
+use mcp_tool_search_core::Config;
 use mcp_tool_search_wasm_tests::harness;
 use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;

@@ -15,8 +15,7 @@
 #[path = "../../filter/core/tests/support/mod.rs"]
 mod native;
 
-use mcp_tool_search_core::stream::{Event, RequestHead};
-use mcp_tool_search_core::STATS;
+use mcp_tool_search_core::{Event, RequestHead, STATS};
 use mcp_tool_search_wasm_tests::harness::{
     self, raw_exchange, Envoy, EnvoyOptions, FilterOptions, TestDir,
 };

@@ -132,7 +132,7 @@ struct Timings {
 const DEFAULT_BATCH: usize = 64;
 /// The first retry of a failed background batch (`Worker::failed` in
 /// `filter/core/src/plugin/scheduler.rs`); each later one waits twice as long, up to
-/// [`mcp_tool_search_core::plugin::MAX_BACKOFF_MS`].
+/// [`mcp_tool_search_core::MAX_BACKOFF_MS`].
 const FIRST_RETRY: Duration = Duration::from_secs(1);
 /// What the embedding lease outlives a batch's timeout by (`lease_ms` in `Plugin::on_tick`):
 /// the longest another worker's lease keeps a batch waiting after that timeout.
@@ -162,7 +162,7 @@ impl Timings {
     }
 
     fn tick() -> Duration {
-        Duration::from_millis(mcp_tool_search_core::plugin::EMBED_TICK_MS)
+        Duration::from_millis(mcp_tool_search_core::EMBED_TICK_MS)
     }
 
     /// The longest a healthy service can take to embed `tools` from the next tick on: batch
@@ -184,7 +184,7 @@ impl Timings {
     /// after each failure is never longer than the failures before it lasted, plus the first
     /// retry, nor than the maximum.
     fn recovery(self, failing: Duration, tools: usize) -> Duration {
-        let max = Duration::from_millis(mcp_tool_search_core::plugin::MAX_BACKOFF_MS);
+        let max = Duration::from_millis(mcp_tool_search_core::MAX_BACKOFF_MS);
         let backoff = (failing + self.timeout + FIRST_RETRY).min(max);
         self.timeout + backoff + self.embedding(tools)
     }

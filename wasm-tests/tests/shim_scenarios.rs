@@ -12,8 +12,7 @@
 mod shim_support;
 
 use host_shim::{Host, HttpMessage, LogLevel, Outcome, ShimError, Vm};
-use mcp_tool_search_core::mcp::headers::Mirrored;
-use mcp_tool_search_core::stream::{Event, PassReason, RequestHead};
+use mcp_tool_search_core::{Event, Mirrored, PassReason, RequestHead};
 use serde_json::Value;
 use shim_support::native::scenarios as support_scenarios;
 use shim_support::native::{self, TestEnv};
@@ -28,7 +27,7 @@ impl support_scenarios::Driver for Both {
         Both::new(config)
     }
     fn two_workers(config: &str) -> (Self, Self) {
-        let host = std::rc::Rc::new(mcp_tool_search_core::http::MemoryHost::default());
+        let host = std::rc::Rc::new(mcp_tool_search_core::MemoryHost::default());
         let first = ShimEnv::new(config);
         let second = ShimEnv::sharing(config, &first);
         (
@@ -388,7 +387,7 @@ fn a_bad_configuration_is_refused_with_the_filters_message() {
         r#"{"eager_patterns":["a"],"no_such_field":1}"#,
         "not json",
     ] {
-        let want = mcp_tool_search_core::config::Config::parse(config)
+        let want = mcp_tool_search_core::Config::parse(config)
             .unwrap_err()
             .to_string();
         let err = Vm::load(&Host::new(), wasm_path(), options(config)).unwrap_err();

@@ -57,7 +57,7 @@ fn learned_and_embedded() -> ShimEnv {
     let mut env = ShimEnv::new(CONFIG);
     assert_eq!(
         u64::from(env.vm.tick_period_ms()),
-        mcp_tool_search_core::plugin::CATALOG_TICK_MS,
+        mcp_tool_search_core::CATALOG_TICK_MS,
         "the background timer"
     );
     let out = exchange(
@@ -99,7 +99,7 @@ fn learned_and_embedded() -> ShimEnv {
     env
 }
 
-fn native_post() -> mcp_tool_search_core::stream::RequestHead {
+fn native_post() -> mcp_tool_search_core::RequestHead {
     shim_support::native::post("/mcp")
 }
 

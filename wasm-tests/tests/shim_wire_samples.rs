@@ -13,7 +13,7 @@
 mod shim_support;
 
 use host_shim::{HttpMessage, Outcome};
-use mcp_tool_search_core::stream::Event;
+use mcp_tool_search_core::Event;
 use serde_json::Value;
 use shim_support::native::{self, TestEnv};
 use shim_support::*;
@@ -87,15 +87,14 @@ fn native_run(env: &mut TestEnv, s: &Sample, chunks: &[&[u8]]) -> native::Outcom
 
 /// The names of a sample's tools that `CONFIG` makes EAGER (kept in the rewritten list).
 fn eager_names(s: &Sample) -> Vec<String> {
-    let config = mcp_tool_search_core::config::Config::parse(CONFIG).unwrap();
+    let config = mcp_tool_search_core::Config::parse(CONFIG).unwrap();
     native::messages(&s.body, s.sse).pop().unwrap()["result"]["tools"]
         .as_array()
         .unwrap()
         .iter()
         .filter_map(|t| t["name"].as_str())
         .filter(|n| {
-            config.disclosure_mode("upstream", n)
-                == mcp_tool_search_core::config::DisclosureMode::Eager
+            config.disclosure_mode("upstream", n) == mcp_tool_search_core::DisclosureMode::Eager
         })
         .map(str::to_owned)
         .collect()
@@ -338,9 +337,7 @@ fn learned_catalog_answers_search_with_upstream_definitions() {
     assert!(x.upstream.headers.is_some() && x.upstream.reset);
     assert!(x.upstream.body().is_empty());
     assert_eq!(
-        shim.count(Event::SearchAnswered(
-            mcp_tool_search_core::config::Ranking::Bm25
-        )),
+        shim.count(Event::SearchAnswered(mcp_tool_search_core::Ranking::Bm25)),
         1
     );
     assert!(matches!(x.outcome(), Outcome::Local { status: 200, .. }));

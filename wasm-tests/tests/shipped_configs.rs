@@ -11,7 +11,7 @@
     clippy::indexing_slicing
 )]
 
-use mcp_tool_search_core::config::Config;
+use mcp_tool_search_core::Config;
 use mcp_tool_search_wasm_tests::harness::{workspace_root, FILTER_WASM_ARTIFACT};
 use serde_json::Value;
 use std::path::{Component, Path, PathBuf};

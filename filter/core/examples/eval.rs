@@ -18,12 +18,10 @@
 //! vector weight). `--vectors FILE` keeps the embeddings of tools and queries in FILE and reads
 //! them from there next time (same texts only).
 
-use mcp_tool_search_core::config::routing::Strategy;
-use mcp_tool_search_core::config::{Config, Ranking, Tuning};
-use mcp_tool_search_core::index::catalog::{Catalog, CatalogIndex, Tool};
-use mcp_tool_search_core::rank::embeddings;
-use mcp_tool_search_core::rank::search::{self, Fallback, FallbackKind, Query};
-use mcp_tool_search_core::vector::ToolVectors;
+use mcp_tool_search_core::{
+    embeddings_request, parse_embeddings, search, tool_text, Catalog, CatalogIndex, Config,
+    Fallback, FallbackKind, Query, Ranking, Strategy, Tool, ToolVectors, Tuning, Vectors,
+};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::io::{Read, Write};
@@ -110,7 +108,7 @@ fn embed(url: &str, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
     let emb = config.search.embeddings.ok_or("no embeddings config")?;
     let mut out = Vec::with_capacity(texts.len());
     for batch in texts.chunks(64) {
-        let body = embeddings::request_body(&emb, batch);
+        let body = embeddings_request(&emb, batch);
         let mut stream = TcpStream::connect(authority).map_err(|e| format!("{authority}: {e}"))?;
         let head = format!(
             "POST {path} HTTP/1.1\r\nhost: {authority}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
@@ -139,9 +137,8 @@ fn embed(url: &str, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
         } else {
             body.to_vec()
         };
-        let vectors =
-            embeddings::parse_response(&emb, status.as_deref(), &body, batch.len(), emb.timeout_ms)
-                .map_err(|f| f.reason)?;
+        let vectors = parse_embeddings(&emb, status.as_deref(), &body, batch.len(), emb.timeout_ms)
+            .map_err(|f| f.reason)?;
         out.extend(vectors);
     }
     Ok(out)
@@ -180,13 +177,13 @@ fn evaluate(
         };
         let lookup = |p: usize| vectors.and_then(|(t, _)| t.get(p));
         let v = match vectors.and_then(|(_, qs)| qs.get(i)) {
-            Some(qv) => Ok(search::Vectors {
+            Some(qv) => Ok(Vectors {
                 query: qv,
                 tool: &lookup,
             }),
             None => Err(Fallback::new(FallbackKind::Unavailable, "lexical only")),
         };
-        let result = search::search(index, config, &query, None, v);
+        let result = search(index, config, &query, None, v);
         let ranked: Vec<&str> = result.found.iter().map(|f| f.tool.name.as_str()).collect();
         metrics.add(&ranked, &q.relevant);
     }
@@ -354,7 +351,7 @@ fn embed_cached(
     texts: &[String],
     cache: Option<&Path>,
 ) -> Result<Vec<Vec<f32>>, String> {
-    let key = mcp_tool_search_core::index::fnv::hash(texts.join("\n").as_bytes());
+    let key = mcp_tool_search_core::hash(texts.join("\n").as_bytes());
     let path = cache.map(|c| c.with_extension(format!("{key:016x}.bin")));
     if let Some(bytes) = path.as_ref().and_then(|p| std::fs::read(p).ok()) {
         let floats: Vec<f32> = bytes
@@ -407,7 +404,7 @@ fn floor_report(
     let hybrid = |floor: Option<f32>| {
         let mut c = with_ranking(
             Ranking::Hybrid,
-            mcp_tool_search_core::config::DEFAULT_HYBRID_VECTOR_WEIGHT,
+            mcp_tool_search_core::DEFAULT_HYBRID_VECTOR_WEIGHT,
         );
         c.search.min_cosine = floor;
         c
@@ -540,12 +537,7 @@ fn run(
         return Ok(());
     };
     // The filter's own tool text and vectors, as it would embed them.
-    let texts: Vec<String> = index
-        .catalog
-        .tools()
-        .iter()
-        .map(embeddings::tool_text)
-        .collect();
+    let texts: Vec<String> = index.catalog.tools().iter().map(tool_text).collect();
     let tool_vectors = ToolVectors {
         by_position: embed_cached(url, &texts, cache)?
             .into_iter()

@@ -12,32 +12,70 @@
 //! of a catalog; `rank/` ranks a query (BM25, vectors, hybrid); `store/` shares catalogs and
 //! vectors between workers under the keys of `keys.rs`; `plugin/` is one VM's state; `config/`
 //! parses the plugin configuration and the authorization policy; `stats.rs` names every counter.
-//! The modules stay public for the tests, benchmarks, evaluation and playground that exercise
-//! the index and the ranking directly; a host needs only what is re-exported here.
+//!
+//! The modules are private: this file is the crate's whole surface. The first group is what a
+//! host needs; the rest is what the native drivers (tests, fuzz targets, the benchmark, the
+//! evaluation and the playground) reach below the stream to exercise the index, the ranking and
+//! the parsers directly. `keys` and `stats` stay modules: they are the names other components
+//! see (shared-data keys, Envoy counters), read as tables.
 
 mod base64;
-pub mod call;
-pub mod config;
-pub mod fetch;
-pub mod http;
-pub mod index;
+mod call;
+mod config;
+mod fetch;
+mod http;
+mod index;
 pub mod keys;
-pub mod mcp;
-pub mod plugin;
-pub mod rank;
+mod mcp;
+mod plugin;
+mod rank;
 mod sort;
 pub mod stats;
-pub mod store;
-pub mod stream;
-pub mod vector;
+mod store;
+mod stream;
+mod vector;
 
+// Hosting the filter: one root per VM, one context per stream, the two host traits.
 pub use call::{CallResponse, HttpCall};
 pub use config::{Config, ConfigError};
 pub use http::{
-    exchange, Action, Body, CallSource, Context, Direction, Exchanged, Headers, HttpHost,
-    MemoryHost, Request, Response, Root, StartError,
+    Action, Body, Context, Direction, Headers, HttpHost, Root, StartError, METADATA_KEY,
 };
-pub use plugin::{Host, Level, Plugin};
-pub use stats::{Event, HELP, STATS};
+pub use plugin::{Host, Level, Plugin, CATALOG_TICK_MS, EMBED_TICK_MS, MAX_BACKOFF_MS};
+pub use stats::{Event, PassReason, Refusal, HELP, STATS};
 pub use store::{SharedData, StoreError};
 pub use stream::RequestHead;
+
+// The native host, and the plugin state its drivers inspect.
+pub use fetch::{credential_of, MARKER_HEADER};
+pub use http::{exchange, CallSource, Exchanged, MemoryHost, MemoryStream, Request, Response};
+pub use plugin::{fetch_secret, install_fetch_secret, FetchProgress};
+pub use store::{read_meta, update_meta, CatalogCache, CatalogMeta, Learned, MemorySharedData};
+
+// The configuration's parts.
+pub use config::entries::Entry;
+pub use config::metadata::encode_filter_metadata;
+pub use config::paths::{candidates as path_candidates, resource_uri_problem};
+pub use config::policy::{Caller, IdentitySource};
+pub use config::routing::Strategy;
+pub use config::{
+    DisclosureMode, Ranking, ResultFormat, Tuning, DEFAULT_HYBRID_VECTOR_WEIGHT, DEFAULT_MCP_PATH,
+};
+
+// The index and the ranking.
+pub use index::catalog::groups::GroupIndex;
+pub use index::catalog::{Catalog, CatalogIndex, Page, Tool};
+pub use index::fnv::{fingerprint, hash};
+pub use index::tokenizer::{for_each_word, terms, words};
+pub use rank::embeddings::{
+    parse_response as parse_embeddings, request_body as embeddings_request, tool_text,
+};
+pub use rank::explain::{explain, Explanation};
+pub use rank::search::{search, Fallback, FallbackKind, Query, Vectors};
+pub use vector::{normalize, ToolVectors};
+
+// The wire: SSE, notifications, mirrored headers, the injected tools' arguments.
+pub use mcp::headers::Mirrored;
+pub use mcp::injected::{parse_search, Asker, Injected};
+pub use mcp::notify::ListChangedScanner;
+pub use mcp::sse::{replace_data, Event as SseEvent, Parser as SseParser};

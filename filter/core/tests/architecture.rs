@@ -2,7 +2,7 @@
 //! modules, and between the sibling files of a folder); no proxy-wasm in the core; only
 //! `http::Context` matches on what a stream decides; every shared-data key spelled in
 //! `keys.rs` alone; no source file over 700 lines outside tests; the fuzz crate built with the
-//! workspace.
+//! workspace; the crate's modules private behind the `pub use` facade of `lib.rs`.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -376,5 +376,20 @@ fn the_fuzz_crate_is_a_member_of_the_workspace() {
     assert!(
         !fuzz.lines().any(|l| l.trim() == "[workspace]"),
         "the fuzz crate declares its own workspace"
+    );
+}
+
+/// The crate's surface is what `lib.rs` re-exports: its modules are private, except the two
+/// tables other components read by name (shared-data keys and Envoy counters).
+#[test]
+fn the_core_is_a_facade_over_private_modules() {
+    let lib = std::fs::read_to_string(repository().join("filter/core/src/lib.rs")).unwrap();
+    let public: Vec<&str> = code_lines(&lib)
+        .filter_map(|l| l.trim().strip_prefix("pub mod "))
+        .collect();
+    assert_eq!(public, ["keys;", "stats;"]);
+    assert!(
+        code_lines(&lib).any(|l| l.starts_with("pub use http::")),
+        "lib.rs re-exports nothing from http/"
     );
 }

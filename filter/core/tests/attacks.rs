@@ -13,8 +13,7 @@
 
 mod support;
 
-use mcp_tool_search_core::mcp::headers::Mirrored;
-use mcp_tool_search_core::stream::{Refusal, RequestHead};
+use mcp_tool_search_core::{Mirrored, Refusal, RequestHead};
 use serde_json::{json, Value};
 use support::*;
 
@@ -242,7 +241,7 @@ fn no_generated_request_runs_a_forbidden_tool_upstream() {
         let env = &mut envs[case % 2];
         let (path, routed) = *rng.pick(&PATHS);
         let method = *rng.pick(&["POST", "POST", "POST", "PUT", "GET"]);
-        let caller = mcp_tool_search_core::config::policy::Caller::from_header("roles", "support");
+        let caller = mcp_tool_search_core::Caller::from_header("roles", "support");
         let content_type: Vec<String> = match rng.next() % 6 {
             0 => Vec::new(),
             1 => vec!["application/json; charset=utf-7".into()],
@@ -347,7 +346,7 @@ fn refusal(env: &mut TestEnv, head: RequestHead, body: &[u8]) -> (u32, Value) {
 fn the_issue_s_bypasses_are_refused_with_a_reason() {
     let mut env = TestEnv::new(&POLICY.replace("HOLD", "true"));
     let support = || RequestHead {
-        caller: mcp_tool_search_core::config::policy::Caller::from_header("roles", "support"),
+        caller: mcp_tool_search_core::Caller::from_header("roles", "support"),
         ..post("/mcp")
     };
     let call = |name: &str| {
@@ -407,7 +406,7 @@ fn the_issue_s_bypasses_are_refused_with_a_reason() {
         ("UTF-16 or UTF-32 text", text.encode_utf16().flat_map(u16::to_le_bytes).collect()),
         ("UTF-16 or UTF-32 text", text.chars().flat_map(|c| (c as u32).to_le_bytes()).collect()),
     ] {
-        let before = env.count(mcp_tool_search_core::stream::Event::RequestRefused(Refusal::Unreadable));
+        let before = env.count(mcp_tool_search_core::Event::RequestRefused(Refusal::Unreadable));
         let (status, reply) = refusal(&mut env, support(), &body);
         assert_eq!(status, 400, "{what}");
         assert_eq!(reply["error"]["code"], -32600, "{what}");
@@ -418,7 +417,7 @@ fn the_issue_s_bypasses_are_refused_with_a_reason() {
             "{what}: {message}"
         );
         assert_eq!(
-            env.count(mcp_tool_search_core::stream::Event::RequestRefused(Refusal::Unreadable)),
+            env.count(mcp_tool_search_core::Event::RequestRefused(Refusal::Unreadable)),
             before + 1
         );
     }
@@ -461,7 +460,7 @@ fn without_a_policy_unreadable_bodies_still_pass_through() {
 fn a_body_that_cannot_be_had_whole_is_refused_under_a_policy() {
     // Request trailers end the stream before the body did: under a policy the body was never
     // read whole, so the request is refused; without one it goes on unread.
-    let ended_by_trailers = |env: &TestEnv| mcp_tool_search_core::http::Request {
+    let ended_by_trailers = |env: &TestEnv| mcp_tool_search_core::Request {
         headers: env.request_headers(&post("/mcp"), b"{"),
         chunks: vec![br#"{"jsonrpc":"2.0","id":1,"#.to_vec()],
         trailers: true,

@@ -8,8 +8,7 @@
 
 mod support;
 
-use mcp_tool_search_core::config::policy::Caller;
-use mcp_tool_search_core::stream::{Event, PassReason, RequestHead};
+use mcp_tool_search_core::{Caller, Event, PassReason, RequestHead};
 use serde_json::{json, Value};
 use support::*;
 
@@ -688,7 +687,7 @@ fn call_tool_without_held_headers_is_made_by_the_filter() {
     let config = format!(r#"{{"search":{{"result_format":"summary"}},{POLICY}}}"#);
     let mut env = env_with(&config);
     env.route = Some(("mcp_upstream".into(), "svc.local:8080".into()));
-    let seen: Rc<RefCell<Vec<mcp_tool_search_core::call::HttpCall>>> = Rc::default();
+    let seen: Rc<RefCell<Vec<mcp_tool_search_core::HttpCall>>> = Rc::default();
     let record = Rc::clone(&seen);
     env.upstream = Some(Rc::new(move |call| {
         record.borrow_mut().push(call.clone());
@@ -701,7 +700,7 @@ fn call_tool_without_held_headers_is_made_by_the_filter() {
             b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"c\",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"posted\"}]}}\n\n".to_vec(),
         )
     }));
-    let parsed = mcp_tool_search_core::config::Config::parse(&config).unwrap();
+    let parsed = mcp_tool_search_core::Config::parse(&config).unwrap();
     let head = |role: &str| {
         RequestHead::from_headers(
             &parsed,

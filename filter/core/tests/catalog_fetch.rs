@@ -10,9 +10,9 @@
 
 mod support;
 
-use mcp_tool_search_core::http::MemoryHost;
-use mcp_tool_search_core::plugin::{fetch_secret, install_fetch_secret, HttpCall};
-use mcp_tool_search_core::stream::{Event, RequestHead};
+use mcp_tool_search_core::{
+    fetch_secret, install_fetch_secret, Event, HttpCall, MemoryHost, RequestHead,
+};
 use serde_json::{json, Value};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -40,7 +40,7 @@ impl Server {
         })
     }
 
-    fn answer(&self, call: &HttpCall) -> mcp_tool_search_core::call::CallResponse {
+    fn answer(&self, call: &HttpCall) -> mcp_tool_search_core::CallResponse {
         self.seen.borrow_mut().push(call.clone());
         match *self.down.borrow() {
             Some("reset") => return (None, vec![], vec![]),
@@ -146,7 +146,7 @@ fn head(config: &str, headers: &[(&str, &str)]) -> RequestHead {
     ];
     all.extend(headers.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     RequestHead::from_headers(
-        &mcp_tool_search_core::config::Config::parse(config).unwrap(),
+        &mcp_tool_search_core::Config::parse(config).unwrap(),
         &all,
         || None,
     )
@@ -492,8 +492,7 @@ fn only_a_vm_that_serves_streams_refreshes_in_the_background() {
         .host
         .clock_ms
         .set(worker.host.clock_ms.get() + 61_000);
-    let main_thread =
-        mcp_tool_search_core::plugin::Plugin::new(worker.config.clone(), "main".into());
+    let main_thread = mcp_tool_search_core::Plugin::new(worker.config.clone(), "main".into());
     main_thread.on_tick(worker.host.as_ref());
     assert!(
         worker.host.take_calls().is_empty(),
@@ -636,11 +635,11 @@ struct Interleaved<'a> {
     before_lease: RefCell<Option<Box<dyn FnOnce() + 'a>>>,
 }
 
-impl mcp_tool_search_core::store::SharedData for Interleaved<'_> {
+impl mcp_tool_search_core::SharedData for Interleaved<'_> {
     fn get(
         &self,
         key: &str,
-    ) -> Result<(Option<Vec<u8>>, Option<u32>), mcp_tool_search_core::store::StoreError> {
+    ) -> Result<(Option<Vec<u8>>, Option<u32>), mcp_tool_search_core::StoreError> {
         if key.ends_with(mcp_tool_search_core::keys::FETCH_LEASE) {
             if let Some(other_worker) = self.before_lease.borrow_mut().take() {
                 other_worker();
@@ -653,16 +652,16 @@ impl mcp_tool_search_core::store::SharedData for Interleaved<'_> {
         key: &str,
         value: &[u8],
         cas: Option<u32>,
-    ) -> Result<(), mcp_tool_search_core::store::StoreError> {
+    ) -> Result<(), mcp_tool_search_core::StoreError> {
         self.host.set(key, value, cas)
     }
 }
 
-impl mcp_tool_search_core::plugin::Host for Interleaved<'_> {
+impl mcp_tool_search_core::Host for Interleaved<'_> {
     fn now_ms(&self) -> u64 {
         self.host.now_ms()
     }
-    fn log(&self, level: mcp_tool_search_core::plugin::Level, message: &str) {
+    fn log(&self, level: mcp_tool_search_core::Level, message: &str) {
         self.host.log(level, message)
     }
     fn increment(&self, stat: &'static str, by: u64) {
@@ -698,7 +697,7 @@ fn a_refresh_another_worker_just_finished_is_not_repeated() {
     let listed = lists(&server);
     *server.tools.borrow_mut() = vec!["square_refund_payment", "github_get_issue"];
     // The server announced a change (what a `list_changed` notification does to the catalog).
-    mcp_tool_search_core::store::update_meta(host.as_ref(), &a.namespace, |meta| {
+    mcp_tool_search_core::update_meta(host.as_ref(), &a.namespace, |meta| {
         meta.stale = true;
         true
     })
@@ -967,7 +966,7 @@ fn the_fetch_marker_is_never_sent_to_a_cluster_that_is_not_a_loopback() {
 #[test]
 fn a_catalog_cluster_must_say_whether_it_is_a_loopback() {
     let err = |config: &str| {
-        mcp_tool_search_core::config::Config::parse(config)
+        mcp_tool_search_core::Config::parse(config)
             .unwrap_err()
             .to_string()
     };
@@ -992,6 +991,6 @@ fn a_catalog_cluster_must_say_whether_it_is_a_loopback() {
         r#"{"catalog":{"cluster":"mcp","loopback":false}}"#,
         r#"{"catalog":{"min_refresh_interval":"10s"}}"#,
     ] {
-        mcp_tool_search_core::config::Config::parse(ok).unwrap();
+        mcp_tool_search_core::Config::parse(ok).unwrap();
     }
 }

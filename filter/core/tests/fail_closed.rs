@@ -10,9 +10,7 @@
 
 mod support;
 
-use mcp_tool_search_core::config::policy::Caller;
-use mcp_tool_search_core::http::Exchanged;
-use mcp_tool_search_core::stream::{Event, PassReason, RequestHead};
+use mcp_tool_search_core::{Caller, Event, Exchanged, PassReason, RequestHead};
 use serde_json::{json, Value};
 use support::*;
 
@@ -270,7 +268,7 @@ fn encoded_exchange(
     encoding: &str,
     body: &[u8],
 ) -> (bool, Vec<u8>) {
-    let request = mcp_tool_search_core::http::Request {
+    let request = mcp_tool_search_core::Request {
         headers: env.request_headers(&head, LIST),
         chunks: vec![LIST.to_vec()],
         trailers: false,

@@ -9,8 +9,7 @@
 
 mod support;
 
-use mcp_tool_search_core::config::entries::Entry;
-use mcp_tool_search_core::stream::{Event, RequestHead};
+use mcp_tool_search_core::{Entry, Event, RequestHead};
 use serde_json::{json, Value};
 use support::*;
 
@@ -273,7 +272,7 @@ const POLICY: &str = r#""authorization":{"identity":{"source":"header","header":
 
 fn as_role(head: RequestHead, role: &str) -> RequestHead {
     RequestHead {
-        caller: mcp_tool_search_core::config::policy::Caller::from_header("roles", role),
+        caller: mcp_tool_search_core::Caller::from_header("roles", role),
         ..head
     }
 }
@@ -401,7 +400,7 @@ fn an_internal_catalog_key_is_never_a_namespace() {
         Entry::Prompt.catalog_key("upstream"),
         Entry::Resource.catalog_key("upstream"),
         Entry::ResourceTemplate.catalog_key("upstream"),
-        mcp_tool_search_core::index::catalog::private_key("upstream", "0123456789abcdef"),
+        mcp_tool_search_core::keys::private_key("upstream", "0123456789abcdef"),
     ];
     for key in &keys {
         for body in [
@@ -445,9 +444,9 @@ fn another_callers_private_catalog_is_neither_listed_nor_searchable() {
     };
     let private = br#"{"jsonrpc":"2.0","id":1,"result":{"cacheScope":"private","tools":[{"name":"carol_refund_tool","description":"refund a charge for carol","inputSchema":{"type":"object"}}]}}"#;
     learn(&mut env, "upstream", carol.clone(), "tools/list", private);
-    let key = mcp_tool_search_core::index::catalog::private_key(
+    let key = mcp_tool_search_core::keys::private_key(
         "upstream",
-        &mcp_tool_search_core::fetch::credential_of(&carol.forwarded),
+        &mcp_tool_search_core::credential_of(&carol.forwarded),
     );
     // Health used to name every credential's catalog, the key to read it with included.
     let catalogs = health_catalogs(&mut env, get("/"));

@@ -10,8 +10,7 @@
 
 mod support;
 
-use mcp_tool_search_core::config::policy::Caller;
-use mcp_tool_search_core::stream::RequestHead;
+use mcp_tool_search_core::{Caller, RequestHead};
 use serde_json::{json, Value};
 use support::*;
 

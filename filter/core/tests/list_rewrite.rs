@@ -10,9 +10,7 @@
 
 mod support;
 
-use mcp_tool_search_core::config::policy::Caller;
-use mcp_tool_search_core::http::MemoryHost;
-use mcp_tool_search_core::stream::RequestHead;
+use mcp_tool_search_core::{Caller, MemoryHost, RequestHead};
 use serde_json::{json, Value};
 use support::*;
 

@@ -10,8 +10,7 @@
 
 mod support;
 
-use mcp_tool_search_core::config::policy::Caller;
-use mcp_tool_search_core::stream::RequestHead;
+use mcp_tool_search_core::{Caller, RequestHead};
 use serde_json::{json, Value};
 use support::*;
 
@@ -455,10 +454,9 @@ fn progressive_prompts_are_found_by_search_not_listed() {
     let got = learn_all(&mut listing, &post("/mcp"));
     assert_eq!(got[0], serde_json::from_slice::<Value>(&prompts()).unwrap());
 
-    let bad =
-        mcp_tool_search_core::config::Config::parse(r#"{"resources":{"disclosure_mode":"LAZY"}}"#)
-            .unwrap_err()
-            .to_string();
+    let bad = mcp_tool_search_core::Config::parse(r#"{"resources":{"disclosure_mode":"LAZY"}}"#)
+        .unwrap_err()
+        .to_string();
     assert!(bad.contains("`resources.disclosure_mode`"), "{bad}");
 }
 

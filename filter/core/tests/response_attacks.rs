@@ -12,8 +12,7 @@
 
 mod support;
 
-use mcp_tool_search_core::config::policy::Caller;
-use mcp_tool_search_core::stream::{Event, PassReason, RequestHead};
+use mcp_tool_search_core::{Caller, Event, PassReason, RequestHead};
 use serde_json::{json, Value};
 use support::*;
 

@@ -9,9 +9,7 @@
 
 mod support;
 
-use mcp_tool_search_core::http::Action;
-use mcp_tool_search_core::mcp::headers::Mirrored;
-use mcp_tool_search_core::stream::RequestHead;
+use mcp_tool_search_core::{Action, Mirrored, RequestHead};
 use support::scenarios as support_scenarios;
 use support::*;
 

@@ -9,9 +9,7 @@
 
 mod support;
 
-use mcp_tool_search_core::config::Ranking;
-use mcp_tool_search_core::rank::search::FallbackKind;
-use mcp_tool_search_core::stream::Event;
+use mcp_tool_search_core::{Event, FallbackKind, Ranking};
 use serde_json::{json, Value};
 use std::rc::Rc;
 use support::*;
@@ -137,7 +135,7 @@ fn any_embedding_trouble_falls_back_to_bm25_and_says_why() {
 fn http_search_uses_the_same_ranking() {
     let mut env = env("vector");
     env.query_vectors = Some(Rc::new(|_: &str| vec![1.0, 0.0]));
-    let head = mcp_tool_search_core::stream::RequestHead {
+    let head = mcp_tool_search_core::RequestHead {
         path: "/mcp/search".into(),
         ..post("/mcp")
     };
@@ -174,7 +172,7 @@ fn a_failing_service_opens_the_circuit_then_one_probe_closes_it() {
     );
     let health = exchange(
         &mut env,
-        mcp_tool_search_core::stream::RequestHead {
+        mcp_tool_search_core::RequestHead {
             method: "GET".into(),
             path: "/mcp/search/health".into(),
             ..post("/mcp")
@@ -237,9 +235,9 @@ fn fused_env(ranking: &str, search_fields: &str) -> TestEnv {
 
 /// The same search through the core, with each result's score.
 fn fused_scores(config: &str) -> Vec<(String, f32)> {
-    use mcp_tool_search_core::config::Config;
-    use mcp_tool_search_core::index::catalog::{Catalog, CatalogIndex, Tool};
-    use mcp_tool_search_core::rank::search::{search, Query, Vectors};
+    use mcp_tool_search_core::Config;
+    use mcp_tool_search_core::{search, Query, Vectors};
+    use mcp_tool_search_core::{Catalog, CatalogIndex, Tool};
     let config = Config::parse(config).unwrap();
     let body: Value = serde_json::from_slice(FUSED_TOOLS).unwrap();
     let tools: Vec<Tool> = body["result"]["tools"]
@@ -257,8 +255,8 @@ fn fused_scores(config: &str) -> Vec<(String, f32)> {
         .tools()
         .iter()
         .map(|t| {
-            let mut v = fused_vector(&mcp_tool_search_core::rank::embeddings::tool_text(t));
-            mcp_tool_search_core::vector::normalize(&mut v).unwrap();
+            let mut v = fused_vector(&mcp_tool_search_core::tool_text(t));
+            mcp_tool_search_core::normalize(&mut v).unwrap();
             v
         })
         .collect();
@@ -281,12 +279,7 @@ fn fused_scores(config: &str) -> Vec<(String, f32)> {
     );
     // Every result's explanation arrives at the score it was ranked by.
     for f in &ranked.found {
-        let why = mcp_tool_search_core::rank::explain::explain(
-            &index,
-            FUSED_QUERY,
-            &ranked.scoring,
-            f.doc,
-        );
+        let why = mcp_tool_search_core::explain(&index, FUSED_QUERY, &ranked.scoring, f.doc);
         assert_eq!(why.name, f.tool.name);
         assert_eq!(why.ranking, ranked.strategy.name());
         assert!(close(why.score, f.score), "{why:?} vs {}", f.score);

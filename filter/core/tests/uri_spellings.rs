@@ -18,9 +18,7 @@
 
 mod support;
 
-use mcp_tool_search_core::config::paths::resource_uri_problem;
-use mcp_tool_search_core::config::policy::Caller;
-use mcp_tool_search_core::stream::RequestHead;
+use mcp_tool_search_core::{resource_uri_problem, Caller, RequestHead};
 use serde_json::{json, Value};
 use support::*;
 

@@ -9,7 +9,7 @@
 
 mod support;
 
-use mcp_tool_search_core::stream::Event;
+use mcp_tool_search_core::{Event, SseParser};
 use serde_json::Value;
 use support::*;
 
@@ -64,12 +64,12 @@ fn every_sample_is_rewritten_faithfully() {
         let after = messages(body, sse).pop().unwrap();
         let tools_before = before["result"]["tools"].as_array().unwrap();
         let tools_after = after["result"]["tools"].as_array().unwrap();
-        let config = mcp_tool_search_core::config::Config::parse(CONFIG).unwrap();
+        let config = mcp_tool_search_core::Config::parse(CONFIG).unwrap();
         let eager: Vec<&Value> = tools_before
             .iter()
             .filter(|t| {
                 config.disclosure_mode("upstream", t["name"].as_str().unwrap())
-                    == mcp_tool_search_core::config::DisclosureMode::Eager
+                    == mcp_tool_search_core::DisclosureMode::Eager
             })
             .collect();
         let progressive = tools_before.len() - eager.len();
@@ -112,8 +112,8 @@ fn every_sample_is_rewritten_faithfully() {
         let body_text = String::from_utf8(body.clone()).unwrap();
         if sse {
             // Events other than the response pass unchanged, in order.
-            let mut p = mcp_tool_search_core::mcp::sse::Parser::new();
-            let mut q = mcp_tool_search_core::mcp::sse::Parser::new();
+            let mut p = SseParser::new();
+            let mut q = SseParser::new();
             let a = p.push(&original);
             let b = q.push(body);
             assert_eq!(a.len(), b.len(), "{name}");
@@ -212,9 +212,7 @@ fn learned_catalog_answers_search_with_upstream_definitions() {
         "bm25"
     );
     assert_eq!(
-        env.count(Event::SearchAnswered(
-            mcp_tool_search_core::config::Ranking::Bm25
-        )),
+        env.count(Event::SearchAnswered(mcp_tool_search_core::Ranking::Bm25)),
         1
     );
 }

@@ -1,14 +1,14 @@
 //! The filter's answers computed the way Envoy drives it, independently of the playground's
-//! own driver: one worker (the core's `http::Root`) on a `MemoryHost`, fed whole exchanges by
-//! the core's driver (`http::exchange`) with the request headers a client sends; a `tools/list`
+//! own driver: one worker (the core's `Root`) on a `MemoryHost`, fed whole exchanges by
+//! the core's driver (`exchange`) with the request headers a client sends; a `tools/list`
 //! learned from the upstream's response, then a `tools/call` of the search tool answered by
 //! the filter. Shared by the native tests and the `filter-answer` example the browser test
 //! compares the page with.
 
-use mcp_tool_search_core::call::{CallResponse, HttpCall};
-use mcp_tool_search_core::config::Config;
-use mcp_tool_search_core::http::{self, CallSource, Exchanged, MemoryHost, Root};
-use mcp_tool_search_core::plugin::Plugin;
+use mcp_tool_search_core::{
+    exchange, CallResponse, CallSource, Config, Exchanged, HttpCall, MemoryHost, Plugin, Request,
+    Response, Root, METADATA_KEY,
+};
 
 /// The filter, one worker, in front of an upstream that answers `tools/list` with `list`
 /// (a JSON-RPC response body whose id is 1).
@@ -28,7 +28,7 @@ impl Filter {
                 "xds",
                 "route_metadata",
                 "filter_metadata",
-                http::METADATA_KEY,
+                METADATA_KEY,
                 "namespace",
             ],
             namespace,
@@ -37,7 +37,7 @@ impl Filter {
         Ok(Filter { config, host, root })
     }
 
-    fn request(&self, headers: &[(&str, &str)], body: &[u8]) -> http::Request {
+    fn request(&self, headers: &[(&str, &str)], body: &[u8]) -> Request {
         let mut all: Vec<(String, Vec<u8>)> = vec![
             (":method".into(), b"POST".to_vec()),
             (
@@ -61,7 +61,7 @@ impl Filter {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec())),
         );
-        http::Request {
+        Request {
             headers: all,
             chunks: vec![body.to_vec()],
             trailers: false,
@@ -75,7 +75,7 @@ impl Filter {
             headers,
             br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
         );
-        let response = http::Response {
+        let response = Response {
             headers: vec![
                 (":status".into(), b"200".to_vec()),
                 ("content-type".into(), b"application/json".to_vec()),
@@ -83,7 +83,7 @@ impl Filter {
             chunks: vec![list.to_vec()],
             trailers: false,
         };
-        match http::exchange(&self.root, &self.host, &request, &response, &mut no_calls) {
+        match exchange(&self.root, &self.host, &request, &response, &mut no_calls) {
             Exchanged::Upstream { response, .. } => Ok(response),
             other => Err(format!("tools/list not sent upstream: {other:?}")),
         }
@@ -102,8 +102,8 @@ impl Filter {
         })
         .to_string();
         let request = self.request(headers, body.as_bytes());
-        let upstream = http::Response::default();
-        match http::exchange(&self.root, &self.host, &request, &upstream, &mut no_calls) {
+        let upstream = Response::default();
+        match exchange(&self.root, &self.host, &request, &upstream, &mut no_calls) {
             Exchanged::Local(reply) => {
                 serde_json::from_slice(&reply.body).map_err(|e| e.to_string())
             }

@@ -16,7 +16,7 @@
 pub mod native;
 
 use host_shim::{Exchange, Headers, Host, HttpMessage, Outcome, Vm, VmOptions};
-use mcp_tool_search_core::stream::{Event, RequestHead};
+use mcp_tool_search_core::{Event, RequestHead};
 use native::Outcome as NativeOutcome;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

@@ -1,5 +1,5 @@
-//! What each fuzz target runs, as Envoy runs the filter: a worker (the core's `http::Root`) on
-//! a `MemoryHost`, fed whole exchanges by the core's own driver (`http::exchange`), so every
+//! What each fuzz target runs, as Envoy runs the filter: a worker (the core's `Root`) on
+//! a `MemoryHost`, fed whole exchanges by the core's own driver (`exchange`), so every
 //! input goes through the callbacks the `.wasm` runs: the request headers (values as bytes),
 //! the body in the pieces a fuzz input picks (`format`), trailers, the calls the filter makes
 //! (answered here), and the upstream's response piece by piece. Every target's only oracle is
@@ -11,13 +11,10 @@
 
 pub mod format;
 
-use mcp_tool_search_core::call::{CallResponse, HttpCall};
-use mcp_tool_search_core::config::Config;
-use mcp_tool_search_core::http::{self, CallSource, Exchanged, MemoryHost, Root};
-use mcp_tool_search_core::mcp::notify::ListChangedScanner;
-use mcp_tool_search_core::mcp::sse;
-use mcp_tool_search_core::plugin::Plugin;
-use mcp_tool_search_core::stream::RequestHead;
+use mcp_tool_search_core::{
+    exchange, replace_data, CallResponse, CallSource, Config, Exchanged, HttpCall,
+    ListChangedScanner, MemoryHost, Plugin, Request, RequestHead, Response, Root, SseParser,
+};
 use std::cell::OnceCell;
 
 thread_local! {
@@ -114,9 +111,9 @@ impl Worker {
         }
     }
 
-    /// One request through a fresh stream, as Envoy delivers it (`http::exchange`), the
+    /// One request through a fresh stream, as Envoy delivers it (`exchange`), the
     /// filter's calls answered by [`answer`].
-    pub fn exchange(&self, request: &http::Request, response: &http::Response) -> Outcome {
+    pub fn exchange(&self, request: &Request, response: &Response) -> Outcome {
         let embeddings = self
             .root
             .plugin
@@ -126,7 +123,7 @@ impl Worker {
             .as_ref()
             .map(|e| (e.cluster.as_str(), e.dimensions));
         let mut serve = |call: &HttpCall, _: CallSource| answer(embeddings, call);
-        http::exchange(&self.root, &self.host, request, response, &mut serve).into()
+        exchange(&self.root, &self.host, request, response, &mut serve).into()
     }
 
     /// The small catalog the filter learns first, so that searches have tools to rank.
@@ -182,7 +179,7 @@ pub fn http_request(
     body: &[u8],
     chunk_seed: u8,
     trailers: bool,
-) -> http::Request {
+) -> Request {
     let chunks = if body.is_empty() {
         Vec::new()
     } else {
@@ -191,7 +188,7 @@ pub fn http_request(
             .map(<[u8]>::to_vec)
             .collect()
     };
-    http::Request {
+    Request {
         headers,
         chunks,
         trailers,
@@ -200,7 +197,7 @@ pub fn http_request(
 
 /// A JSON-RPC `POST` to the MCP path with `extra` headers, its body in the pieces `chunk_seed`
 /// picks.
-fn post(extra: &[(String, String)], body: &[u8], chunk_seed: u8) -> http::Request {
+fn post(extra: &[(String, String)], body: &[u8], chunk_seed: u8) -> Request {
     let mut headers: Vec<(String, Vec<u8>)> = [
         (":method", "POST"),
         (":path", "/mcp"),
@@ -229,7 +226,7 @@ pub fn upstream_response(
     content_type: &str,
     pieces: &[&[u8]],
     empty_final: bool,
-) -> http::Response {
+) -> Response {
     let mut headers = vec![
         (":status".to_string(), status.as_bytes().to_vec()),
         ("content-type".to_string(), content_type.as_bytes().to_vec()),
@@ -242,7 +239,7 @@ pub fn upstream_response(
     if empty_final || chunks.is_empty() {
         chunks.push(Vec::new());
     }
-    http::Response {
+    Response {
         headers,
         chunks,
         trailers: false,
@@ -309,7 +306,7 @@ pub fn sse(data: &[u8]) {
     let Some((&seed, stream)) = data.split_first() else {
         return;
     };
-    let mut parser = sse::Parser::new();
+    let mut parser = SseParser::new();
     let mut scanner = ListChangedScanner::default();
     let mut events = Vec::new();
     let mut found = false;
@@ -323,7 +320,7 @@ pub fn sse(data: &[u8]) {
     replayed.extend_from_slice(&tail);
     assert_eq!(replayed, stream, "the parser lost or added bytes");
 
-    let mut whole = sse::Parser::new();
+    let mut whole = SseParser::new();
     let mut again = whole.push(stream);
     let (last, whole_tail) = whole.finish();
     again.extend(last);
@@ -334,7 +331,7 @@ pub fn sse(data: &[u8]) {
     // did, and it never finds a notification whose method is not in the bytes.
     let token: &[u8] = b"\"notifications/tools/list_changed\"";
     let contains = stream.windows(token.len()).any(|w| w == token);
-    let at_once = mcp_tool_search_core::mcp::notify::ListChangedScanner::default().push(stream);
+    let at_once = mcp_tool_search_core::ListChangedScanner::default().push(stream);
     assert_eq!(
         found, at_once,
         "the chunking changed the list_changed verdict"
@@ -351,9 +348,9 @@ pub fn sse(data: &[u8]) {
         if data.ends_with(b"\n") {
             continue;
         }
-        let rewritten = sse::replace_data(event, data);
+        let rewritten = replace_data(event, data);
         // The rewritten event is an event again, with the same data.
-        let mut p = sse::Parser::new();
+        let mut p = SseParser::new();
         let mut reread = p.push(&rewritten);
         reread.extend(p.finish().0);
         if let [one] = reread.as_slice() {
@@ -375,7 +372,7 @@ pub fn config(data: &[u8]) {
         let _ = config.tool_setting("other", name);
     }
     for path in ["/mcp", "/MCP/x", "/%2e%2e/mcp", "", "/mcp/search/health"] {
-        let forms = mcp_tool_search_core::config::paths::candidates(path);
+        let forms = mcp_tool_search_core::path_candidates(path);
         let _ = config.is_mcp_path(&forms);
     }
     let worker = Worker::new(config);
@@ -413,9 +410,9 @@ pub fn metadata(data: &[u8]) {
 /// any text.
 pub fn tokenizer(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    let words = mcp_tool_search_core::index::tokenizer::words(&text);
+    let words = mcp_tool_search_core::words(&text);
     assert!(words.iter().all(|w| !w.is_empty()));
-    let _ = mcp_tool_search_core::index::tokenizer::terms(&text);
+    let _ = mcp_tool_search_core::terms(&text);
 }
 
 /// Target `embeddings`: an embeddings service's answer, for any status, input count and body.
@@ -439,9 +436,9 @@ pub fn embeddings(data: &[u8]) {
     let Some(embeddings) = &config.search.embeddings else {
         return;
     };
-    if let Ok(vectors) = mcp_tool_search_core::rank::embeddings::parse_response(
-        embeddings, status, body, inputs, 250,
-    ) {
+    if let Ok(vectors) =
+        mcp_tool_search_core::parse_embeddings(embeddings, status, body, inputs, 250)
+    {
         assert_eq!(vectors.len(), inputs);
         assert!(vectors.iter().all(|v| v.len() == embeddings.dimensions));
     }
@@ -592,14 +589,9 @@ mod tests {
         let (status, _, body) = answer(Some(("embeddings", 3)), &call(&["a", "b"]));
         assert_eq!(status.as_deref(), Some("200"));
         let embeddings = request_config(7).search.embeddings.expect("embeddings");
-        let vectors = mcp_tool_search_core::rank::embeddings::parse_response(
-            &embeddings,
-            status.as_deref(),
-            &body,
-            2,
-            250,
-        )
-        .expect("vectors");
+        let vectors =
+            mcp_tool_search_core::parse_embeddings(&embeddings, status.as_deref(), &body, 2, 250)
+                .expect("vectors");
         assert_eq!(vectors, vec![vec![1.0, 0.0, 0.0]; 2]);
         assert_eq!(
             answer(Some(("embeddings", 3)), &call(&["a"])).0,

@@ -23,9 +23,7 @@ use read::{boolean, integer, non_empty_string, string_list, tool_name, Object};
 use search::parse_search;
 pub use search::{
     EmbeddingsConfig, FieldWeights, Ranking, ResultFormat, SearchConfig, Tuning,
-    DEFAULT_CALL_TIMEOUT_MS, DEFAULT_CIRCUIT_FAILURES, DEFAULT_HTTP_SEARCH_PATH,
-    DEFAULT_HYBRID_VECTOR_WEIGHT, DEFAULT_INPUT_SCHEMA_WEIGHT, DEFAULT_MAX_RESULTS,
-    DEFAULT_MIN_COSINE, DEFAULT_QUERY_TIMEOUT_MS, DEFAULT_SEARCH_TOOL_NAME,
+    DEFAULT_HYBRID_VECTOR_WEIGHT,
 };
 
 use crate::config::glob::Glob;

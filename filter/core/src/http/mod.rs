@@ -14,9 +14,7 @@ mod root;
 
 pub use context::{Context, METADATA_KEY};
 pub use host::{Action, Body, Direction, Headers, HttpHost};
-pub use memory::{
-    exchange, CallSource, Exchanged, MemoryHost, MemoryStream, Reply, Request, Response, Serve,
-};
+pub use memory::{exchange, CallSource, Exchanged, MemoryHost, MemoryStream, Request, Response};
 pub use root::StartError;
 
 use crate::plugin::Plugin;

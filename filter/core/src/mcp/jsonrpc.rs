@@ -18,6 +18,9 @@ pub struct Message {
     pub params: Option<Box<RawValue>>,
     /// The message has `"id": null`: a notification to some readers, a request to others.
     pub null_id: bool,
+    /// What the message asks, read from `params` once, when the message is read: a request
+    /// that waits (for a catalog fetch, for its query's embedding) is not read again.
+    kind: Kind,
 }
 
 #[derive(Deserialize)]
@@ -81,13 +84,16 @@ fn message(raw: &RawValue) -> Result<Message, JsonRpcError> {
     let env: Envelope =
         serde_json::from_str(raw.get()).map_err(|e| JsonRpcError::NotJson(e.to_string()))?;
     let null_id = env.id.as_ref().is_some_and(|id| id.get().trim() == "null");
-    Ok(Message {
+    let mut message = Message {
         // `"id": null` is not a request id a reply could be matched on.
         id: env.id.filter(|_| !null_id),
         method: env.method,
         params: env.params,
         null_id,
-    })
+        kind: Kind::Other,
+    };
+    message.kind = message.read_kind();
+    Ok(message)
 }
 
 /// RFC 8259 §8.1: JSON exchanged between systems is UTF-8 without a byte-order mark. Anything
@@ -134,16 +140,18 @@ pub fn parse(body: &[u8]) -> Result<Incoming, JsonRpcError> {
 
 /// What the filter does with a message depends on its kind.
 #[derive(Debug)]
-pub enum Kind<'a> {
-    /// A `tools/list` request; `first_page` when it carries no cursor.
+pub enum Kind {
+    /// A `tools/list` request; `first_page` when it carries no cursor; `query` as
+    /// [`Message::list_query`] reads it.
     ToolsList {
         first_page: bool,
+        query: Option<Result<ListQuery, String>>,
     },
     /// `tools/call` of `name` with its `arguments` (raw, if any): a request, or a notification
     /// (which a lenient server may still execute, so it is authorized all the same).
     ToolsCall {
         name: String,
-        arguments: Option<&'a RawValue>,
+        arguments: Option<Box<RawValue>>,
     },
     /// A `tools/call` whose tool cannot be read in exactly one way (no `params`, `params.name`
     /// missing or not a string, a key given twice): why.
@@ -242,10 +250,15 @@ impl Message {
         self.id.is_some() && self.method.is_some()
     }
 
-    pub fn kind(&self) -> Kind<'_> {
+    pub fn kind(&self) -> &Kind {
+        &self.kind
+    }
+
+    fn read_kind(&self) -> Kind {
         match self.method.as_deref() {
             Some("tools/list") if self.is_request() => Kind::ToolsList {
                 first_page: self.first_page(),
+                query: self.list_query(),
             },
             Some(method @ ("prompts/list" | "resources/list" | "resources/templates/list"))
                 if self.is_request() =>
@@ -269,7 +282,7 @@ impl Message {
                 Some(raw) => match serde_json::from_str::<CallParams>(raw.get()) {
                     Ok(p) => Kind::ToolsCall {
                         name: p.name,
-                        arguments: p.arguments,
+                        arguments: p.arguments.map(ToOwned::to_owned),
                     },
                     Err(e) => Kind::UnreadableCall(format!("params: {e}")),
                 },
@@ -314,7 +327,7 @@ impl Message {
 
     /// A `tools/list` request's query: `None` for other messages and lists without one, `Err`
     /// (a message for the client) when `query` or `cursor` is not a string.
-    pub fn list_query(&self) -> Option<Result<ListQuery, String>> {
+    fn list_query(&self) -> Option<Result<ListQuery, String>> {
         if self.method.as_deref() != Some("tools/list") || !self.is_request() {
             return None;
         }
@@ -394,10 +407,6 @@ const MAX_EXACT_ID: u64 = (1 << 53) - 1;
 pub struct IdKey(String);
 
 impl IdKey {
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
     pub fn into_string(self) -> String {
         self.0
     }
@@ -487,20 +496,29 @@ mod tests {
     fn classifies_requests() {
         let m = parse(br#"{"jsonrpc":"2.0","id":"a-1","method":"tools/list","params":{"_meta":{"progressToken":1}}}"#).unwrap();
         let msg = &m.messages()[0];
-        assert!(matches!(msg.kind(), Kind::ToolsList { first_page: true }));
+        assert!(matches!(
+            msg.kind(),
+            Kind::ToolsList {
+                first_page: true,
+                ..
+            }
+        ));
         assert_eq!(msg.id.as_ref().unwrap().get(), "\"a-1\"");
         let m =
             parse(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"cursor":"abc"}}"#)
                 .unwrap();
         assert!(matches!(
             m.messages()[0].kind(),
-            Kind::ToolsList { first_page: false }
+            Kind::ToolsList {
+                first_page: false,
+                ..
+            }
         ));
         let m = parse(br#"{"jsonrpc":"2.0","id":1e0,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"x"},"_meta":{}}}"#).unwrap();
         match m.messages()[0].kind() {
             Kind::ToolsCall { name, arguments } => {
                 assert_eq!(name, "tool_search");
-                assert_eq!(arguments.unwrap().get(), r#"{"query":"x"}"#);
+                assert_eq!(arguments.as_deref().unwrap().get(), r#"{"query":"x"}"#);
             }
             other => panic!("{other:?}"),
         }

@@ -10,8 +10,7 @@ pub mod host;
 mod scheduler;
 
 pub use catalogs::{
-    fetch_secret, install_fetch_secret, is_own_fetch, FetchProgress, FetchStart,
-    FETCH_MARKER_HEADER,
+    fetch_secret, install_fetch_secret, FetchProgress, FetchStart, FETCH_MARKER_HEADER,
 };
 pub use env::Env;
 pub use host::{Host, HttpCall, Level};

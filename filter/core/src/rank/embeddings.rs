@@ -196,14 +196,6 @@ pub struct VectorStore {
 const MAGIC: &[u8; 4] = b"MTV1";
 
 impl VectorStore {
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     fn find(&self, name: &str) -> Option<&(String, u64, Vec<f32>)> {
         self.entries
             .binary_search_by(|(n, _, _)| n.as_str().cmp(name))
@@ -229,6 +221,7 @@ impl VectorStore {
     }
 
     /// The tools that have a vector, by name.
+    #[cfg(test)]
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.entries.iter().map(|(name, _, _)| name.as_str())
     }

@@ -59,11 +59,11 @@ impl Stream {
                     let (Some(id), Some(query)) = (m.id.as_deref(), list_query(config, m)) else {
                         continue;
                     };
-                    replies.push(self.answer_list_query(config, env, id, query, vector));
+                    replies.push(self.answer_list_query(config, env, id, query.clone(), vector));
                     continue;
                 }
                 Kind::ToolsCall { name, arguments } => match m.id.as_deref() {
-                    Some(id) => (id, name, arguments),
+                    Some(id) => (id, name, arguments.as_deref()),
                     None => {
                         // A notification calling a forbidden tool: withheld, and JSON-RPC has
                         // no reply.
@@ -76,13 +76,13 @@ impl Stream {
                     // caller learns nothing of entries the policy hides.
                     env.record(Event::CallRefused);
                     if let Some(id) = m.id.as_deref() {
-                        replies.push(unknown_entry(id, entry, &key));
+                        replies.push(unknown_entry(id, *entry, key));
                     }
                     continue;
                 }
                 _ => continue,
             };
-            let reply = match Injected::of(config, &name) {
+            let reply = match Injected::of(config, name) {
                 Some(Injected::Search) => jsonrpc::result_response(
                     id,
                     &self.answer_search(config, env, arguments, vector),

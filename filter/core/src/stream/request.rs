@@ -264,16 +264,16 @@ impl Stream {
                 Kind::ToolsList { .. } if list_query(config, m).is_some() => local += 1,
                 // The kill switch: with nobody to filter for, lists are left completely alone.
                 Kind::ToolsList { .. } if !listing && config.authorization.is_none() => {}
-                Kind::ToolsList { first_page } => {
+                Kind::ToolsList { first_page, .. } => {
                     let target =
                         m.id.as_deref()
-                            .and_then(|id| ListTarget::new(id, first_page, Entry::Tool));
+                            .and_then(|id| ListTarget::new(id, *first_page, Entry::Tool));
                     self.targets.extend(target);
                 }
                 Kind::ToolsCall { name, .. } => {
-                    if listing && m.id.is_some() && Injected::of(config, &name).is_some() {
+                    if listing && m.id.is_some() && Injected::of(config, name).is_some() {
                         local += 1;
-                    } else if !self.allowed(config, &namespace)(&name) {
+                    } else if !self.allowed(config, &namespace)(name) {
                         refused += 1;
                     }
                 }
@@ -286,26 +286,26 @@ impl Stream {
                     if listing || config.authorization.is_some() {
                         let target =
                             m.id.as_deref()
-                                .and_then(|id| ListTarget::new(id, first_page, entry));
+                                .and_then(|id| ListTarget::new(id, *first_page, *entry));
                         self.targets.extend(target);
                     }
                 }
                 Kind::Use { entry, key } => {
                     let uri = matches!(entry, Entry::Resource | Entry::ResourceTemplate);
                     if let Some(why) = uri
-                        .then(|| crate::config::paths::resource_uri_problem(&key))
+                        .then(|| crate::config::paths::resource_uri_problem(key))
                         .flatten()
                         .filter(|_| strict)
                     {
                         let reply = self.refuse_unreadable(env, &format!("resource URI: {why}"));
                         return RequestBodyAction::Reply(reply);
                     }
-                    if !self.entry_allowed(config, &namespace)(entry, &key) {
+                    if !self.entry_allowed(config, &namespace)(*entry, key) {
                         refused += 1;
                     }
                 }
                 Kind::UnreadableUse(why) if strict => {
-                    let reply = self.refuse_unreadable(env, &why);
+                    let reply = self.refuse_unreadable(env, why);
                     return RequestBodyAction::Reply(reply);
                 }
                 Kind::UnreadableCall(_) | Kind::UnreadableUse(_) | Kind::Other => {}
@@ -329,8 +329,8 @@ impl Stream {
             }
             if let Incoming::Single(m) = &incoming {
                 if let Kind::ToolsCall { name, arguments } = m.kind() {
-                    if Injected::of(config, &name) == Some(Injected::Call) {
-                        return self.forward_call(config, env, m, arguments);
+                    if Injected::of(config, name) == Some(Injected::Call) {
+                        return self.forward_call(config, env, m, arguments.as_deref());
                     }
                 }
             }
@@ -464,7 +464,7 @@ fn repeats_an_id(incoming: &Incoming) -> bool {
 fn needs_catalog(config: &Config, incoming: &Incoming) -> bool {
     incoming.messages().iter().any(|m| match m.kind() {
         Kind::ToolsCall { name, .. } => matches!(
-            Injected::of(config, &name),
+            Injected::of(config, name),
             Some(Injected::Search | Injected::ListGroups | Injected::Describe)
         ),
         Kind::ToolsList { .. } => list_query(config, m).is_some(),
@@ -474,11 +474,17 @@ fn needs_catalog(config: &Config, incoming: &Incoming) -> bool {
 
 /// A `tools/list` request's query, where the filter answers it: `search.list_query` on and
 /// lists not left alone (`mode: "list"`).
-pub(super) fn list_query(config: &Config, m: &Message) -> Option<Result<ListQuery, String>> {
+pub(super) fn list_query<'m>(
+    config: &Config,
+    m: &'m Message,
+) -> Option<&'m Result<ListQuery, String>> {
     if !config.search.list_query || config.mode == Mode::List {
         return None;
     }
-    m.list_query()
+    match m.kind() {
+        Kind::ToolsList { query, .. } => query.as_ref(),
+        _ => None,
+    }
 }
 
 /// The text a message searches for, when it is a valid search (a `tool_search` call or a
@@ -487,17 +493,18 @@ pub(super) fn search_text(config: &Config, m: &Message) -> Option<String> {
     m.id.as_ref()?;
     match m.kind() {
         Kind::ToolsCall { name, arguments }
-            if Injected::of(config, &name) == Some(Injected::Search) =>
+            if Injected::of(config, name) == Some(Injected::Search) =>
         {
-            injected::parse_search(arguments, config, injected::Asker::Tool)
+            injected::parse_search(arguments.as_deref(), config, injected::Asker::Tool)
                 .ok()
                 // Prompts and resources are ranked lexically: no query vector.
                 .filter(|a| a.kind == SearchType::Tool)
                 .map(|a| a.query.text)
         }
         Kind::ToolsList { .. } => list_query(config, m)?
+            .as_ref()
             .ok()
-            .and_then(|q| injected::parse_list_query(&q, config).ok())
+            .and_then(|q| injected::parse_list_query(q, config).ok())
             .map(|q| q.text),
         _ => None,
     }

@@ -1,5 +1,5 @@
-//! The native test harness: a worker (the core's `http::Root`) on a `MemoryHost`, fed whole
-//! exchanges by the core's own driver (`http::exchange`), shared by the native scenario tests
+//! The native test harness: a worker (the core's `Root`) on a `MemoryHost`, fed whole
+//! exchanges by the core's own driver (`exchange`), shared by the native scenario tests
 //! and, through host-shim, the `.wasm` ones.
 #![allow(
     dead_code,
@@ -9,12 +9,11 @@
     clippy::indexing_slicing
 )]
 
-use mcp_tool_search_core::config::policy::IdentitySource;
-use mcp_tool_search_core::config::Config;
-use mcp_tool_search_core::http::{self, CallSource, Exchanged, MemoryHost, Root};
-use mcp_tool_search_core::plugin::{FetchProgress, HttpCall, Plugin};
-use mcp_tool_search_core::store::CatalogMeta;
-use mcp_tool_search_core::stream::{Event, RequestHead};
+use mcp_tool_search_core::{
+    Action, CallSource, CatalogMeta, Config, Context, Event, Exchanged, FetchProgress, HttpCall,
+    IdentitySource, MemoryHost, MemoryStream, Plugin, Request, RequestHead, Response, Root,
+    SseParser, METADATA_KEY,
+};
 use std::path::PathBuf;
 use std::rc::Rc;
 
@@ -23,7 +22,7 @@ pub mod scenarios;
 /// Text to vector: the embeddings service in native tests.
 pub type Embedder = dyn Fn(&str) -> Vec<f32>;
 
-/// One worker (the core's `http::Root`) on a host in memory, with what its exchanges recorded
+/// One worker (the core's `Root`) on a host in memory, with what its exchanges recorded
 /// kept for assertions. Workers built with [`TestEnv::sharing`] share the host, as Envoy's
 /// workers share one process.
 pub struct TestEnv {
@@ -48,7 +47,7 @@ pub struct TestEnv {
 
 /// An upstream answering the filter's own calls: (`:status` or `None` when unreachable,
 /// response headers, body).
-pub type Upstream = dyn Fn(&HttpCall) -> mcp_tool_search_core::call::CallResponse;
+pub type Upstream = dyn Fn(&HttpCall) -> mcp_tool_search_core::CallResponse;
 
 static NEXT_VM: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
@@ -87,7 +86,7 @@ impl TestEnv {
 
     /// What the store knows of a catalog besides its tools.
     pub fn plugin_env_meta(&self, namespace: &str) -> CatalogMeta {
-        mcp_tool_search_core::store::read_meta(self.host.as_ref(), namespace).unwrap_or_default()
+        mcp_tool_search_core::read_meta(self.host.as_ref(), namespace).unwrap_or_default()
     }
 
     /// Answers the calls made so far (by this worker's root) until none is left; returns what
@@ -143,9 +142,7 @@ impl TestEnv {
 
     /// What answers the filter's calls: the embeddings services (by cluster and who calls),
     /// else the upstream.
-    fn service(
-        &self,
-    ) -> impl FnMut(&HttpCall, CallSource) -> mcp_tool_search_core::call::CallResponse {
+    fn service(&self) -> impl FnMut(&HttpCall, CallSource) -> mcp_tool_search_core::CallResponse {
         let embeddings = self
             .config
             .search
@@ -188,7 +185,7 @@ impl TestEnv {
                 "xds",
                 "route_metadata",
                 "filter_metadata",
-                http::METADATA_KEY,
+                METADATA_KEY,
                 "namespace",
             ],
             &self.namespace,
@@ -201,20 +198,20 @@ impl TestEnv {
         &mut self,
         head: RequestHead,
         end_of_stream: bool,
-    ) -> (http::Action, Vec<(String, Vec<u8>)>) {
+    ) -> (Action, Vec<(String, Vec<u8>)>) {
         let (mut stream, id) = self.open(&head, b"");
         let action = stream.on_request_headers(&self.root, self.host.as_ref(), end_of_stream);
         (action, self.host.stream(id).request_headers)
     }
 
     /// A fresh stream of this worker with the request's headers at the host.
-    fn open(&mut self, head: &RequestHead, body: &[u8]) -> (http::Context, u32) {
+    fn open(&mut self, head: &RequestHead, body: &[u8]) -> (Context, u32) {
         self.set_route();
         let id = self.host.next_context_id();
         let headers = self.request_headers(head, body);
         self.host.streams.borrow_mut().insert(
             id,
-            http::MemoryStream {
+            MemoryStream {
                 request_headers: headers,
                 ..Default::default()
             },
@@ -225,7 +222,7 @@ impl TestEnv {
 
     /// A stream given the request's headers and whole body, left where the filter leaves it
     /// (waiting on a call or another worker's fetch, say); the calls it made are not answered.
-    pub fn start(&mut self, head: RequestHead, body: &[u8]) -> (http::Context, u32) {
+    pub fn start(&mut self, head: RequestHead, body: &[u8]) -> (Context, u32) {
         let (mut stream, id) = self.open(&head, body);
         let _ = stream.on_request_headers(&self.root, self.host.as_ref(), false);
         if let Some(s) = self.host.streams.borrow_mut().get_mut(&id) {
@@ -237,7 +234,7 @@ impl TestEnv {
     }
 
     /// Answers every call this worker's streams and root have made with its services.
-    pub fn answer(&mut self, stream: Option<&mut http::Context>) {
+    pub fn answer(&mut self, stream: Option<&mut Context>) {
         let mut serve = self.service();
         self.host.answer_calls(&self.root, stream, 0, &mut serve);
     }
@@ -301,10 +298,7 @@ impl TestEnv {
             }
             headers.extend(head.forwarded.iter().cloned());
             if let Some(marker) = &head.fetch_marker {
-                headers.push((
-                    mcp_tool_search_core::fetch::MARKER_HEADER.into(),
-                    marker.clone(),
-                ));
+                headers.push((mcp_tool_search_core::MARKER_HEADER.into(), marker.clone()));
             }
             if let Some(policy) = &self.config.authorization {
                 if let IdentitySource::Header { header, claim } = &policy.identity {
@@ -427,7 +421,7 @@ impl Outcome {
 
 /// The upstream's response as it reaches the filter: status, content type (none if empty) and
 /// body pieces; a JSON body carries its `content-length`, as the SDK servers send it.
-pub fn upstream_response(status: &str, content_type: &str, chunks: &[&[u8]]) -> http::Response {
+pub fn upstream_response(status: &str, content_type: &str, chunks: &[&[u8]]) -> Response {
     let mut headers = vec![(":status".to_string(), status.as_bytes().to_vec())];
     if !content_type.is_empty() {
         headers.push(("content-type".into(), content_type.as_bytes().to_vec()));
@@ -436,7 +430,7 @@ pub fn upstream_response(status: &str, content_type: &str, chunks: &[&[u8]]) -> 
         let length: usize = chunks.iter().map(|c| c.len()).sum();
         headers.push(("content-length".into(), length.to_string().into_bytes()));
     }
-    http::Response {
+    Response {
         headers,
         chunks: chunks.iter().map(|c| c.to_vec()).collect(),
         trailers: false,
@@ -444,14 +438,14 @@ pub fn upstream_response(status: &str, content_type: &str, chunks: &[&[u8]]) -> 
 }
 
 /// Runs one exchange through a fresh stream of this worker, as Envoy delivers it
-/// (`http::exchange`). `response` is the upstream's status, content type and body pieces.
+/// (`exchange`). `response` is the upstream's status, content type and body pieces.
 pub fn exchange(
     env: &mut TestEnv,
     head: RequestHead,
     request: &[u8],
     response: (&str, &str, &[&[u8]]),
 ) -> Outcome {
-    let request = http::Request {
+    let request = Request {
         headers: env.request_headers(&head, request),
         chunks: if request.is_empty() {
             Vec::new()
@@ -466,7 +460,7 @@ pub fn exchange(
 /// [`exchange`] of a request given as the host delivers it (headers, body pieces, trailers).
 pub fn exchange_request(
     env: &mut TestEnv,
-    request: &http::Request,
+    request: &Request,
     response: (&str, &str, &[&[u8]]),
 ) -> Outcome {
     let (status, content_type, chunks) = response;
@@ -480,17 +474,14 @@ pub fn exchange_request(
 
 /// One exchange as the host sees it, headers included, recorded in the worker's events and
 /// warnings.
-pub fn exchange_raw(
-    env: &mut TestEnv,
-    request: &http::Request,
-    response: &http::Response,
-) -> Exchanged {
+pub fn exchange_raw(env: &mut TestEnv, request: &Request, response: &Response) -> Exchanged {
     SENT_UPSTREAM.with(|s| *s.borrow_mut() = None);
     env.set_route();
     let counted = env.host.increments.borrow().len();
     let logged = env.host.logs.borrow().len();
     let mut serve = env.service();
-    let out = http::exchange(&env.root, env.host.as_ref(), request, response, &mut serve);
+    let out =
+        mcp_tool_search_core::exchange(&env.root, env.host.as_ref(), request, response, &mut serve);
     drop(serve);
     env.events.extend(
         env.host.increments.borrow()[counted..]
@@ -500,7 +491,7 @@ pub fn exchange_raw(
     env.warnings.extend(
         env.host.logs.borrow()[logged..]
             .iter()
-            .filter(|(level, _)| *level <= mcp_tool_search_core::plugin::Level::Warn)
+            .filter(|(level, _)| *level <= mcp_tool_search_core::Level::Warn)
             .map(|(_, m)| m.clone()),
     );
     if let Exchanged::Upstream { sent, .. } = &out {
@@ -560,7 +551,7 @@ pub fn messages(body: &[u8], sse: bool) -> Vec<serde_json::Value> {
     if !sse {
         return vec![serde_json::from_slice(body).unwrap()];
     }
-    let mut parser = mcp_tool_search_core::mcp::sse::Parser::new();
+    let mut parser = SseParser::new();
     let mut events = parser.push(body);
     events.extend(parser.finish().0);
     events
@@ -604,7 +595,7 @@ pub fn response_data(body: &[u8], sse: bool) -> Vec<u8> {
     if !sse {
         return body.to_vec();
     }
-    let mut parser = mcp_tool_search_core::mcp::sse::Parser::new();
+    let mut parser = SseParser::new();
     let mut events = parser.push(body);
     events.extend(parser.finish().0);
     events

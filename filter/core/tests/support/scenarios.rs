@@ -6,10 +6,7 @@
 //! host's own tests.
 
 use super::{messages, post, Outcome};
-use mcp_tool_search_core::config::policy::Caller;
-use mcp_tool_search_core::config::Ranking;
-use mcp_tool_search_core::mcp::headers::Mirrored;
-use mcp_tool_search_core::stream::{Event, PassReason, RequestHead};
+use mcp_tool_search_core::{Caller, Event, Mirrored, PassReason, Ranking, RequestHead};
 use serde_json::Value;
 
 pub const LIST: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
