@@ -21,7 +21,7 @@
 //! benchmarks through Envoy, with `floor.rs` (the proxy-wasm floor taught the filter's answers),
 //! `changes.rs` (the first list after a catalog change), `rounds.rs` (interleaved rounds and
 //! their medians), `spinners.rs` and `client.rs` (the load client); `gateway.rs` the
-//! many-servers section; `report/` writes BENCHMARKS.md.
+//! many-servers section; `tokens.rs` what the agent reads; `report/` writes BENCHMARKS.md.
 
 mod args;
 mod changes;
@@ -35,6 +35,7 @@ mod report;
 mod rounds;
 mod shim;
 mod spinners;
+mod tokens;
 mod vmmem;
 
 use args::{Args, FLOOR_WASM_MISSING};
@@ -163,6 +164,14 @@ fn main() -> ExitCode {
             }
         }
     };
+    log("tokens the agent reads: lists and search answers, generated and large schemas");
+    let tokens = match tokens::measure(&catalogs) {
+        Ok(rows) => rows,
+        Err(e) => {
+            eprintln!("mcp-tool-search-bench: token figures failed: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let http = if args.skip_http {
         None
     } else {
@@ -205,6 +214,7 @@ fn main() -> ExitCode {
         elapsed: started.elapsed(),
         inproc: inproc.as_ref(),
         http: http.as_ref(),
+        tokens: &tokens,
     });
     // `make soak` writes the "Chaos soak" section of the same file (10-minute runs only, far
     // less often than this): a benchmark run keeps it.

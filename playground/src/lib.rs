@@ -725,27 +725,42 @@ fn upstream_tools(list: &str) -> Result<Vec<Tool>, Error> {
     Ok(tools)
 }
 
-/// The tool names of a search answer, in order: the JSON array of definitions, or the lines of
-/// a summary. `None` for an error answer.
+/// The tool names of a search answer, in order: its `structuredContent` where the protocol has
+/// one, else the JSON array of definitions (and the one-line results an answer's budget left
+/// after them), or the lines of a summary. `None` for an error answer.
 pub fn answer_names(config: &Config, answer: &Value) -> Option<Vec<String>> {
     let result = answer.get("result")?;
     if result.get("isError") == Some(&Value::Bool(true)) {
         return None;
     }
+    if let Some(results) = result.pointer("/structuredContent/results") {
+        return results
+            .as_array()?
+            .iter()
+            .map(|r| r.get("name")?.as_str().map(str::to_string))
+            .collect();
+    }
     let text = result.pointer("/content/0/text")?.as_str()?;
+    let line_name = |l: &str| l.split(" · ").next().map(str::to_string);
     match config.search.result_format {
         mcp_tool_search_core::ResultFormat::Definitions => {
             let defs: Vec<Value> = serde_json::from_str(text).ok()?;
-            defs.iter()
+            let mut names: Vec<String> = defs
+                .iter()
                 .map(|d| d.get("name")?.as_str().map(str::to_string))
-                .collect()
+                .collect::<Option<_>>()?;
+            // Definitions, one-line results, the note: three items when the budget cut in.
+            if result.pointer("/content/2").is_some() {
+                let lines = result.pointer("/content/1/text")?.as_str()?;
+                names.extend(lines.lines().filter_map(line_name));
+            }
+            Some(names)
         }
         mcp_tool_search_core::ResultFormat::Summary => Some(
             text.lines()
                 .skip(1)
                 .take_while(|l| !l.starts_with("Next:"))
-                .filter_map(|l| l.split(" · ").next())
-                .map(str::to_string)
+                .filter_map(line_name)
                 .collect(),
         ),
     }

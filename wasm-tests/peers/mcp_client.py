@@ -26,6 +26,12 @@ parser.add_argument("--arguments", default="{}", help="JSON arguments of the cal
 parser.add_argument(
     "--mode", default="auto", help="2.x only: protocol negotiation ('auto', 'legacy' or a version)"
 )
+parser.add_argument(
+    "--protocol", help="1.x only: the protocol version to ask for (default: the SDK's latest)"
+)
+parser.add_argument(
+    "--search-arguments", default="{}", help="JSON: more arguments of each search (detail, max_tokens)"
+)
 args = parser.parse_args()
 
 SDK = version("mcp")
@@ -50,16 +56,27 @@ async def flow(list_tools, call_tool, report):
             break
     report["pages"] = pages
 
+    listed = [t for page in pages for t in page if t.get("name") == args.search_tool]
+    output_schema = listed[0].get("outputSchema") if listed else None
     searches = []
     for offset in (0, args.limit):
-        result = await call_tool(
-            args.search_tool, {"query": args.query, "limit": args.limit, "offset": offset}
-        )
-        searches.append(dump(result) | {"texts": texts(result)})
+        arguments = {"query": args.query, "limit": args.limit, "offset": offset}
+        result = await call_tool(args.search_tool, arguments | json.loads(args.search_arguments))
+        search = dump(result) | {"texts": texts(result)}
+        if output_schema is not None:
+            # The SDK validates too (2.x); checked here as well, so that the report says so.
+            import jsonschema
+
+            jsonschema.validate(search.get("structuredContent"), output_schema)
+            search["validated"] = True
+        searches.append(search)
     report["searches"] = searches
 
     first = searches[0]["texts"]
     found = json.loads(first[0]) if first and first[0].startswith("[") else []
+    structured = searches[0].get("structuredContent")
+    if not found and structured:
+        found = [{"name": r["name"]} for r in structured["results"]]
     report["found"] = [t.get("name") for t in found]
     if found:
         result = await call_tool(found[0]["name"], json.loads(args.arguments))
@@ -69,7 +86,12 @@ async def flow(list_tools, call_tool, report):
 async def main():
     report = {"sdk": SDK}
     if MAJOR < 2:
-        from mcp import ClientSession
+        from mcp import ClientSession, types
+
+        if args.protocol:
+            # What a client of that protocol's era sends in `initialize` (the SDK reads the
+            # constant when it sends it).
+            types.LATEST_PROTOCOL_VERSION = args.protocol
         from mcp.client.streamable_http import streamablehttp_client
 
         async with streamablehttp_client(args.url) as (read, write, _):

@@ -6,6 +6,7 @@ pub mod envoy_config;
 pub mod harness;
 pub mod http1;
 pub mod jwt;
+pub mod large_schemas;
 pub mod mcp;
 pub mod node;
 pub mod python;

@@ -179,6 +179,10 @@ pub struct ClientFlow {
     pub arguments: String,
     /// 2.x only: `auto`, `legacy` or a protocol version.
     pub mode: String,
+    /// Extra arguments of each search call (`detail`, `max_tokens`), as a JSON object.
+    pub search_arguments: String,
+    /// 1.x only: the protocol version the client asks for (its latest when `None`).
+    pub protocol: Option<String>,
 }
 
 impl ClientFlow {
@@ -189,14 +193,18 @@ impl ClientFlow {
             limit: 1,
             arguments: "{}".to_owned(),
             mode: "auto".to_owned(),
+            search_arguments: "{}".to_owned(),
+            protocol: None,
         }
     }
 }
 
 /// Runs the SDK client of `python` through `flow` and returns its report: `sdk`, `protocol`,
 /// `server`, `pages` (the listed tools, page by page), `searches` (two calls of the search tool,
-/// offsets 0 and `limit`, each a `CallToolResult` with its `texts`), `found` (the names the first
-/// search returned) and `call` (the first found tool's result, with its `name`).
+/// offsets 0 and `limit`, each a `CallToolResult` with its `texts` and, where the listed search
+/// tool declares an `outputSchema`, `validated`: its `structuredContent` checked against it),
+/// `found` (the names the first search returned) and `call` (the first found tool's result, with
+/// its `name`).
 pub fn run_client(python: &Path, flow: &ClientFlow, dir: &TestDir) -> Result<Value> {
     static RUNS: AtomicUsize = AtomicUsize::new(0);
     let n = RUNS.fetch_add(1, Ordering::Relaxed);
@@ -208,6 +216,12 @@ pub fn run_client(python: &Path, flow: &ClientFlow, dir: &TestDir) -> Result<Val
         .args(["--url", &flow.url, "--query", &flow.query])
         .args(["--limit", &flow.limit.to_string()])
         .args(["--arguments", &flow.arguments, "--mode", &flow.mode])
+        .args(["--search-arguments", &flow.search_arguments])
+        .args(
+            flow.protocol
+                .iter()
+                .flat_map(|p| ["--protocol", p.as_str()]),
+        )
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out_path)?)
         .stderr(std::fs::File::create(&err_path)?)

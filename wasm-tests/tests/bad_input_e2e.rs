@@ -528,10 +528,12 @@ fn start() -> Rig {
     let upstream = Upstream::start();
     // Searches are answered in Envoy (held headers: they never reach the upstream), and the
     // catalog is only learned from lists: a background fetch would meet whatever a row scripted.
+    // A search answer may be as large as the 64 KB names of row 18 (over the default budget).
     let config = json!({
         "hold_request_headers": true,
         "eager_patterns": ["*_get_*"],
-        "catalog": {"fetch": false}
+        "catalog": {"fetch": false},
+        "search": {"max_result_tokens": 100_000}
     });
     let filter = FilterOptions {
         wasm: harness::filter_wasm().unwrap_or_else(|e| panic!("{e}")),

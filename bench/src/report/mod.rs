@@ -26,6 +26,45 @@ pub struct Inputs<'a> {
     pub elapsed: Duration,
     pub inproc: Option<&'a InprocResults>,
     pub http: Option<&'a HttpResults>,
+    pub tokens: &'a [crate::tokens::TokenRow],
+}
+
+/// Section 4b: what the agent reads.
+fn write_tokens(o: &mut String, rows: &[crate::tokens::TokenRow]) {
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "### What the agent reads (tokens)\n");
+    let _ = writeln!(
+        o,
+        "Tokens estimated as the filter estimates them (bytes / 4 of the text and `structuredContent`; see the README, *What the agent sees*), natively (`bench/src/tokens.rs`), as a 2025-11-25 client: \
+         a `tools/list` without and with the filter, and the `tool_search` answers to the {} bench queries at `limit` 5 (median / largest), \
+         without a budget (`search.max_result_tokens` 1,000,000) and within the default budget (10,000), with how many of the 5 results were full definitions within it (fewest–most). \
+         *Large schemas*: the same tools, each with 12 more documented arguments and every fifth with 300 (`wasm-tests/src/large_schemas.rs`).\n",
+        crate::QUERIES.len()
+    );
+    let _ = writeln!(
+        o,
+        "| catalog | tools | largest definition | list without / with the filter | search answer, no budget | search answer, budget 10,000 | full definitions of 5 |\n|---|---|---|---|---|---|---|"
+    );
+    for r in rows {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} / {} | {} / {} | {} / {} | {}–{} |",
+            r.catalog,
+            thousands(r.tools),
+            units::bytes(r.largest),
+            thousands(r.list_upstream),
+            thousands(r.list_filtered),
+            thousands(r.search_unbudgeted.0),
+            thousands(r.search_unbudgeted.1),
+            thousands(r.search_budgeted.0),
+            thousands(r.search_budgeted.1),
+            r.full_shown.0,
+            r.full_shown.1
+        );
+    }
+    let _ = writeln!(o);
 }
 
 pub fn render(inp: &Inputs) -> String {
@@ -133,6 +172,8 @@ pub fn render(inp: &Inputs) -> String {
     }
 
     quality::write(&mut o, a);
+
+    write_tokens(&mut o, inp.tokens);
 
     let _ = writeln!(o, "## 5. Artifact\n");
     let size = std::fs::metadata(&a.wasm).map(|m| m.len()).unwrap_or(0);

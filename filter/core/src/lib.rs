@@ -76,6 +76,7 @@ pub use vector::{normalize, ToolVectors};
 
 // The wire: SSE, notifications, mirrored headers, the injected tools' arguments.
 pub use mcp::headers::Mirrored;
+pub use mcp::injected::answer::tokens_read;
 pub use mcp::injected::{parse_search, Asker, Injected};
 pub use mcp::notify::ListChangedScanner;
 pub use mcp::sse::{replace_data, Event as SseEvent, Parser as SseParser};

@@ -185,6 +185,40 @@ fn search_json(env: &mut TestEnv, body: &[u8]) -> (u32, Value) {
     (*status, serde_json::from_slice(body).unwrap())
 }
 
+/// `detail` as the search tool takes it: full definitions by default (whatever the search
+/// tool's `result_format`), one-line summaries, or names; anything else a 400.
+#[test]
+fn detail_chooses_definitions_lines_or_names() {
+    let mut env = env_with(r#"{"search":{"result_format":"summary"}}"#);
+    let (status, full) = search_json(&mut env, br#"{"query":"refund a charge"}"#);
+    assert_eq!(status, 200, "{full}");
+    assert_eq!(
+        full["tools"][0]["description"],
+        "Refund a charge to a customer"
+    );
+    let (_, compact) = search_json(
+        &mut env,
+        br#"{"query":"refund a charge","detail":"compact"}"#,
+    );
+    assert_eq!(
+        compact["tools"][0],
+        json!({"name": "stripe_refund_charge",
+            "summary": "stripe_refund_charge · Refund a charge to a customer · asks the user first"})
+    );
+    let (_, names) = search_json(&mut env, br#"{"query":"refund a charge","detail":"names"}"#);
+    assert_eq!(names["tools"][0], json!({"name": "stripe_refund_charge"}));
+    assert_eq!(
+        names["metadata"]["returned"],
+        names["tools"].as_array().unwrap().len()
+    );
+    let (status, bad) = search_json(&mut env, br#"{"query":"refund","detail":"everything"}"#);
+    assert_eq!(status, 400, "{bad}");
+    assert!(
+        bad["error"].as_str().unwrap().contains("field `detail`"),
+        "{bad}"
+    );
+}
+
 #[test]
 fn explain_true_explains_each_result_term_by_term_and_field_by_field() {
     let mut env = env_with("{}");

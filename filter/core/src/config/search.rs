@@ -11,6 +11,13 @@ use serde_json::Value;
 
 pub const DEFAULT_SEARCH_TOOL_NAME: &str = "tool_search";
 pub const DEFAULT_MAX_RESULTS: u32 = 5;
+/// Well under what clients keep of one tool result (Claude Code about 25,000 tokens), and
+/// room for five large definitions.
+pub const DEFAULT_MAX_RESULT_TOKENS: usize = 10_000;
+/// The common client cut of a tool description (Claude Code keeps 2 KB).
+pub const DEFAULT_MAX_DESCRIPTION_CHARS: usize = 2048;
+/// The search tool's description with its 256 names of a large catalog (about 6 KB).
+pub const DEFAULT_MAX_DESCRIPTION_TOKENS: usize = 2_000;
 
 /// How search results are given to the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,6 +139,15 @@ pub struct SearchConfig {
     pub max_allowable_results: u32,
     pub weights: FieldWeights,
     pub result_format: ResultFormat,
+    /// The most tokens a search's answer may take (bytes / 4 of what the agent reads): full
+    /// definitions while they fit, then one line each (`mcp/answer.rs`).
+    pub max_result_tokens: usize,
+    /// The longest description (characters) a one-line result shows before it is cut at a
+    /// sentence, with a marker; full definitions are never cut.
+    pub max_description_chars: usize,
+    /// The most tokens the search tool's own description may take in `tools/list` (the names
+    /// of the tools it finds fill what is left).
+    pub max_description_tokens: usize,
     /// Drop results whose normalized score is below this (see `Ranking` for the scales).
     pub score_threshold: Option<f32>,
     /// The plain-HTTP search endpoint (`POST`), and `<path>/health` (`GET`).
@@ -184,6 +200,9 @@ impl Default for SearchConfig {
             max_allowable_results: DEFAULT_MAX_RESULTS,
             weights: FieldWeights::default(),
             result_format: ResultFormat::Definitions,
+            max_result_tokens: DEFAULT_MAX_RESULT_TOKENS,
+            max_description_chars: DEFAULT_MAX_DESCRIPTION_CHARS,
+            max_description_tokens: DEFAULT_MAX_DESCRIPTION_TOKENS,
             score_threshold: None,
             http_path: Some(DEFAULT_HTTP_SEARCH_PATH.to_string()),
             http_namespaces: Vec::new(),
@@ -222,6 +241,19 @@ pub(super) fn parse_search(value: &Value) -> Result<SearchConfig, ConfigError> {
                 ))
             }
         };
+    }
+    if let Some(v) = obj.take("max_result_tokens") {
+        let n = integer("search.max_result_tokens", v, 500, 1_000_000)?;
+        search.max_result_tokens = usize::try_from(n).unwrap_or(DEFAULT_MAX_RESULT_TOKENS);
+    }
+    if let Some(v) = obj.take("max_description_chars") {
+        let n = integer("search.max_description_chars", v, 40, 1_000_000)?;
+        search.max_description_chars = usize::try_from(n).unwrap_or(DEFAULT_MAX_DESCRIPTION_CHARS);
+    }
+    if let Some(v) = obj.take("max_description_tokens") {
+        let n = integer("search.max_description_tokens", v, 250, 1_000_000)?;
+        search.max_description_tokens =
+            usize::try_from(n).unwrap_or(DEFAULT_MAX_DESCRIPTION_TOKENS);
     }
     if let Some(v) = obj.take("score_threshold") {
         match v.as_f64() {

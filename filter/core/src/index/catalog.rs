@@ -623,6 +623,8 @@ pub(crate) struct MemoKey {
     pub(crate) fingerprint: u64,
     pub(crate) first_page: bool,
     pub(crate) audience: Option<Vec<usize>>,
+    /// Whether the search tool's definition carries its `outputSchema`.
+    pub(crate) structured: bool,
 }
 
 #[cfg(test)]

@@ -5,10 +5,12 @@
 use crate::config::entries::SearchType;
 use crate::config::{Config, ResultFormat};
 use crate::index::catalog::Tool;
-use crate::mcp::json;
+pub(crate) mod answer;
+
 use crate::mcp::jsonrpc::ListQuery;
 use crate::mcp::result::{self, SearchMeta};
-use crate::rank::search::{Found, Query, Ranked};
+use crate::rank::search::{Query, Ranked};
+use answer::Detail;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -17,6 +19,8 @@ pub const MAX_QUERY_CHARS: usize = 500;
 /// How many tool names the search tool's description may carry: enough for an agent to
 /// recognise the catalog, few enough to keep the listing small.
 pub const DESCRIBED_NAMES: usize = 256;
+/// What the search tool's description keeps free of names for the "(and N more)" tail.
+const NAMES_RESERVE: usize = 64;
 /// How many definitions one `describe_tool` call may ask for.
 pub const MAX_DESCRIBE: usize = 20;
 
@@ -51,8 +55,16 @@ impl Injected {
     }
 }
 
-/// One injected tool's definition (MCP `Tool`, spec 2025-11-25 "Tools").
-fn definition(name: &str, title: &str, description: &str, schema: &str, read_only: bool) -> String {
+/// One injected tool's definition (MCP `Tool`, spec 2025-11-25 "Tools"); `output_schema`
+/// for protocols that define it (2025-06-18 and later).
+fn definition(
+    name: &str,
+    title: &str,
+    description: &str,
+    schema: &str,
+    output_schema: Option<&str>,
+    read_only: bool,
+) -> String {
     #[derive(serde::Serialize)]
     struct Definition<'a> {
         name: &'a str,
@@ -60,6 +72,8 @@ fn definition(name: &str, title: &str, description: &str, schema: &str, read_onl
         description: &'a str,
         #[serde(rename = "inputSchema")]
         input_schema: Option<&'a RawValue>,
+        #[serde(rename = "outputSchema", skip_serializing_if = "Option::is_none")]
+        output_schema: Option<&'a RawValue>,
         annotations: Annotations<'a>,
     }
     #[derive(serde::Serialize)]
@@ -75,11 +89,13 @@ fn definition(name: &str, title: &str, description: &str, schema: &str, read_onl
     let input_schema = serde_json::from_str::<&RawValue>(schema)
         .or_else(|_| serde_json::from_str::<&RawValue>(r#"{"type":"object"}"#))
         .ok();
+    let output_schema = output_schema.and_then(|s| serde_json::from_str::<&RawValue>(s).ok());
     result::to_json(&Definition {
         name,
         title,
         description,
         input_schema,
+        output_schema,
         annotations: Annotations {
             title,
             read_only_hint: read_only,
@@ -91,14 +107,18 @@ fn definition(name: &str, title: &str, description: &str, schema: &str, read_onl
 /// The injected tools for a listing, in order. `hidden`: the progressive tools the caller may
 /// use (sorted); `groups`: the caller's groups (sorted).
 /// `complete`: whether `hidden` is every hidden tool (else the count is a lower bound, while
-/// the pages of a first listing are still being learned).
+/// the pages of a first listing are still being learned). `structured`: the listing's
+/// protocol defines `outputSchema` (the search tool then declares its own).
 pub fn definitions(
     config: &Config,
     hidden: &[&str],
     groups: &[String],
     complete: bool,
+    structured: bool,
 ) -> Vec<String> {
-    let mut out = vec![search_definition(config, hidden, groups, complete)];
+    let mut out = vec![search_definition(
+        config, hidden, groups, complete, structured,
+    )];
     if groups.len() > 1 {
         out.push(definition(
             LIST_GROUPS,
@@ -106,6 +126,7 @@ pub fn definitions(
             "List the groups the tools of this server fall into, with how many tools each holds. \
              Pass a group to the search tool to search only that group.",
             "{\"type\":\"object\",\"properties\":{}}",
+            None,
             true,
         ));
     }
@@ -120,6 +141,7 @@ pub fn definitions(
                  \"items\":{{\"type\":\"string\"}},\"minItems\":1,\"maxItems\":{MAX_DESCRIBE},\
                  \"description\":\"Exact tool names from a search result.\"}}}},\"required\":[\"names\"]}}"
             ),
+            None,
             true,
         ));
         out.push(definition(
@@ -130,6 +152,7 @@ pub fn definitions(
             "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\
              \"description\":\"The exact tool name.\"},\"arguments\":{\"type\":\"object\",\
              \"description\":\"The tool's arguments, matching its inputSchema.\"}},\"required\":[\"name\"]}",
+            None,
             false,
         ));
     }
@@ -141,6 +164,7 @@ fn search_definition(
     hidden: &[&str],
     groups: &[String],
     complete: bool,
+    structured: bool,
 ) -> String {
     let max = config.search.max_allowable_results;
     let summary = config.search.result_format == ResultFormat::Summary;
@@ -179,7 +203,21 @@ fn search_definition(
         ));
     }
     if !hidden.is_empty() {
-        let shown: Vec<&str> = hidden.iter().take(DESCRIBED_NAMES).copied().collect();
+        // The names fill what the description's budget leaves, and at most `DESCRIBED_NAMES`.
+        let budget = config.search.max_description_tokens.saturating_mul(4);
+        let mut room = budget.saturating_sub(description.len() + NAMES_RESERVE);
+        let shown: Vec<&str> = hidden
+            .iter()
+            .take(DESCRIBED_NAMES)
+            .take_while(|name| match room.checked_sub(name.len() + 2) {
+                Some(left) => {
+                    room = left;
+                    true
+                }
+                None => false,
+            })
+            .copied()
+            .collect();
         description.push_str(" Tools you can find include: ");
         description.push_str(&shown.join(", "));
         if hidden.len() > shown.len() {
@@ -206,14 +244,22 @@ fn search_definition(
          \"offset\":{{\"type\":\"integer\",\"minimum\":0,\
          \"description\":\"How many matching tools to skip, to page through a long match (default 0).\"}},\
          \"type\":{{\"type\":\"string\",\"enum\":[\"tool\",\"prompt\",\"resource\",\"all\"],\
-         \"description\":\"What to search: tools (the default), the server's prompts or resources, or all of them.\"}}{group}}},\
-         \"required\":[\"query\"]}}"
+         \"description\":\"What to search: tools (the default), the server's prompts or resources, or all of them.\"}},\
+         \"detail\":{{\"type\":\"string\",\"enum\":[\"full\",\"compact\",\"names\"],\
+         \"description\":\"How much of each tool to return: full (definitions while they fit the answer's budget, then one line each), compact (one line each) or names; default {detail_default}.\"}},\
+         \"max_tokens\":{{\"type\":\"integer\",\"minimum\":{min_tokens},\"maximum\":{max_tokens},\
+         \"description\":\"The most tokens the answer may take (estimated as bytes / 4), at most {max_tokens} (the default).\"}}{group}}},\
+         \"required\":[\"query\"]}}",
+        detail_default = if summary { "compact" } else { "full" },
+        min_tokens = answer::MIN_RESULT_TOKENS,
+        max_tokens = answer::budget(config, None),
     );
     definition(
         &config.search.tool_name,
         "Search tools",
         &description,
         &schema,
+        structured.then_some(answer::OUTPUT_SCHEMA),
         true,
     )
 }
@@ -225,6 +271,10 @@ pub struct SearchArgs {
     pub namespace: Option<String>,
     /// What to search: tools (the default), prompts, resources, or all of them.
     pub kind: SearchType,
+    /// How much of each result to show (`detail`; by default as `search.result_format` says).
+    pub detail: Detail,
+    /// The answer's budget, tokens: `max_tokens` clamped to `search.max_result_tokens`.
+    pub max_tokens: usize,
 }
 
 fn object(arguments: Option<&RawValue>) -> Result<Map<String, Value>, String> {
@@ -374,6 +424,29 @@ pub fn parse_search(
         Err(e) => return Err(e),
     };
     let offset = optional_integer(&args, "offset", 0, None, who)?.unwrap_or(0);
+    let detail = match optional_string(&args, "detail", who)? {
+        None => Detail::default_for(config),
+        Some(d) => Detail::parse(&d).ok_or_else(|| {
+            format!(
+                "{} must be \"full\", \"compact\" or \"names\", not {d:?}.",
+                who.name("detail")
+            )
+        })?,
+    };
+    // Outside the range is clamped, not refused: a budget is a ceiling the model guesses.
+    let max_tokens = match args.get("max_tokens") {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) if n.as_f64().is_some_and(|t| t >= 0.0) => Some(
+            n.as_u64()
+                .map_or(usize::MAX, |t| usize::try_from(t).unwrap_or(usize::MAX)),
+        ),
+        Some(other) => {
+            return Err(format!(
+                "{} must be a positive integer (tokens), not {other}.",
+                who.name("max_tokens")
+            ))
+        }
+    };
     Ok(SearchArgs {
         query: Query {
             text: query,
@@ -391,6 +464,8 @@ pub fn parse_search(
                 )
             })?,
         },
+        detail,
+        max_tokens: answer::budget(config, max_tokens),
     })
 }
 
@@ -444,118 +519,6 @@ pub fn parse_call(arguments: Option<&RawValue>) -> Result<(String, Option<Box<Ra
         }
     }
     Ok((name, call.arguments))
-}
-
-/// A search result in the configured format, with `_meta` saying how it was ranked.
-pub fn search_result(config: &Config, query: &Query, ranked: &Ranked<'_>, modern: bool) -> String {
-    let first = query.offset + 1;
-    let last = query.offset + ranked.found.len();
-    let more = ranked.matches > last;
-    let texts: Vec<String> = match config.search.result_format {
-        ResultFormat::Definitions => {
-            let mut note = format!(
-                "{} of {} matching tools",
-                ranked.found.len(),
-                ranked.matches
-            );
-            if !ranked.found.is_empty() {
-                note.push_str(&format!(" (results {first} to {last})"));
-            }
-            if more {
-                note.push_str(&format!("; call again with offset {last} for more"));
-            }
-            note.push('.');
-            vec![
-                result::definitions(ranked.found.iter().map(|f| f.tool)),
-                note,
-            ]
-        }
-        ResultFormat::Summary => vec![summary(config, query, ranked, more)],
-    };
-    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-    result::search(&texts, SearchMeta::of(ranked, query.offset), modern)
-}
-
-fn summary(config: &Config, query: &Query, ranked: &Ranked<'_>, more: bool) -> String {
-    let first = query.offset + 1;
-    let last = query.offset + ranked.found.len();
-    let mut out = if ranked.found.is_empty() {
-        format!(
-            "{} tools of {} match {}.",
-            ranked.matches,
-            ranked.candidates,
-            json::string(&query.text)
-        )
-    } else {
-        format!(
-            "{} tools of {} match {} (showing {first} to {last}):",
-            ranked.matches,
-            ranked.candidates,
-            json::string(&query.text)
-        )
-    };
-    for f in &ranked.found {
-        out.push('\n');
-        out.push_str(&summary_line(f));
-    }
-    out.push('\n');
-    if ranked.found.is_empty() {
-        out.push_str("Next: search again with other words.");
-    } else {
-        out.push_str(&format!(
-            "Next: call {DESCRIBE} with the names you need for their full definitions, then call the tool by name (or use {CALL} with name and arguments)."
-        ));
-        if more {
-            out.push_str(&format!(
-                " More matches: call {} again with offset {last}.",
-                config.search.tool_name
-            ));
-        }
-    }
-    out
-}
-
-fn summary_line(found: &Found<'_>) -> String {
-    let tool = found.tool;
-    let def: Value = serde_json::from_str(tool.definition()).unwrap_or(Value::Null);
-    let mut line = tool.name.clone();
-    let sentence = first_sentence(&tool.description);
-    if !sentence.is_empty() {
-        line.push_str(" · ");
-        line.push_str(&sentence);
-    }
-    let required: Vec<&str> = def
-        .pointer("/inputSchema/required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    if !required.is_empty() {
-        line.push_str(" · requires: ");
-        line.push_str(&required.join(", "));
-    }
-    let read_only = def.pointer("/annotations/readOnlyHint") == Some(&Value::Bool(true));
-    if !read_only {
-        line.push_str(" · asks the user first");
-    }
-    line
-}
-
-/// The description's first sentence, on one line.
-fn first_sentence(description: &str) -> String {
-    let text = description.split_whitespace().collect::<Vec<_>>().join(" ");
-    let end = text
-        .char_indices()
-        .find(|&(i, c)| {
-            matches!(c, '.' | '!' | '?')
-                && text
-                    .get(i + 1..)
-                    .is_none_or(|rest| rest.is_empty() || rest.starts_with(' '))
-        })
-        .map(|(i, c)| i + c.len_utf8());
-    match end {
-        Some(end) => text.get(..end).unwrap_or(&text).to_string(),
-        None => text,
-    }
 }
 
 /// `list_tool_groups`: the caller's groups with their tool counts.

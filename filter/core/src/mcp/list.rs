@@ -69,6 +69,9 @@ pub struct ListContext<'a> {
     pub audience: Option<Vec<usize>>,
     /// The last rewrite of this catalog version, to reuse when the same result comes again.
     pub memo: Option<&'a RefCell<Option<ListMemo>>>,
+    /// The listing's protocol defines `outputSchema` (the search tool declares its own). Part
+    /// of a memo's key.
+    pub structured: bool,
 }
 
 /// Larger rewritten results (list mode filtering a big catalog) are not kept: the memo would
@@ -196,6 +199,7 @@ fn replay(
     let key = MemoKey {
         first_page: target.first_page,
         audience: ctx.audience.clone(),
+        structured: ctx.structured,
         ..memo.key.clone()
     };
     if key != memo.key {
@@ -261,6 +265,7 @@ fn rewrite_object(
         fingerprint: fnv::fingerprint(result_raw.get().as_bytes()),
         first_page: target.first_page,
         audience: ctx.audience.clone(),
+        structured: ctx.structured,
     });
     let remembered = memo.and_then(|m| m.try_borrow().ok());
     if let Some(memo) = remembered
@@ -356,7 +361,7 @@ fn rewrite_object(
             .collect();
         groups.sort_unstable();
         groups.dedup();
-        injected::definitions(config, &hidden, &groups, whole_list_known)
+        injected::definitions(config, &hidden, &groups, whole_list_known, ctx.structured)
     } else {
         Vec::new()
     };

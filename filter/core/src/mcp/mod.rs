@@ -1,6 +1,7 @@
 //! MCP on the wire (Streamable HTTP): JSON-RPC messages, SSE framing, the mirrored request
 //! headers, and the two things the filter changes: the `tools/list` result
-//! (`list`) and the tools it answers itself (`injected`).
+//! (`list`) and the tools it answers itself (`injected`, whose search answers are sized by
+//! `injected::answer`).
 
 pub mod guard;
 pub mod headers;

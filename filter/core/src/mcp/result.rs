@@ -18,6 +18,9 @@ struct Text<'a> {
 #[derive(Serialize)]
 struct ToolResult<'a, M: Serialize> {
     content: Vec<Text<'a>>,
+    /// MCP 2025-06-18 "Structured Content": beside the text, for a tool with an `outputSchema`.
+    #[serde(rename = "structuredContent", skip_serializing_if = "Option::is_none")]
+    structured_content: Option<&'a RawValue>,
     #[serde(rename = "isError")]
     is_error: bool,
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
@@ -73,6 +76,15 @@ struct MetaEnvelope<'a> {
 }
 
 impl<'a> SearchMeta<'a> {
+    /// The answer shows `returned` of the results ranked (its budget left out the rest).
+    pub fn showing(mut self, returned: usize) -> Self {
+        self.returned = returned;
+        if let Some(routing) = &mut self.routing {
+            routing.final_count = returned;
+        }
+        self
+    }
+
     pub fn of(ranked: &'a Ranked<'_>, offset: usize) -> Self {
         SearchMeta {
             strategy: ranked.strategy.name(),
@@ -106,12 +118,21 @@ pub fn to_json<T: Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".to_string())
 }
 
-fn result<M: Serialize>(texts: &[&str], is_error: bool, meta: Option<M>, modern: bool) -> String {
+fn result<M: Serialize>(
+    texts: &[&str],
+    structured: Option<&str>,
+    is_error: bool,
+    meta: Option<M>,
+    modern: bool,
+) -> String {
+    // `structured` is JSON this crate wrote; were it not, the text still carries the answer.
+    let structured_content = structured.and_then(|s| serde_json::from_str::<&RawValue>(s).ok());
     to_json(&ToolResult {
         content: texts
             .iter()
             .map(|text| Text { kind: "text", text })
             .collect(),
+        structured_content,
         is_error,
         meta,
         result_type: modern.then_some("complete"),
@@ -120,12 +141,24 @@ fn result<M: Serialize>(texts: &[&str], is_error: bool, meta: Option<M>, modern:
 
 /// A tool result of text items.
 pub fn text(texts: &[&str], is_error: bool, modern: bool) -> String {
-    result::<()>(texts, is_error, None, modern)
+    result::<()>(texts, None, is_error, None, modern)
 }
 
-/// A search's tool result, with how it was ranked in `_meta`.
-pub fn search(texts: &[&str], meta: SearchMeta<'_>, modern: bool) -> String {
-    result(texts, false, Some(MetaEnvelope { search: meta }), modern)
+/// A search's tool result, with how it was ranked in `_meta` and, for protocols that define
+/// it, its `structuredContent`.
+pub fn search(
+    texts: &[&str],
+    meta: SearchMeta<'_>,
+    structured: Option<&str>,
+    modern: bool,
+) -> String {
+    result(
+        texts,
+        structured,
+        false,
+        Some(MetaEnvelope { search: meta }),
+        modern,
+    )
 }
 
 /// The definitions as a JSON array, each exactly as the upstream declared it.
@@ -258,22 +291,14 @@ pub struct MixedMeta {
     pub returned: usize,
 }
 
-/// Mixed results: `[{"type": "prompt", "definition": {...}}, ...]`, each definition exactly as
-/// the upstream declared it.
-pub fn typed_definitions(found: &[crate::rank::mixed::Mixed<'_>]) -> String {
-    let mut out = String::from("[");
-    for (i, m) in found.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str("{\"type\":\"");
-        out.push_str(m.entry.type_name());
-        out.push_str("\",\"definition\":");
-        out.push_str(m.found.tool.definition());
-        out.push('}');
-    }
-    out.push(']');
-    out
+/// One mixed result: `{"type": "prompt", "definition": {...}}`, the definition exactly as the
+/// upstream declared it.
+pub fn typed_definition(found: &crate::rank::mixed::Mixed<'_>) -> String {
+    format!(
+        "{{\"type\":\"{}\",\"definition\":{}}}",
+        found.entry.type_name(),
+        found.found.tool.definition()
+    )
 }
 
 /// The HTTP endpoint's answer to a search over prompts and resources.
@@ -290,13 +315,19 @@ pub fn http_mixed(results: &RawValue, meta: MixedMeta) -> String {
 }
 
 /// The search tool's answer to a search over prompts and resources.
-pub fn mixed(texts: &[&str], meta: MixedMeta, modern: bool) -> String {
+pub fn mixed(texts: &[&str], meta: MixedMeta, structured: Option<&str>, modern: bool) -> String {
     #[derive(Serialize)]
     struct Envelope {
         #[serde(rename = "mcp-tool-search/search")]
         search: MixedMeta,
     }
-    result(texts, false, Some(Envelope { search: meta }), modern)
+    result(
+        texts,
+        structured,
+        false,
+        Some(Envelope { search: meta }),
+        modern,
+    )
 }
 
 /// `{"error": message}`: the HTTP endpoint's errors.

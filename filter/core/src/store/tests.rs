@@ -160,6 +160,7 @@ fn a_whole_list_that_changed_the_catalog_is_remembered_by_the_new_version() {
             fingerprint: 7,
             first_page: true,
             audience: None,
+            structured: false,
         },
         tail: 1,
         result: Some("{}".to_string()),

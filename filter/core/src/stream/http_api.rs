@@ -9,6 +9,7 @@
 
 use super::reply::{bad_request, error_json};
 use super::*;
+use crate::mcp::injected::answer::{self, Detail};
 use crate::mcp::result::{self, SearchMeta};
 use crate::rank::explain::{explain, Shown};
 
@@ -64,7 +65,7 @@ impl Stream {
                         );
                     }
                 };
-            return match RawValue::from_string(results) {
+            return match RawValue::from_string(answer::typed_array(&results)) {
                 Ok(results) => LocalReply::json(200, result::http_mixed(&results, meta)),
                 Err(e) => {
                     env.record(Event::Error);
@@ -91,7 +92,23 @@ impl Stream {
             );
         }
         let ranked = self.rank(config, env, &index, &request.query, vector);
-        let tools = result::definitions(ranked.found.iter().map(|f| f.tool));
+        let lines = |summary: bool| {
+            let lines: Vec<Line> = ranked
+                .found
+                .iter()
+                .map(|f| Line {
+                    name: &f.tool.name,
+                    summary: summary
+                        .then(|| answer::compact_line(f, config.search.max_description_chars)),
+                })
+                .collect();
+            result::to_json(&lines)
+        };
+        let tools = match request.detail {
+            Detail::Full => result::definitions(ranked.found.iter().map(|f| f.tool)),
+            Detail::Compact => lines(true),
+            Detail::Names => lines(false),
+        };
         // The ranking's statistics are the whole catalog's: a caller the policy restricts would
         // read in them the tools it may not see.
         let restricted = self.scope(config, &namespace).is_some()
@@ -175,6 +192,14 @@ impl Stream {
     }
 }
 
+/// A result of the endpoint below full detail: the name, and the line the search tool shows.
+#[derive(serde::Serialize)]
+struct Line<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<String>,
+}
+
 /// The namespace a request to the endpoint reads: the route's own unless it names one that
 /// `search.http_namespaces` lists; anything else is a 403 naming what this route searches.
 fn endpoint_namespace(
@@ -236,11 +261,12 @@ pub(super) fn parse_http_search(body: &[u8], config: &Config) -> Result<HttpSear
             "group",
             "explain",
             "type",
+            "detail",
         ]
         .contains(&key.as_str())
         {
             return Err(format!(
-                "unknown field \"{key}\"; allowed: query, limit, offset, namespace, group, explain, type"
+                "unknown field \"{key}\"; allowed: query, limit, offset, namespace, group, explain, type, detail"
             ));
         }
     }
@@ -249,6 +275,7 @@ pub(super) fn parse_http_search(body: &[u8], config: &Config) -> Result<HttpSear
         Some(Value::Bool(true)) => true,
         Some(other) => return Err(format!("\"explain\" must be true or false, not {other}")),
     };
+    let asked_detail = map.contains_key("detail");
     let raw = RawValue::from_string(value.to_string()).map_err(|e| e.to_string())?;
     // The same rules as the search tool, worded for an HTTP client.
     let args = injected::parse_search(Some(&raw), config, injected::Asker::Http)?;
@@ -257,6 +284,13 @@ pub(super) fn parse_http_search(body: &[u8], config: &Config) -> Result<HttpSear
         namespace: args.namespace,
         kind: args.kind,
         explain,
+        // An HTTP client gets definitions unless it asks for less, whatever the search tool's
+        // `result_format`.
+        detail: if asked_detail {
+            args.detail
+        } else {
+            Detail::Full
+        },
     })
 }
 

@@ -4,6 +4,7 @@
 
 use super::request::{list_query, search_text};
 use super::*;
+use crate::mcp::injected::answer::{self, Typed};
 use crate::mcp::result::{self, MixedMeta};
 
 /// The error a server gives for a prompt or resource it does not have (spec 2025-11-25
@@ -173,13 +174,7 @@ impl Stream {
         }
         if args.kind != SearchType::Tool {
             return match self.mixed_search(config, env, &namespace, &args.query, args.kind) {
-                Ok((results, meta)) => {
-                    let note = format!(
-                        "{} of {} matching entries. Use a prompt with prompts/get and a resource with resources/read.",
-                        meta.returned, meta.matches
-                    );
-                    result::mixed(&[&results, &note], meta, modern)
-                }
+                Ok((found, meta)) => answer::mixed_result(&found, meta, self.shape(&args)),
                 Err(e) => {
                     env.record(Event::Error);
                     env.log_warn(&format!("search could not read a catalog: {e}"));
@@ -196,7 +191,7 @@ impl Stream {
             Err(message) => return injected::error_result(&message, modern),
         };
         let ranked = self.rank(config, env, &index, &args.query, vector);
-        injected::search_result(config, &args.query, &ranked, modern)
+        answer::search_result(config, &args.query, &ranked, self.shape(&args))
     }
 
     /// A search of prompts and resources (or of everything): the caller's entries of each kind,
@@ -208,7 +203,7 @@ impl Stream {
         namespace: &str,
         query: &Query,
         kind: SearchType,
-    ) -> Result<(String, MixedMeta), StoreError> {
+    ) -> Result<(Vec<Typed>, MixedMeta), StoreError> {
         let mut catalogs = Vec::new();
         for &entry in kind.entries() {
             let key = match entry {
@@ -236,7 +231,17 @@ impl Stream {
             offset: query.offset,
             returned: ranked.found.len(),
         };
-        Ok((result::typed_definitions(&ranked.found), meta))
+        let found = ranked
+            .found
+            .iter()
+            .map(|m| Typed {
+                kind: m.entry.type_name(),
+                name: m.found.tool.name.clone(),
+                score: m.found.score,
+                json: result::typed_definition(m),
+            })
+            .collect();
+        Ok((found, meta))
     }
 
     /// `tools/list` with a query (draft SEP-1821): the permitted tools that match, ranked, as

@@ -256,6 +256,8 @@ struct HttpSearch {
     kind: crate::config::entries::SearchType,
     /// Answer with each result's score explained (`rank::explain`).
     explain: bool,
+    /// Definitions, lines (`"summary"`) or names.
+    detail: crate::mcp::injected::answer::Detail,
 }
 
 /// The state of one stream.
@@ -307,6 +309,30 @@ impl Stream {
             .protocol_version
             .first()
             .is_some_and(|v| v.as_str() >= "2026-07-28")
+    }
+
+    /// Whether the caller's protocol defines tools' `outputSchema` and `structuredContent`
+    /// (MCP 2025-06-18 and later, from `MCP-Protocol-Version`; without it a server assumes
+    /// 2025-03-26, Streamable HTTP "Protocol Version Header").
+    fn structured(&self) -> bool {
+        self.head
+            .mcp
+            .protocol_version
+            .first()
+            .is_some_and(|v| v.as_str() >= crate::mcp::injected::answer::STRUCTURED_SINCE)
+    }
+
+    /// How a search's answer is shaped for this caller.
+    fn shape(
+        &self,
+        args: &crate::mcp::injected::SearchArgs,
+    ) -> crate::mcp::injected::answer::Shape {
+        crate::mcp::injected::answer::Shape {
+            detail: args.detail,
+            max_tokens: args.max_tokens,
+            structured: self.structured(),
+            modern: self.modern(),
+        }
     }
 
     /// What the caller may see in `namespace`; `None` when that is every tool.

@@ -462,6 +462,7 @@ impl Stream {
             known_complete,
             audience,
             memo: index.as_ref().map(|i| &i.list_memo),
+            structured: self.structured(),
         };
         let outcome = list::rewrite_message(message, &self.targets, &ctx)?;
         drop(ctx);

@@ -1,5 +1,4 @@
 use super::*;
-use crate::config::Ranking;
 
 fn args(json: &str) -> Result<SearchArgs, String> {
     let raw: Box<RawValue> = serde_json::from_str(json).unwrap();
@@ -16,7 +15,7 @@ fn search_definition_names_hidden_tools_and_groups() {
     let config = Config::default();
     let names: Vec<String> = (0..300).map(|i| format!("t{i:03}")).collect();
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let defs = definitions(&config, &refs, &["only".to_string()], true);
+    let defs = definitions(&config, &refs, &["only".to_string()], true, false);
     assert_eq!(defs.len(), 1, "one group: no list_tool_groups");
     let def: Value = serde_json::from_str(&defs[0]).unwrap();
     assert_eq!(def["name"], "tool_search");
@@ -30,14 +29,15 @@ fn search_definition_names_hidden_tools_and_groups() {
     assert!(d.contains("t000, t001") && d.contains("t255") && !d.contains("t256"));
     assert!(d.contains("(and 44 more)"));
     assert!(d.contains("do. 300 more tools"));
-    let partial: Value = serde_json::from_str(&definitions(&config, &refs, &[], false)[0]).unwrap();
+    let partial: Value =
+        serde_json::from_str(&definitions(&config, &refs, &[], false, false)[0]).unwrap();
     assert!(partial["description"]
         .as_str()
         .unwrap()
         .contains("do. At least 300 more tools"));
     let groups = vec!["github".to_string(), "slack".to_string()];
     let summary = Config::parse(r#"{"search":{"result_format":"summary"}}"#).unwrap();
-    let defs = definitions(&summary, &refs, &groups, false);
+    let defs = definitions(&summary, &refs, &groups, false, false);
     let names: Vec<String> = defs
         .iter()
         .map(|d| {
@@ -59,7 +59,8 @@ fn search_definition_names_hidden_tools_and_groups() {
     ));
     assert!(!d.contains("groups:"), "one group is not worth naming");
     let many: Vec<String> = (0..70).map(|i| format!("server{i:02}")).collect();
-    let wide: Value = serde_json::from_str(&definitions(&config, &refs, &many, true)[0]).unwrap();
+    let wide: Value =
+        serde_json::from_str(&definitions(&config, &refs, &many, true, false)[0]).unwrap();
     let d = wide["description"].as_str().unwrap();
     assert!(
         d.contains("70 groups: server00, server01,") && d.contains("server63 (and 6 more);"),
@@ -143,102 +144,11 @@ fn describe_and_call_arguments() {
         .contains("object"));
 }
 
-fn ranked<'a>(tools: &'a [Tool], matches: usize) -> Ranked<'a> {
-    Ranked {
-        found: tools
-            .iter()
-            .zip(0..)
-            .map(|(tool, doc)| Found {
-                tool,
-                score: 1.0,
-                doc,
-            })
-            .collect(),
-        matches,
-        candidates: 300,
-        strategy: Ranking::Bm25,
-        fallback: Some(crate::rank::search::Fallback::new(
-            crate::rank::search::FallbackKind::Timeout,
-            "embeddings service timed out",
-        )),
-        scoring: Default::default(),
-        routing: None,
-    }
-}
-
 #[test]
-fn definitions_result_with_paging_note_and_meta() {
-    let tools = [tool(r#"{"name":"a", "description":"x"}"#)];
-    let query = Query {
-        text: "q".into(),
-        limit: 1,
-        offset: 0,
-        group: None,
-    };
-    let r: Value = serde_json::from_str(&search_result(
-        &Config::default(),
-        &query,
-        &ranked(&tools, 3),
-        true,
-    ))
-    .unwrap();
-    assert_eq!(
-        r["content"][0]["text"],
-        r#"[{"name":"a", "description":"x"}]"#
-    );
-    assert_eq!(
-        r["content"][1]["text"],
-        "1 of 3 matching tools (results 1 to 1); call again with offset 1 for more."
-    );
-    let m = &r["_meta"]["mcp-tool-search/search"];
-    assert_eq!(m["strategy"], "bm25");
-    assert_eq!(m["fallback"]["reason"], "embeddings service timed out");
-    assert_eq!(
-        (
-            m["candidates"].as_u64(),
-            m["matches"].as_u64(),
-            m["returned"].as_u64()
-        ),
-        (Some(300), Some(3), Some(1))
-    );
-    assert_eq!(r["resultType"], "complete");
+fn error_results_say_is_error() {
     let e: Value = serde_json::from_str(&error_result("bad \"q\"", false)).unwrap();
     assert_eq!(e["isError"], true);
     assert_eq!(e["content"][0]["text"], "bad \"q\"");
-}
-
-#[test]
-fn summary_lines() {
-    let config = Config::parse(r#"{"search":{"result_format":"summary"}}"#).unwrap();
-    let tools = [
-        tool(
-            r#"{"name":"stripe_refund_charge","description":"Refund a charge. Partial refunds too.","inputSchema":{"type":"object","required":["charge_id","amount"]}}"#,
-        ),
-        tool(
-            r#"{"name":"stripe_get_charge","description":"Get a charge by ID","annotations":{"readOnlyHint":true}}"#,
-        ),
-    ];
-    let query = Query {
-        text: "refund".into(),
-        limit: 2,
-        offset: 0,
-        group: None,
-    };
-    let r: Value =
-        serde_json::from_str(&search_result(&config, &query, &ranked(&tools, 7), false)).unwrap();
-    let text = r["content"][0]["text"].as_str().unwrap();
-    let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(
-        lines[0],
-        "7 tools of 300 match \"refund\" (showing 1 to 2):"
-    );
-    assert_eq!(lines[1], "stripe_refund_charge · Refund a charge. · requires: charge_id, amount · asks the user first");
-    assert_eq!(lines[2], "stripe_get_charge · Get a charge by ID");
-    assert!(
-        lines[3].starts_with("Next: call describe_tool")
-            && lines[3].ends_with("again with offset 2.")
-    );
-    assert_eq!(first_sentence("v1.2 is out. Yes"), "v1.2 is out.");
 }
 
 #[test]
@@ -258,4 +168,75 @@ fn groups_and_describe_results() {
     assert_eq!(d["content"][1]["text"], "Not available: zz.");
     let none: Value = serde_json::from_str(&describe_result(&[], &["zz".into()], false)).unwrap();
     assert_eq!(none["isError"], true);
+}
+
+#[test]
+fn the_search_tool_declares_its_output_schema_where_the_protocol_has_one() {
+    let config = Config::default();
+    let def: Value =
+        serde_json::from_str(&definitions(&config, &["a"], &[], true, true)[0]).unwrap();
+    let schema = &def["outputSchema"];
+    assert_eq!(schema["type"], "object");
+    assert_eq!(
+        schema["required"],
+        serde_json::json!(["results", "matches", "offset", "more"])
+    );
+    let props = &def["inputSchema"]["properties"];
+    assert_eq!(
+        props["detail"]["enum"],
+        serde_json::json!(["full", "compact", "names"])
+    );
+    assert_eq!(props["max_tokens"]["maximum"], 10_000);
+    assert_eq!(props["max_tokens"]["minimum"], 500);
+    let old: Value =
+        serde_json::from_str(&definitions(&config, &["a"], &[], true, false)[0]).unwrap();
+    assert!(old.get("outputSchema").is_none());
+}
+
+#[test]
+fn the_search_tools_description_stays_within_its_budget() {
+    let names: Vec<String> = (0..300)
+        .map(|i| format!("a_rather_long_tool_name_{i:03}"))
+        .collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    for tokens in [250, 300, 1000, 2000] {
+        let config = Config::parse(&format!(
+            r#"{{"search":{{"max_description_tokens":{tokens}}}}}"#
+        ))
+        .unwrap();
+        let def: Value =
+            serde_json::from_str(&definitions(&config, &refs, &[], true, false)[0]).unwrap();
+        let d = def["description"].as_str().unwrap();
+        assert!(d.len() <= tokens * 4, "{tokens}: {} bytes", d.len());
+        let shown = refs.iter().filter(|n| d.contains(*n)).count();
+        assert!(d.ends_with(&format!("(and {} more).", 300 - shown)), "{d}");
+        assert!(shown > 0, "{tokens}: no name fits");
+    }
+}
+
+#[test]
+fn detail_and_max_tokens_are_read_and_clamped() {
+    let a = args(r#"{"query":"x","detail":"names","max_tokens":600}"#).unwrap();
+    assert_eq!((a.detail, a.max_tokens), (Detail::Names, 600));
+    assert_eq!(args(r#"{"query":"x"}"#).unwrap().detail, Detail::Full);
+    assert_eq!(
+        args(r#"{"query":"x","max_tokens":1}"#).unwrap().max_tokens,
+        500
+    );
+    assert_eq!(
+        args(r#"{"query":"x","max_tokens":1e9}"#)
+            .unwrap()
+            .max_tokens,
+        10_000
+    );
+    assert!(args(r#"{"query":"x","detail":"all"}"#)
+        .unwrap_err()
+        .contains("`detail`"));
+    assert!(args(r#"{"query":"x","max_tokens":"lots"}"#)
+        .unwrap_err()
+        .contains("`max_tokens`"));
+    let summary = Config::parse(r#"{"search":{"result_format":"summary"}}"#).unwrap();
+    let raw: Box<RawValue> = serde_json::from_str(r#"{"query":"x"}"#).unwrap();
+    let a = parse_search(Some(&raw), &summary, Asker::Tool).unwrap();
+    assert_eq!(a.detail, Detail::Compact);
 }

@@ -17,6 +17,7 @@ fn ctx<'a>(config: &'a Config, allowed: &'a dyn Fn(&str) -> bool) -> ListContext
         known_complete: false,
         audience: None,
         memo: None,
+        structured: false,
     }
 }
 
@@ -59,6 +60,11 @@ fn a_remembered_result_is_replayed_for_the_same_bytes_and_caller_only() {
     narrowed.memo = Some(&memo);
     narrowed.audience = Some(vec![0]);
     assert!(fresh(LIST, &first_page(2), &narrowed));
+    // A client whose protocol has `outputSchema` gets the search tool that declares one.
+    let mut structured = ctx(&config, &all);
+    structured.memo = Some(&memo);
+    structured.structured = true;
+    assert!(fresh(LIST, &first_page(2), &structured));
     let later = [target(serde_json::json!(2), false)];
     assert!(fresh(LIST, &later, &c));
     assert!(fresh(&format!("[{LIST}]"), &first_page(2), &c));
