@@ -39,13 +39,14 @@ fn write_tokens(o: &mut String, rows: &[crate::tokens::TokenRow]) {
         o,
         "Tokens estimated as the filter estimates them (bytes / 4 of the text and `structuredContent`; see the README, *What the agent sees*), natively (`bench/src/tokens.rs`), as a 2025-11-25 client: \
          a `tools/list` without and with the filter, and the `tool_search` answers to the {} bench queries at `limit` 5 (median / largest), \
-         without a budget (`search.max_result_tokens` 1,000,000) and within the default budget (10,000), with how many of the 5 results were full definitions within it (fewest–most). \
-         *Large schemas*: the same tools, each with 12 more documented arguments and every fifth with 300 (`wasm-tests/src/large_schemas.rs`).\n",
-        crate::QUERIES.len()
+         without a budget (`search.max_result_tokens` 1,000,000) and within the default budget (10,000), with how many results were full definitions within it (fewest–most; a query may match fewer than 5). \
+         *Large schemas*: the same tools, each with 12 more documented arguments and every fifth with 300 (`wasm-tests/src/large_schemas.rs`), up to {} tools (10,000 of them make an 80 MB list).\n",
+        crate::QUERIES.len(),
+        thousands(crate::tokens::LARGE_MAX_TOOLS)
     );
     let _ = writeln!(
         o,
-        "| catalog | tools | largest definition | list without / with the filter | search answer, no budget | search answer, budget 10,000 | full definitions of 5 |\n|---|---|---|---|---|---|---|"
+        "| catalog | tools | largest definition | list without / with the filter | search answer, no budget | search answer, budget 10,000 | full definitions shown (fewest–most) |\n|---|---|---|---|---|---|---|"
     );
     for r in rows {
         let _ = writeln!(
