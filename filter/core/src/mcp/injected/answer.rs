@@ -59,7 +59,7 @@ impl Detail {
 /// How one result was shown (`structuredContent.results[].detail`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-enum Shown {
+pub enum Shown {
     Full,
     Compact,
     Name,
@@ -101,7 +101,7 @@ pub struct StructuredEntry<'a> {
     pub name: &'a str,
     pub rank: usize,
     pub score: f64,
-    pub detail: &'static str,
+    pub detail: Shown,
 }
 
 /// `structuredContent` of a search (the schema is `OUTPUT_SCHEMA`).
@@ -136,6 +136,16 @@ pub fn score(s: f32) -> f64 {
     }
 }
 
+/// What one entry of `structuredContent` adds to an answer, bytes: its name and ~80 bytes of
+/// fields (nothing without structured content).
+fn entry_cost(name: &str, structured: bool) -> usize {
+    if structured {
+        name.len() + 80
+    } else {
+        0
+    }
+}
+
 /// `structuredContent` for `entries`.
 pub fn structured(entries: &[StructuredEntry<'_>], matches: usize, offset: usize) -> String {
     result::to_json(&Structured {
@@ -146,11 +156,23 @@ pub fn structured(entries: &[StructuredEntry<'_>], matches: usize, offset: usize
     })
 }
 
-/// The results an answer shows, and how.
+/// The results an answer shows, and how: the full definitions come first, then one line for
+/// each of the rest (`lines`).
 struct Page<'f, 'a> {
-    full: Vec<&'f Found<'a>>,
-    lines: Vec<String>,
     entries: Vec<(&'f Found<'a>, Shown)>,
+    lines: Vec<String>,
+}
+
+impl Page<'_, '_> {
+    /// The full definitions, as a JSON array.
+    fn definitions(&self) -> String {
+        result::definitions(
+            self.entries
+                .iter()
+                .filter(|(_, shown)| *shown == Shown::Full)
+                .map(|(f, _)| f.tool),
+        )
+    }
 }
 
 /// What an answer is asked to be: its detail and budget (tokens), and what the caller's
@@ -175,23 +197,16 @@ pub fn search_result(config: &Config, query: &Query, ranked: &Ranked<'_>, shape:
     let reserve = NOTE_RESERVE;
     let mut used = 0;
     let mut page = Page {
-        full: Vec::new(),
-        lines: Vec::new(),
         entries: Vec::new(),
+        lines: Vec::new(),
     };
     let mut full = detail == Detail::Full;
     for f in &ranked.found {
-        // An entry of `structuredContent` costs its name and ~80 bytes of fields.
-        let entry = if structured {
-            f.tool.name.len() + 80
-        } else {
-            0
-        };
+        let entry = entry_cost(&f.tool.name, structured);
         if full {
             let cost = f.tool.definition().len() + 1 + entry;
             if used + cost + reserve <= budget {
                 used += cost;
-                page.full.push(f);
                 page.entries.push((f, Shown::Full));
                 continue;
             }
@@ -218,15 +233,8 @@ pub fn search_result(config: &Config, query: &Query, ranked: &Ranked<'_>, shape:
         if tokens(answer.1) <= max_tokens || page.entries.is_empty() {
             return answer.0;
         }
-        if let Some((_, shown)) = page.entries.pop() {
-            match shown {
-                Shown::Full => {
-                    page.full.pop();
-                }
-                Shown::Compact | Shown::Name => {
-                    page.lines.pop();
-                }
-            }
+        if let Some((_, Shown::Compact | Shown::Name)) = page.entries.pop() {
+            page.lines.pop();
         }
     }
 }
@@ -262,12 +270,12 @@ fn write(
     let texts: Vec<String> = match detail {
         Detail::Full if page.lines.is_empty() && shown == ranked.found.len() => {
             vec![
-                result::definitions(page.full.iter().map(|f| f.tool)),
+                page.definitions(),
                 definitions_note(query, ranked, shown, more),
             ]
         }
         Detail::Full => {
-            let mut texts = vec![result::definitions(page.full.iter().map(|f| f.tool))];
+            let mut texts = vec![page.definitions()];
             if !page.lines.is_empty() {
                 texts.push(page.lines.join("\n"));
             }
@@ -276,7 +284,7 @@ fn write(
             if !page.lines.is_empty() {
                 note.push_str(&format!(
                     " The first {} are full definitions; the other {} did not fit this answer's budget and are one line each: ",
-                    page.full.len(),
+                    shown - page.lines.len(),
                     page.lines.len()
                 ));
                 note.push_str(&full_definition_hint(config));
@@ -299,11 +307,7 @@ fn write(
             name: &f.tool.name,
             rank: query.offset + i + 1,
             score: score(f.score),
-            detail: match shown {
-                Shown::Full => "full",
-                Shown::Compact => "compact",
-                Shown::Name => "name",
-            },
+            detail: *shown,
         })
         .collect();
     let structured = structured.then(|| self::structured(&entries, ranked.matches, query.offset));
@@ -352,7 +356,7 @@ pub fn mixed_result(items: &[Typed], mut meta: MixedMeta, shape: Shape) -> Strin
     let mut used = 0;
     let mut shown = 0;
     for item in items {
-        let entry = if structured { item.name.len() + 80 } else { 0 };
+        let entry = entry_cost(&item.name, structured);
         let cost = item.json.len() + 1 + entry;
         if used + cost + NOTE_RESERVE > budget {
             break;
@@ -380,7 +384,7 @@ pub fn mixed_result(items: &[Typed], mut meta: MixedMeta, shape: Shape) -> Strin
                 name: &item.name,
                 rank: offset + i + 1,
                 score: score(item.score),
-                detail: "full",
+                detail: Shown::Full,
             })
             .collect();
         let structured = structured.then(|| self::structured(&entries, matches, offset));
