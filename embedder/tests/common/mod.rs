@@ -120,10 +120,26 @@ pub fn request(addr: SocketAddr, method: &str, path: &str, body: &[u8]) -> Respo
          content-length: {}\r\nconnection: close\r\n\r\n",
         body.len()
     );
-    stream.write_all(head.as_bytes()).unwrap();
-    stream.write_all(body).unwrap();
+    // A server may answer an oversized body (413) before reading it and close
+    // (RFC 9110 §15.5.14): write while reading, as HTTP clients do, so the
+    // answer is read whether or not the rest of the body was taken.
+    let mut writer = stream.try_clone().unwrap();
+    let mut sent = head.into_bytes();
+    sent.extend_from_slice(body);
+    let writing = std::thread::spawn(move || writer.write_all(&sent));
     let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).unwrap();
+    let mut chunk = [0u8; 8192];
+    loop {
+        match stream.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => raw.extend_from_slice(&chunk[..n]),
+            // The reset that follows an early answer ends the stream once
+            // that answer is in.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset && !raw.is_empty() => break,
+            Err(e) => panic!("reading the response: {e}"),
+        }
+    }
+    let _ = writing.join();
     let split = raw
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
