@@ -46,6 +46,7 @@ fn run(options: cli::Options) -> Result<(), String> {
     );
     let workers = options.settings.workers;
     let queue = options.settings.queue;
+    let cache_entries = options.settings.cache_entries;
     let app = router(Arc::new(encoder), options.settings).map_err(|e| e.to_string())?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -59,7 +60,14 @@ fn run(options: cli::Options) -> Result<(), String> {
         let addr = listener
             .local_addr()
             .map_err(|e| format!("cannot read the bound address: {e}"))?;
-        eprintln!("{workers} inference thread(s), queue of {queue}");
+        eprintln!(
+            "{workers} inference thread(s), queue of {queue}, cache of {cache_entries} vectors{}",
+            if cache_entries == 0 {
+                " (disabled)"
+            } else {
+                ""
+            }
+        );
         let mut stdout = std::io::stdout().lock();
         writeln!(stdout, "listening on {addr}")
             .and_then(|()| stdout.flush())

@@ -104,9 +104,11 @@ fn health_and_models() {
     let server = real_server(64);
     let health = request(server.addr, "GET", "/health", b"");
     assert_eq!(health.status, 200);
+    // The original fields unchanged, the cache's counters beside them.
     assert_eq!(
         health.json(),
-        json!({"status": "ok", "model": "all-MiniLM-L6-v2", "dimensions": 384})
+        json!({"status": "ok", "model": "all-MiniLM-L6-v2", "dimensions": 384,
+               "cache": {"capacity": 20000, "entries": 0, "hits": 0, "misses": 0}})
     );
     let models = request(server.addr, "GET", "/v1/models", b"");
     assert_eq!(models.status, 200);
@@ -276,6 +278,8 @@ fn the_binary_prints_its_address_and_serves() {
                 "2",
                 "--model-id",
                 "mini",
+                "--cache-entries",
+                "5",
             ])
             .arg("--model-dir")
             .arg(common::model_dir())
@@ -298,11 +302,22 @@ fn the_binary_prints_its_address_and_serves() {
         .unwrap();
     let health = request(addr, "GET", "/health", b"");
     assert_eq!(health.json()["model"], "mini");
+    assert_eq!(health.json()["cache"]["capacity"], 5);
     let v = vectors(&post(
         addr,
         &json!({"model": "mini", "input": ["This is an example sentence", "b"]}),
     ));
     assert!((v[0][0] - 0.0677).abs() < 5e-4);
+    let again = vectors(&post(
+        addr,
+        &json!({"model": "mini", "input": ["This is an example sentence", "b"]}),
+    ));
+    assert_eq!(again, v);
+    let cache = request(addr, "GET", "/health", b"").json()["cache"].clone();
+    assert_eq!(
+        cache,
+        json!({"capacity": 5, "entries": 2, "hits": 2, "misses": 2})
+    );
     assert_error(
         &post(addr, &json!({"input": ["a", "b", "c"]})),
         413,
@@ -326,4 +341,218 @@ fn the_binary_explains_a_missing_model() {
     assert!(output.stdout.is_empty());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("run `make model`"), "{stderr}");
+}
+
+/// A stand-in model that records every batch it is asked for and answers, per text, a vector
+/// made of its length, first byte and a constant, so a misplaced vector shows.
+#[derive(Default)]
+struct Recorder {
+    batches: Mutex<Vec<Vec<String>>>,
+}
+
+fn vector_of(text: &str) -> Vec<f32> {
+    vec![text.len() as f32, f32::from(text.as_bytes()[0]), 1.0]
+}
+
+impl Embed for Recorder {
+    fn dimensions(&self) -> usize {
+        3
+    }
+    fn embed(&self, texts: &[String]) -> Result<Embedded, EmbedError> {
+        self.batches.lock().unwrap().push(texts.to_vec());
+        Ok(Embedded {
+            vectors: texts.iter().map(|t| vector_of(t)).collect(),
+            tokens: texts.iter().map(String::len).sum(),
+        })
+    }
+}
+
+impl Recorder {
+    fn batches(&self) -> Vec<Vec<String>> {
+        self.batches.lock().unwrap().clone()
+    }
+}
+
+fn recorder_server(cache_entries: usize) -> (Arc<Recorder>, Server) {
+    let recorder = Arc::new(Recorder::default());
+    let server = start(
+        recorder.clone(),
+        Settings {
+            cache_entries,
+            ..Settings::default()
+        },
+    );
+    (recorder, server)
+}
+
+fn cache_stats(server: &Server) -> serde_json::Value {
+    request(server.addr, "GET", "/health", b"").json()["cache"].clone()
+}
+
+#[test]
+fn a_repeated_request_is_answered_from_the_cache_without_the_model() {
+    let (recorder, server) = recorder_server(100);
+    let body = json!({"input": ["list pull requests", "send an email"]});
+    let cold = post(server.addr, &body);
+    assert_eq!(cold.json()["usage"]["prompt_tokens"], 31);
+    let warm = post(server.addr, &body);
+    assert_eq!(vectors(&warm), vectors(&cold));
+    assert_eq!(
+        recorder.batches(),
+        vec![vec!["list pull requests", "send an email"]],
+        "the second request never reached the model"
+    );
+    // The model read nothing for it; the rest of the shape is today's.
+    let warm = warm.json();
+    assert_eq!(
+        warm["usage"],
+        json!({"prompt_tokens": 0, "total_tokens": 0})
+    );
+    assert_eq!(warm["model"], "all-MiniLM-L6-v2");
+    assert_eq!(
+        cache_stats(&server),
+        json!({"capacity": 100, "entries": 2, "hits": 2, "misses": 2})
+    );
+}
+
+#[test]
+fn a_mixed_batch_sends_only_its_distinct_misses_and_keeps_order() {
+    let (recorder, server) = recorder_server(100);
+    vectors(&post(server.addr, &json!({"input": ["bb", "dddd"]})));
+    let texts = ["ccc", "bb", "eeeee", "ccc", "dddd", "a", "eeeee"];
+    let response = post(
+        server.addr,
+        &json!({"input": texts, "encoding_format": "float"}),
+    );
+    let want: Vec<Vec<f32>> = texts.iter().map(|t| vector_of(t)).collect();
+    assert_eq!(vectors(&response), want);
+    assert_eq!(
+        recorder.batches(),
+        vec![vec!["bb", "dddd"], vec!["ccc", "eeeee", "a"]],
+        "one batch of the distinct misses, in order of first appearance"
+    );
+    assert_eq!(response.json()["usage"]["prompt_tokens"], 3 + 5 + 1);
+    // 2 cached + 2 repeats are hits; 2 + 3 texts reached the model.
+    assert_eq!(
+        cache_stats(&server),
+        json!({"capacity": 100, "entries": 5, "hits": 4, "misses": 5})
+    );
+}
+
+#[test]
+fn the_cache_keeps_its_bound_and_evicts_the_least_recently_used() {
+    let (recorder, server) = recorder_server(3);
+    for text in ["a1", "b22", "c333", "d4444", "e55555"] {
+        vectors(&post(server.addr, &json!({"input": text})));
+    }
+    assert_eq!(cache_stats(&server)["entries"], 3);
+    let calls = recorder.batches().len();
+    // The three most recent are kept...
+    vectors(&post(
+        server.addr,
+        &json!({"input": ["e55555", "c333", "d4444"]}),
+    ));
+    assert_eq!(recorder.batches().len(), calls);
+    // ...the older ones were evicted.
+    vectors(&post(server.addr, &json!({"input": ["a1"]})));
+    assert_eq!(recorder.batches().len(), calls + 1);
+    assert_eq!(recorder.batches().last().unwrap(), &vec!["a1"]);
+    assert_eq!(cache_stats(&server)["entries"], 3);
+}
+
+#[test]
+fn cache_entries_0_disables_the_cache() {
+    let (recorder, server) = recorder_server(0);
+    let body = json!({"input": ["same", "same"]});
+    let first = vectors(&post(server.addr, &body));
+    assert_eq!(first, vec![vector_of("same"), vector_of("same")]);
+    vectors(&post(server.addr, &body));
+    assert_eq!(
+        recorder.batches(),
+        vec![vec!["same", "same"], vec!["same", "same"]],
+        "without a cache every request reaches the model as sent"
+    );
+    assert_eq!(
+        cache_stats(&server),
+        json!({"capacity": 0, "entries": 0, "hits": 0, "misses": 0})
+    );
+}
+
+/// The real model: a vector served from the cache is the very vector the model produced, bit
+/// for bit (base64 carries the exact f32 bytes), and equal to the model's own output.
+#[test]
+fn cached_vectors_are_bit_identical_to_fresh_ones() {
+    let server = real_server(64);
+    let texts = [
+        "Create an issue in a GitHub repository with a title, body and labels",
+        "Send an email to a recipient with a subject and a body",
+        "x",
+    ];
+    let body = json!({"input": texts, "encoding_format": "base64"});
+    let cold = post(server.addr, &body).json();
+    let warm = post(server.addr, &body).json();
+    assert_eq!(cold["data"], warm["data"]);
+    assert_eq!(warm["usage"]["prompt_tokens"], 0);
+    let direct = encoder().embed(&texts.map(String::from)).unwrap().vectors;
+    for (i, vector) in direct.iter().enumerate() {
+        let bytes: Vec<u8> = vector.iter().flat_map(|x| x.to_le_bytes()).collect();
+        assert_eq!(
+            warm["data"][i]["embedding"],
+            base64::engine::general_purpose::STANDARD.encode(bytes),
+            "text {i}"
+        );
+    }
+    // A cached text inside a batch of new ones comes back with its cached bits, in its place.
+    let mixed = post(
+        server.addr,
+        &json!({"input": ["a new text", texts[1], "another new one"], "encoding_format": "base64"}),
+    )
+    .json();
+    assert_eq!(mixed["data"][1]["embedding"], cold["data"][1]["embedding"]);
+    assert_eq!(mixed["data"][1]["index"], 1);
+    assert_eq!(
+        cache_stats(&server),
+        json!({"capacity": 20000, "entries": 5, "hits": 4, "misses": 5})
+    );
+}
+
+/// A request of cached texts alone is answered by the handler, even while the only inference
+/// thread is stuck in a long batch: it never queues.
+#[test]
+fn a_cached_request_does_not_wait_for_a_busy_worker() {
+    let gate = Arc::new(Gate {
+        open: Mutex::new(true),
+        cv: Condvar::new(),
+        entered: AtomicUsize::new(0),
+    });
+    let server = start(
+        gate.clone(),
+        Settings {
+            workers: 1,
+            queue: 1,
+            ..Settings::default()
+        },
+    );
+    let addr = server.addr;
+    vectors(&post(addr, &json!({"input": ["cached one", "cached two"]})));
+    *gate.open.lock().unwrap() = false;
+    let busy = std::thread::spawn(move || post(addr, &json!({"input": ["a slow batch", "x"]})));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while gate.entered.load(Ordering::SeqCst) < 2 {
+        assert!(Instant::now() < deadline, "the worker never took the batch");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(post(addr, &json!({"input": ["cached two", "cached one"]})));
+    });
+    let cached = rx.recv_timeout(Duration::from_secs(10));
+    let entered = gate.entered.load(Ordering::SeqCst);
+    // Release the worker before asserting, so a failure fails instead of hanging the shutdown.
+    *gate.open.lock().unwrap() = true;
+    gate.cv.notify_all();
+    let cached = cached.expect("a cached request waited for the busy inference thread");
+    assert_eq!(vectors(&cached).len(), 2);
+    assert_eq!(entered, 2, "the cached request did not reach the model");
+    assert_eq!(vectors(&busy.join().unwrap()).len(), 2);
 }
