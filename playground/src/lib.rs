@@ -166,7 +166,8 @@ pub struct FieldView {
 
 #[derive(Debug, Serialize)]
 pub struct VectorView {
-    pub cosine: f32,
+    /// `None`: the tool has no vector, and ranks by its BM25 score.
+    pub cosine: Option<f32>,
     pub normalized: f32,
     pub weight: f32,
 }

@@ -209,10 +209,12 @@ fn hybrid_parts_where_vectors_are_pasted() {
         .vector
         .as_ref()
         .unwrap();
-    assert!((v.cosine - 1.0).abs() < 1e-6 && (v.weight - 0.75).abs() < 1e-6);
+    assert!((v.cosine.unwrap() - 1.0).abs() < 1e-6 && (v.weight - 0.75).abs() < 1e-6);
     let rows: Vec<&str> = page.rows.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(rows, page.answer_names.clone().unwrap());
-    // A tool without a vector: the filter ranks by BM25 and says why.
+    // A paste that lacks a tool's vector: the service the playground stands in for answers no
+    // batch it cannot embed whole, so no tool has a vector; the filter ranks by BM25 and says
+    // why.
     let partial = r#"{"query":[0,1],"tools":{"slack_post_message":[0,1]}}"#;
     let playground = Playground::new(config, SMALL, "", partial).unwrap();
     let page = playground.search("", r#"{"query":"post"}"#).unwrap();

@@ -202,7 +202,9 @@ function runSearch() {
       : "";
     row.append(el("td", why));
     const v = e && e.vector;
-    row.append(el("td", v ? `cos ${fmt(v.cosine)} → ${fmt(v.normalized)} × ${v.weight}` : ""));
+    row.append(el("td", !v ? "" : v.cosine === null
+      ? `no vector: BM25 ${fmt(v.normalized)} × ${v.weight}`
+      : `cos ${fmt(v.cosine)} → ${fmt(v.normalized)} × ${v.weight}`));
   }
 }
 

@@ -771,6 +771,37 @@ fn a_fetch_brings_the_declared_prompts_with_the_tools() {
     );
 }
 
+/// A replica that learned the tools from a client's list never fetched, so it knows no
+/// prompts: a search for prompts fetches the catalog (prompts with it) and answers from it in
+/// the same request; a kind the server does not have is then known empty, and searching it
+/// again fetches nothing.
+#[test]
+fn a_search_for_a_kind_never_seen_fetches_it_and_answers_in_the_same_request() {
+    let server = Server::new(&["stripe_refund_charge"]);
+    server.prompts.borrow_mut().push("weekly_report");
+    let mut env = env_for(&server, "");
+    let list = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let tools = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"stripe_refund_charge","description":"Refund a charge"}]}}"#;
+    answered(&mut env, list, "application/json", tools);
+    assert!(methods(&server).is_empty(), "the list taught the tools");
+    search(&mut env, post("/mcp")).unwrap();
+    assert!(methods(&server).is_empty(), "tools are known: no fetch");
+
+    let prompt = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"weekly report","type":"prompt"}}}"#;
+    let out = exchange(&mut env, post("/mcp"), prompt, ("200", "application/json", &[]));
+    let (reply, parsed) = local_result(&out);
+    assert_eq!(parsed[0]["definition"]["name"], "weekly_report", "{reply}");
+    assert_eq!(lists(&server), 1);
+    assert!(methods(&server).contains(&"prompts/list".to_string()));
+
+    // Resources: the server has none (it refuses the lists); known empty since that fetch.
+    let resource = br#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"weekly report","type":"resource"}}}"#;
+    let out = exchange(&mut env, post("/mcp"), resource, ("200", "application/json", &[]));
+    let (reply, parsed) = local_result(&out);
+    assert_eq!(parsed, json!([]), "{reply}");
+    assert_eq!(lists(&server), 1, "no second fetch: {:?}", methods(&server));
+}
+
 /// How many `tools/list` the server answered.
 fn lists(server: &Server) -> usize {
     methods(server)

@@ -200,7 +200,8 @@ fn lists_pass_unchanged_without_a_policy_and_are_searched_by_type() {
         (
             "resource_template".into(),
             "file:///hr/{employee}/payslip".into()
-        )
+        ),
+        "{found:?}"
     );
     // `all` says each result's type; without `type` the search is of tools (none known here).
     let (found, meta) = search(

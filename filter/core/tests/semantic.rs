@@ -1,5 +1,6 @@
-//! Semantic ranking through the stream: query vectors used when every candidate has one, BM25
-//! with the reason otherwise, and the search never fails for it.
+//! Semantic ranking through the stream: query vectors used for the candidates that have one,
+//! BM25 with the reason when the query has none, the search never failing for it, and the
+//! service's recovery seen by every worker at once.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -33,9 +34,12 @@ fn tool_service(text: &str) -> Vec<f32> {
 /// A worker that learned the catalog, with `ranking`; with `embedded`, the background worker
 /// embedded every tool through the service (the real scheduler, lease and store).
 fn env_with(ranking: &str, embedded: bool, extra: &str) -> TestEnv {
-    let mut env = TestEnv::new(&format!(
-        r#"{{"search":{{"ranking":"{ranking}",{EMB}}}{extra}}}"#
-    ));
+    env_searching(&format!(r#""ranking":"{ranking}""#), embedded, extra)
+}
+
+/// `search`: members of the search block besides the embeddings service.
+fn env_searching(search: &str, embedded: bool, extra: &str) -> TestEnv {
+    let mut env = TestEnv::new(&format!(r#"{{"search":{{{search},{EMB}}}{extra}}}"#));
     exchange(
         &mut env,
         post("/mcp"),
@@ -112,18 +116,32 @@ fn any_embedding_trouble_falls_back_to_bm25_and_says_why() {
         down.count(Event::SearchFallback(FallbackKind::Unavailable)),
         1
     );
-    // A tool not embedded yet (the service was down for the tools; two have precomputed
-    // vectors): the whole candidate set is ranked by BM25.
-    let mut partial = env_with(
-        "vector",
-        false,
-        r#","tools":[{"name":"get_weather","embedding":[1,0]},{"name":"slack_post_message","embedding":[0,1]}]"#,
-    );
+    // Tools not embedded yet (the service was down for the tools; two have precomputed
+    // vectors): they rank by their BM25 score within the vector ranking, and `_meta` says how
+    // many candidates had a vector.
+    let precomputed = r#","tools":[{"name":"get_weather","embedding":[1,0]},{"name":"slack_post_message","embedding":[0,1]}]"#;
+    let mut partial = env_with("vector", false, precomputed);
     partial.embed_tools();
     partial.query_vectors = Some(Rc::new(|_: &str| vec![0.0, 1.0]));
     let (names, meta) = search(&mut partial, "refund");
+    assert_eq!(names, ["slack_post_message", "stripe_refund_charge"]);
+    assert_eq!(
+        (&meta["strategy"], &meta["embedded"]),
+        (&json!("vector"), &json!(2))
+    );
+    assert!(meta.get("fallback").is_none(), "{meta}");
+    // `require_all_vectors`: the whole candidate set is ranked by BM25 until each has one.
+    let mut strict = env_searching(
+        r#""ranking":"vector","require_all_vectors":true"#,
+        false,
+        precomputed,
+    );
+    strict.embed_tools();
+    strict.query_vectors = Some(Rc::new(|_: &str| vec![0.0, 1.0]));
+    let (names, meta) = search(&mut strict, "refund");
     assert_eq!(names, ["stripe_refund_charge"]);
     assert_eq!(meta["fallback"]["kind"], "not_embedded");
+    assert!(meta.get("embedded").is_none(), "{meta}");
     // Wrong dimensions from the service.
     let mut wrong = env("vector");
     wrong.query_vectors = Some(Rc::new(|_: &str| vec![1.0, 0.0, 0.0]));
@@ -287,7 +305,7 @@ fn fused_scores(config: &str) -> Vec<(String, f32)> {
             Some(v) => {
                 assert!(close(v.fused, f.score), "{why:?}");
                 let cos = vectors[f.doc as usize][0];
-                assert!(close(v.cosine, cos), "{why:?}");
+                assert!(close(v.cosine.unwrap(), cos), "{why:?}");
             }
             None => assert_eq!(ranked.strategy.name(), "bm25", "{why:?}"),
         }
@@ -414,4 +432,38 @@ fn score_threshold_applies_to_vector_and_hybrid_scores() {
     );
     assert_eq!(names.first().map(String::as_str), Some("refund_charge"));
     assert!(!names.iter().any(|n| n == "payment_undo"), "{names:?}");
+}
+
+/// A worker whose background embedding failed waits out a backoff; another worker's search
+/// that gets its query embedded proves the service is back, and the first worker embeds on its
+/// next tick instead of at the end of its backoff.
+#[test]
+fn a_success_on_one_worker_ends_every_workers_backoff() {
+    let config = format!(r#"{{"search":{{"ranking":"hybrid",{EMB}}}}}"#);
+    let mut a = TestEnv::new(&config);
+    exchange(
+        &mut a,
+        post("/mcp"),
+        LIST,
+        ("200", "application/json", &[TOOLS]),
+    );
+    // The service is down for A's batch: A backs off (1 s after a first failure).
+    assert!(a.tick(), "A sends its first batch");
+    let mut b = TestEnv::sharing(&config, Rc::clone(&a.host));
+    let step = |env: &TestEnv, ms: u64| env.host.clock_ms.set(env.host.clock_ms.get() + ms);
+    step(&a, 100);
+    assert!(!a.tick(), "A waits out its backoff");
+    // B's query is embedded: the service answers again.
+    b.query_vectors = Some(Rc::new(|_: &str| vec![0.0, 1.0]));
+    // (No tool has a vector yet: BM25, but the query was embedded.)
+    let (_, meta) = search(&mut b, "post a message");
+    assert_eq!(meta["fallback"]["kind"], "not_embedded", "{meta}");
+    step(&a, 100);
+    a.tool_embedder = Some(Rc::new(tool_service));
+    assert!(a.tick(), "A retries at once, 200 ms into a 1 s backoff");
+    let (_, meta) = search(&mut b, "post a message");
+    assert_eq!(
+        (&meta["strategy"], &meta["embedded"]),
+        (&json!("hybrid"), &json!(3))
+    );
 }

@@ -168,6 +168,9 @@ pub struct SearchConfig {
     /// In vector and hybrid ranking, a tool BM25 does not match matches only when its cosine
     /// with the query reaches this (`None`: every tool matches).
     pub min_cosine: Option<f32>,
+    /// Rank by vectors only once every candidate has one (BM25 until then). Off (the default),
+    /// candidates not embedded yet rank by their BM25 score within the fused ranking.
+    pub require_all_vectors: bool,
     pub embeddings: Option<EmbeddingsConfig>,
     /// Flat or hierarchical (groups first) search, and stage 1's limits.
     pub strategy: routing::Strategy,
@@ -209,6 +212,7 @@ impl Default for SearchConfig {
             ranking: Ranking::Bm25,
             hybrid_vector_weight: DEFAULT_HYBRID_VECTOR_WEIGHT,
             min_cosine: Some(DEFAULT_MIN_COSINE),
+            require_all_vectors: false,
             call_timeout_ms: DEFAULT_CALL_TIMEOUT_MS,
             list_query: true,
             embeddings: None,
@@ -329,6 +333,9 @@ pub(super) fn parse_search(value: &Value) -> Result<SearchConfig, ConfigError> {
                 }
             },
         };
+    }
+    if let Some(v) = obj.take("require_all_vectors") {
+        search.require_all_vectors = boolean("search.require_all_vectors", v)?;
     }
     if let Some(v) = obj.take("hybrid_vector_weight") {
         match v.as_f64() {

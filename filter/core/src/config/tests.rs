@@ -150,7 +150,7 @@ fn errors_name_field_value_and_allowed() {
     );
     assert_eq!(
         error(r#"{"search":{"max_results":3}}"#),
-        "plugin configuration field `search.max_results` is not known; allowed here: call_timeout, embeddings, http_namespaces, http_path, hybrid_vector_weight, list_query, max_allowable_results, max_description_chars, max_description_tokens, max_result_tokens, min_cosine, ranking, result_format, routing, score_threshold, strategy, tool_name, weights"
+        "plugin configuration field `search.max_results` is not known; allowed here: call_timeout, embeddings, http_namespaces, http_path, hybrid_vector_weight, list_query, max_allowable_results, max_description_chars, max_description_tokens, max_result_tokens, min_cosine, ranking, require_all_vectors, result_format, routing, score_threshold, strategy, tool_name, weights"
     );
     assert_eq!(
         error(r#"{"tools":[{"disclosure_mode":"EAGER"}]}"#),

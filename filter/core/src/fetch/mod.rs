@@ -35,7 +35,7 @@ pub const MARKER_HEADER: &str = "x-mcp-tool-search-fetch";
 /// How early (by the VM's clock) a call Envoy timed out may seem to end.
 const TIMER_SLACK_MS: u64 = 50;
 /// What a fetch lists after the tools, in order.
-const AFTER_TOOLS: [Entry; 3] = [Entry::Prompt, Entry::Resource, Entry::ResourceTemplate];
+pub const KINDS_AFTER_TOOLS: [Entry; 3] = [Entry::Prompt, Entry::Resource, Entry::ResourceTemplate];
 /// Identifies a fetch to the server (and to this filter behind a loopback cluster).
 pub const CLIENT_NAME: &str = "mcp-tool-search";
 
@@ -251,7 +251,7 @@ impl Fetch {
             retried: false,
             next_id: 0,
             listing: Entry::Tool,
-            then: AFTER_TOOLS.to_vec(),
+            then: KINDS_AFTER_TOOLS.to_vec(),
             entries: Vec::new(),
             cursor: None,
             seen_cursors: Vec::new(),
@@ -506,7 +506,7 @@ impl Fetch {
         self.stage = Stage::Initialize;
         self.fetched = Fetched::default();
         self.listing = Entry::Tool;
-        self.then = AFTER_TOOLS.to_vec();
+        self.then = KINDS_AFTER_TOOLS.to_vec();
         self.entries.clear();
         self.names.clear();
         self.cursor = None;

@@ -202,7 +202,7 @@ fn same_tuning(stored: &(f32, [f32; 3], bool), tuning: &Tuning) -> bool {
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::rank::search::{lexical, Query};
+    use crate::rank::search::{search, Fallback, FallbackKind, Query};
 
     fn catalog() -> Catalog {
         let tools = [
@@ -228,7 +228,8 @@ mod tests {
             offset: 0,
             group: None,
         };
-        lexical(index, &Config::default(), &query, None)
+        let off = Fallback::new(FallbackKind::Unavailable, "lexical");
+        search(index, &Config::default(), &query, None, Err(off))
             .found
             .iter()
             .map(|found| found.tool.name.clone())

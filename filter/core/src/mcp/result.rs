@@ -37,6 +37,9 @@ pub struct SearchMeta<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     fallback: Option<FallbackMeta<'a>>,
     candidates: usize,
+    /// Under vector and hybrid ranking: the candidates that had a vector.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    embedded: Option<usize>,
     matches: usize,
     offset: usize,
     returned: usize,
@@ -94,6 +97,7 @@ impl<'a> SearchMeta<'a> {
                 reason: &f.reason,
             }),
             candidates: ranked.candidates,
+            embedded: ranked.embedded,
             matches: ranked.matches,
             offset,
             returned: ranked.found.len(),
@@ -286,6 +290,9 @@ pub struct MixedMeta {
     pub kind: &'static str,
     pub strategy: &'static str,
     pub candidates: usize,
+    /// Under vector and hybrid ranking: the candidates that had a vector.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embedded: Option<usize>,
     pub matches: usize,
     pub offset: usize,
     pub returned: usize,

@@ -78,7 +78,7 @@ impl Plugin {
         ) {
             Ok(true) => {
                 if store::read_meta(host, namespace).is_ok_and(|meta| !still(&meta)) {
-                    let _ = store::release_fetch_lease(host, namespace, &self.vm_id);
+                    let _ = store::release_lease(host, store::Lease::Fetch, namespace, &self.vm_id);
                     return FetchStart::Busy;
                 }
             }
@@ -225,7 +225,14 @@ impl Plugin {
         // Prompts and resources, whole lists, beside the tools (not when the server shapes its
         // lists per caller: there is no caller to keep them for).
         if !private {
-            for (entry, list) in entries {
+            // A kind the server did not list is stored empty: known, so that a search for it
+            // does not fetch again.
+            let listed: Vec<Entry> = entries.iter().map(|(entry, _)| *entry).collect();
+            let unlisted = crate::fetch::KINDS_AFTER_TOOLS
+                .into_iter()
+                .filter(|e| !listed.contains(e))
+                .map(|e| (e, Vec::new()));
+            for (entry, list) in entries.into_iter().chain(unlisted) {
                 let learned = Learned {
                     entry,
                     ..Learned::new(
@@ -237,6 +244,7 @@ impl Plugin {
                     )
                 };
                 let key = entry.catalog_key(namespace);
+                self.mark_for_embedding(&key);
                 if let Ok(mut cache) = self.cache.try_borrow_mut() {
                     if let Err(e) = cache.learn(host, &key, learned) {
                         host.log(
@@ -272,7 +280,7 @@ impl Plugin {
                     .map_err(|e| e.to_string())
             });
         if let Err(e) = &stored {
-            let _ = store::release_fetch_lease(host, leased, &self.vm_id);
+            let _ = store::release_lease(host, store::Lease::Fetch, leased, &self.vm_id);
             self.fetch_failed(
                 host,
                 namespace,
@@ -299,7 +307,7 @@ impl Plugin {
             true
         });
         // Released once the result is stored: a worker taking the lease from here sees it.
-        let _ = store::release_fetch_lease(host, leased, &self.vm_id);
+        let _ = store::release_lease(host, store::Lease::Fetch, leased, &self.vm_id);
         let (stat, by) = Event::CatalogFetched(true).stat();
         host.increment(stat, by);
         self.mark_for_embedding(namespace);
@@ -307,7 +315,7 @@ impl Plugin {
     }
 
     fn fetch_failed(&self, host: &dyn Host, namespace: &str, origin: &Origin, error: &FetchError) {
-        let _ = store::release_fetch_lease(host, namespace, &self.vm_id);
+        let _ = store::release_lease(host, store::Lease::Fetch, namespace, &self.vm_id);
         let now = host.now_ms();
         let _ = store::update_meta(host, namespace, |meta| {
             meta.attempt_ms = now;

@@ -78,6 +78,12 @@ impl Env<'_> {
             .index(self.host, namespace, &self.plugin.config)
     }
 
+    /// Whether a catalog was ever stored under `key` (an empty one counts: the server has none
+    /// of that kind).
+    pub(crate) fn catalog_known(&mut self, key: &str) -> bool {
+        matches!(self.host.get(&crate::keys::version(key)), Ok((Some(_), _)))
+    }
+
     pub(crate) fn namespaces(&mut self) -> Vec<String> {
         store::namespaces(self.host).unwrap_or_default()
     }
@@ -111,9 +117,10 @@ impl Env<'_> {
 
     pub(crate) fn learn(&mut self, learned: Learned) -> Result<bool, StoreError> {
         if learned.entry != Entry::Tool {
-            // Prompts and resources are searched by BM25 only and refreshed by the lists that
-            // pass: they are not embedded, and have no origin to be fetched from.
+            // Prompts and resources are kept whole from the lists that pass (a fetch brings
+            // them with the tools), and embedded like tools.
             let key = learned.entry.catalog_key(&self.namespace);
+            self.plugin.mark_for_embedding(&key);
             return self
                 .plugin
                 .cache

@@ -162,6 +162,9 @@ impl Plugin {
         let Ok(mut worker) = self.worker.try_borrow_mut() else {
             return;
         };
+        if worker.backing_off(now) {
+            worker.recovered(circuit::recovered_ms(host));
+        }
         if !worker.due(now) {
             return;
         }
@@ -220,6 +223,8 @@ impl Plugin {
                 Err(reason) => {
                     worker.failed(now);
                     self.embedding_failed(host, &reason);
+                    let _ =
+                        store::release_lease(host, store::Lease::Embed, &namespace, &self.vm_id);
                     host.log(Level::Warn, &format!("embedding: {reason}"));
                 }
             }
@@ -245,6 +250,7 @@ impl Plugin {
         let Some(batch) = worker.take(token) else {
             return;
         };
+        let _ = store::release_lease(host, store::Lease::Embed, &batch.namespace, &self.vm_id);
         match embeddings::parse_response(config, status, body, batch.items.len(), config.timeout_ms)
         {
             Ok(vectors) => {
@@ -262,6 +268,7 @@ impl Plugin {
                     Ok(()) => {
                         worker.succeeded();
                         self.health.worked(host);
+                        self.background_outcome(host, false);
                     }
                     Err(e) => host.log(
                         Level::Warn,
@@ -272,6 +279,7 @@ impl Plugin {
             Err(fallback) => {
                 let backoff = worker.failed(host.now_ms());
                 self.embedding_failed(host, &fallback.reason);
+                self.background_outcome(host, true);
                 host.log(
                     Level::Warn,
                     &format!(
@@ -360,6 +368,21 @@ impl Plugin {
                 circuit::Transition::HalfOpened => return,
             };
             host.log(Level::Warn, &message);
+        }
+    }
+
+    /// A background batch's outcome, shared through the circuit: its success closes the circuit
+    /// and ends every worker's backoff (the service is back); the embedding lease is given back
+    /// so the next batch need not wait for it to expire.
+    fn background_outcome(&self, host: &dyn Host, failed: bool) {
+        if let Some(t) = circuit::record_background(host, host.now_ms(), failed) {
+            host.increment(t.stat(), 1);
+            if t == circuit::Transition::Closed {
+                host.log(
+                    Level::Warn,
+                    "embeddings circuit closed: the service embedded a batch of tools",
+                );
+            }
         }
     }
 

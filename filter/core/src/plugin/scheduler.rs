@@ -12,6 +12,8 @@ pub struct Worker {
     in_flight: Option<InFlight>,
     failures: u32,
     retry_at_ms: u64,
+    /// When the last batch failed.
+    failed_at_ms: u64,
 }
 
 /// A batch sent to the embeddings service.
@@ -23,8 +25,11 @@ pub struct InFlight {
     pub items: Vec<(String, u64)>,
 }
 
-/// The longest wait between retries of a failing embeddings service.
-pub const MAX_BACKOFF_MS: u64 = 60_000;
+/// The longest wait between retries of a failing embeddings service. Short because a retry is
+/// cheap (one batch per VM, a refused connection costs nothing) and because a tool added while
+/// the service was down ranks by BM25 alone until its vector comes; a recovery another worker
+/// saw ends the wait at once (`Worker::recovered`).
+pub const MAX_BACKOFF_MS: u64 = 4_000;
 
 impl Worker {
     /// A list or a search saw this namespace: embed what it lacks on the next tick.
@@ -80,9 +85,23 @@ impl Worker {
         self.retry_at_ms = 0;
     }
 
-    /// A failed batch: retry after 1 s, 2 s, 4 s, ... up to a minute.
+    /// Waiting out a backoff at `now_ms`.
+    pub fn backing_off(&self, now_ms: u64) -> bool {
+        self.failures > 0 && now_ms < self.retry_at_ms
+    }
+
+    /// The service answered someone (any worker, a query or a batch) at `recovered_ms`: a
+    /// backoff from a failure before that ends now.
+    pub fn recovered(&mut self, recovered_ms: u64) {
+        if self.failures > 0 && recovered_ms > self.failed_at_ms {
+            self.succeeded();
+        }
+    }
+
+    /// A failed batch: retry after 1 s, 2 s, then every `MAX_BACKOFF_MS`.
     pub fn failed(&mut self, now_ms: u64) -> u64 {
         self.in_flight = None;
+        self.failed_at_ms = now_ms;
         self.failures = self.failures.saturating_add(1);
         let shift = self.failures.saturating_sub(1).min(16);
         let backoff = (1000u64 << shift).min(MAX_BACKOFF_MS);
@@ -119,6 +138,14 @@ mod tests {
         assert_eq!(w.failed(0), MAX_BACKOFF_MS);
         w.succeeded();
         assert!(w.due(0));
+        // Another worker's success after this one's failure ends its backoff; one before it
+        // does not.
+        w.failed(10_000);
+        assert!(w.backing_off(10_001));
+        w.recovered(9_999);
+        assert!(!w.due(10_001));
+        w.recovered(10_500);
+        assert!(w.due(10_501) && !w.backing_off(10_501));
         w.done("ns");
         assert!(w.pending().is_empty());
     }

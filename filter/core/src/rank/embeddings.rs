@@ -2,6 +2,7 @@
 //! embeddings request and response (`POST /v1/embeddings`), and the shared store of tool
 //! vectors (one blob per namespace, so each tool is embedded once per Envoy, not per worker).
 
+use crate::config::entries::Entry;
 use crate::config::{Config, EmbeddingsConfig};
 use crate::index::catalog::{CatalogIndex, Tool};
 use crate::index::fnv;
@@ -296,9 +297,12 @@ pub fn resolve(
 ) -> (ToolVectors, Missing) {
     let mut by_position = Vec::with_capacity(index.catalog.len());
     let mut missing = Vec::new();
+    // `tools[].embedding` names tools: a prompt of the same name is embedded from its text.
+    let tools = Entry::of_catalog_key(&index.namespace).0 == Entry::Tool;
     for (i, tool) in index.catalog.tools().iter().enumerate() {
         if let Some(v) = config
             .tool_setting(&index.namespace, &tool.name)
+            .filter(|_| tools)
             .and_then(|t| t.embedding.clone())
         {
             by_position.push(Some(v));

@@ -13,7 +13,7 @@
 use crate::config::Ranking;
 use crate::index::bm25::FIELD_NAMES;
 use crate::index::catalog::CatalogIndex;
-use crate::rank::search::{hybrid_score, Scoring};
+use crate::rank::search::{Fusion, Scoring};
 use serde::Serialize;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -82,7 +82,9 @@ pub struct FeedbackExplanation {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct VectorExplanation {
-    pub cosine: f32,
+    /// `None`: the tool has no vector yet, and ranks by its BM25 score (`normalized` is then
+    /// its normalized BM25 score).
+    pub cosine: Option<f32>,
     /// Hybrid: the cosine min-max normalized over the matching tools (`cosine_min`,
     /// `cosine_max`); vector: the cosine.
     pub normalized: f32,
@@ -167,32 +169,27 @@ pub fn explain(index: &CatalogIndex, query: &str, scoring: &Scoring, doc: u32) -
         .cosines
         .as_ref()
         .and_then(|c| c.get(doc as usize).copied());
+    let fusion = Fusion {
+        strategy: scoring.strategy,
+        vector_weight: scoring.vector_weight,
+        cosine_min: scoring.cosine_min,
+        cosine_max: scoring.cosine_max,
+    };
     let vector = match (scoring.strategy, cosine) {
-        (Ranking::Vector, Some(cosine)) => Some(VectorExplanation {
+        (Ranking::Vector | Ranking::Hybrid, Some(cosine)) => Some(VectorExplanation {
             cosine,
-            normalized: cosine,
+            normalized: match scoring.strategy {
+                Ranking::Vector => cosine.unwrap_or_else(|| fusion.score(None, normalized)),
+                _ => fusion.normalized_cosine(cosine, normalized),
+            },
             cosine_min: scoring.cosine_min,
             cosine_max: scoring.cosine_max,
-            weight: 1.0,
-            fused: cosine,
+            weight: match scoring.strategy {
+                Ranking::Vector => 1.0,
+                _ => scoring.vector_weight,
+            },
+            fused: fusion.score(cosine, normalized),
         }),
-        (Ranking::Hybrid, Some(cosine)) => {
-            let (lo, hi) = (scoring.cosine_min, scoring.cosine_max);
-            let w = scoring.vector_weight;
-            let fused = hybrid_score(w, cosine, lo, hi, normalized);
-            Some(VectorExplanation {
-                cosine,
-                normalized: if hi > lo {
-                    (cosine - lo) / (hi - lo)
-                } else {
-                    0.0
-                },
-                cosine_min: lo,
-                cosine_max: hi,
-                weight: w,
-                fused,
-            })
-        }
         _ => None,
     };
     let score = vector.as_ref().map_or(normalized, |v| v.fused);

@@ -102,6 +102,9 @@ pub struct Ranked<'a> {
     pub candidates: usize,
     /// The ranking that ran.
     pub strategy: Ranking,
+    /// Under vector and hybrid ranking, how many candidates had a vector (the others ranked by
+    /// their BM25 score alone).
+    pub embedded: Option<usize>,
     /// Why the configured ranking did not run, when it did not.
     pub fallback: Option<Fallback>,
     /// What the scores were normalized and fused with, for `explain`.
@@ -129,8 +132,9 @@ pub struct Routing {
 pub struct Scoring {
     pub strategy: Ranking,
     pub max_bm25: f32,
-    /// Cosine of every tool with the query, by catalog position (vector and hybrid ranking).
-    pub cosines: Option<Vec<f32>>,
+    /// Cosine of every tool with the query, by catalog position (vector and hybrid ranking);
+    /// `None` for a tool without a vector yet.
+    pub cosines: Option<Vec<Option<f32>>>,
     pub cosine_min: f32,
     pub cosine_max: f32,
     pub vector_weight: f32,
@@ -156,16 +160,15 @@ pub fn search<'a>(
     ranked_within(index, config, query, allowed, None, vectors)
 }
 
-/// A flat search by BM25 alone, whatever `search.ranking` and `search.strategy` say (without
-/// query vectors every ranking is BM25).
-pub fn lexical<'a>(
+/// A search over every candidate, whatever `search.strategy` says.
+pub fn flat<'a>(
     index: &'a CatalogIndex,
     config: &Config,
     query: &Query,
     allowed: Option<&dyn Fn(&Tool) -> bool>,
+    vectors: Result<Vectors<'_>, Fallback>,
 ) -> Ranked<'a> {
-    let none = Fallback::new(FallbackKind::Unavailable, "lexical search");
-    ranked_within(index, config, query, allowed, None, Err(none))
+    ranked_within(index, config, query, allowed, None, vectors)
 }
 
 /// Stage 1 ranks the caller's groups; stage 2 ranks the tools of the best ones. Neither finding
@@ -270,11 +273,15 @@ fn ranked_within<'a>(
     let (strategy, fallback, cosines) = match (wanted, vectors) {
         (Ranking::Bm25, _) => (Ranking::Bm25, None, None),
         (_, Err(reason)) => (Ranking::Bm25, Some(reason), None),
-        (_, Ok(v)) => match cosines_of(scoped.as_deref().unwrap_or(&[]), &v, tools.len()) {
-            Ok(c) => (wanted, None, Some(c)),
-            Err(reason) => (Ranking::Bm25, Some(reason), None),
-        },
+        (_, Ok(v)) => {
+            let scoped = scoped.as_deref().unwrap_or(&[]);
+            match cosines_of(scoped, &v, tools.len(), config.search.require_all_vectors) {
+                Ok(c) => (wanted, None, Some(c)),
+                Err(reason) => (Ranking::Bm25, Some(reason), None),
+            }
+        }
     };
+    let embedded = cosines.as_ref().map(|c| c.iter().flatten().count());
 
     let (mut bm25, matched) = index.bm25().scores_and_matches(&query.text);
     let name_of = |d: u32| tools.get(d as usize).map(|t| t.name.as_str()).unwrap_or("");
@@ -301,8 +308,8 @@ fn ranked_within<'a>(
                     raw(d) > 0.0
                         || cosines
                             .as_ref()
-                            .and_then(|c| c.get(d as usize))
-                            .is_some_and(|&c| c >= floor)
+                            .and_then(|c| c.get(d as usize).copied().flatten())
+                            .is_some_and(|c| c >= floor)
                 })
                 .collect(),
         },
@@ -321,22 +328,21 @@ fn ranked_within<'a>(
     };
     let (mut cosine_min, mut cosine_max) = (0.0, 0.0);
     let score: Box<dyn Fn(u32) -> f32> = match (&strategy, &cosines) {
-        (Ranking::Vector, Some(c)) => Box::new(|doc| c.get(doc as usize).copied().unwrap_or(-1.0)),
-        (Ranking::Hybrid, Some(c)) => {
+        (Ranking::Vector | Ranking::Hybrid, Some(c)) => {
             let (lo, hi) = pool
                 .iter()
-                .filter_map(|&d| c.get(d as usize).copied())
+                .filter_map(|&d| c.get(d as usize).copied().flatten())
                 .fold((f32::MAX, f32::MIN), |(lo, hi), x| (lo.min(x), hi.max(x)));
+            let (lo, hi) = if lo <= hi { (lo, hi) } else { (0.0, 0.0) };
             (cosine_min, cosine_max) = (lo, hi);
-            let w = config.search.hybrid_vector_weight;
+            let fusion = Fusion {
+                strategy,
+                vector_weight: config.search.hybrid_vector_weight,
+                cosine_min: lo,
+                cosine_max: hi,
+            };
             Box::new(move |doc| {
-                hybrid_score(
-                    w,
-                    c.get(doc as usize).copied().unwrap_or(lo),
-                    lo,
-                    hi,
-                    bm25_norm(doc),
-                )
+                fusion.score(c.get(doc as usize).copied().flatten(), bm25_norm(doc))
             })
         }
         _ => Box::new(bm25_norm),
@@ -385,6 +391,7 @@ fn ranked_within<'a>(
         matches,
         candidates,
         strategy,
+        embedded,
         fallback,
         scoring: Scoring {
             strategy,
@@ -416,6 +423,44 @@ fn max_of(values: impl Iterator<Item = f32>) -> f32 {
 pub fn hybrid_score(w: f32, cosine: f32, lo: f32, hi: f32, bm25_norm: f32) -> f32 {
     let span = if hi > lo { hi - lo } else { 1.0 };
     w * (cosine - lo) / span + (1.0 - w) * bm25_norm
+}
+
+/// How vector and hybrid ranking score one candidate, with or without its vector.
+#[derive(Debug, Clone, Copy)]
+pub struct Fusion {
+    pub strategy: Ranking,
+    pub vector_weight: f32,
+    /// The cosine range over the matching candidates that have a vector.
+    pub cosine_min: f32,
+    pub cosine_max: f32,
+}
+
+impl Fusion {
+    /// A candidate not embedded yet (a tool just added, a service that was down) takes its
+    /// normalized BM25 score in place of its normalized cosine: it ranks among the others by
+    /// what it says, instead of the whole answer falling back to BM25 until the last one is
+    /// embedded.
+    pub fn score(&self, cosine: Option<f32>, bm25_norm: f32) -> f32 {
+        let (lo, hi) = (self.cosine_min, self.cosine_max);
+        match (self.strategy, cosine) {
+            (Ranking::Vector, Some(c)) => c,
+            // Within the range the embedded candidates span: a degenerate range (one embedded
+            // candidate) must not lift an unembedded one above every cosine.
+            (Ranking::Vector, None) => lo + bm25_norm * (hi - lo).max(0.0),
+            (_, Some(c)) => hybrid_score(self.vector_weight, c, lo, hi, bm25_norm),
+            (_, None) => bm25_norm,
+        }
+    }
+
+    /// The normalized cosine a candidate's score was fused from.
+    pub fn normalized_cosine(&self, cosine: Option<f32>, bm25_norm: f32) -> f32 {
+        let (lo, hi) = (self.cosine_min, self.cosine_max);
+        match cosine {
+            Some(c) if hi > lo => (c - lo) / (hi - lo),
+            Some(_) => 0.0,
+            None => bm25_norm,
+        }
+    }
 }
 
 /// Pseudo-relevance feedback: the best tools' other terms re-rank the tools the query matched
@@ -481,22 +526,28 @@ fn feedback<'n>(
     lent
 }
 
-/// Cosine of every candidate (indexed by catalog position), or why vectors cannot rank them
-/// all: a partial vector ranking would silently drop the tools not yet embedded.
-fn cosines_of(candidates: &[u32], v: &Vectors<'_>, len: usize) -> Result<Vec<f32>, Fallback> {
-    let mut out = vec![-1.0; len];
+/// Cosine of every candidate that has a vector (indexed by catalog position), or why vectors
+/// cannot rank: none of the candidates has one, or (`require_all`) some have none.
+fn cosines_of(
+    candidates: &[u32],
+    v: &Vectors<'_>,
+    len: usize,
+    require_all: bool,
+) -> Result<Vec<Option<f32>>, Fallback> {
+    let mut out = vec![None; len];
     let mut missing = 0;
     for &d in candidates {
         match (v.tool)(d as usize) {
             Some(t) if t.len() == v.query.len() => {
                 if let Some(slot) = out.get_mut(d as usize) {
-                    *slot = vector::dot(v.query, t);
+                    *slot = Some(vector::dot(v.query, t));
                 }
             }
             _ => missing += 1,
         }
     }
-    if missing > 0 {
+    let none = !candidates.is_empty() && missing == candidates.len();
+    if none || (require_all && missing > 0) {
         return Err(Fallback::new(
             FallbackKind::NotEmbedded,
             format!(

@@ -2,12 +2,20 @@
 //! (down, hung, answering garbage) is not asked again for a while, so that searches answer by
 //! BM25 at once instead of each waiting for its timeout. After a backoff one search probes it
 //! (half-open); its success closes the circuit, its failure opens it again for longer.
+//!
+//! The circuit also tells every worker when the service came back: any success after a failure
+//! (a query's or a background batch's) stamps `recovered_ms`, and a worker whose background
+//! embedding is backing off retries at once when it sees a recovery newer than its failure.
 
 use super::{keys, SharedData, StoreError};
 use serde::{Deserialize, Serialize};
 
 const FIRST_BACKOFF_MS: u64 = 1_000;
-pub const MAX_CIRCUIT_BACKOFF_MS: u64 = 60_000;
+/// The longest the circuit stays open before a search probes again. A probe costs one search
+/// at most `query_timeout` (a refused connection costs nothing), while every second the circuit
+/// stays open after the service came back is a second of BM25 answers: a sidecar restarted
+/// after a crash is ranking again within this (plus a quarter of jitter).
+pub const MAX_CIRCUIT_BACKOFF_MS: u64 = 4_000;
 const MAX_CAS_RETRIES: usize = 8;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,6 +57,12 @@ pub struct Circuit {
     /// Why it opened.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
+    /// The last failure of any embeddings call, background batches included.
+    #[serde(default)]
+    pub failed_ms: u64,
+    /// The first success after the last failure.
+    #[serde(default)]
+    pub recovered_ms: u64,
 }
 
 /// What a search may do about its query's embedding.
@@ -164,22 +178,9 @@ pub fn record(
     threshold: u32,
 ) -> Option<Transition> {
     update(host, |c| match failure {
-        None => {
-            if c.state == State::Closed && c.failures == 0 {
-                return (false, None);
-            }
-            let was = c.state;
-            *c = Circuit {
-                since_ms: if was == State::Closed {
-                    c.since_ms
-                } else {
-                    now
-                },
-                ..Circuit::default()
-            };
-            (true, (was != State::Closed).then_some(Transition::Closed))
-        }
+        None => succeeded(c, now),
         Some(reason) => {
+            c.failed_ms = now;
             c.failures = c.failures.saturating_add(1);
             let opens = match c.state {
                 State::Closed if c.failures >= threshold => true,
@@ -205,6 +206,51 @@ pub fn record(
     })
     .ok()
     .flatten()
+}
+
+/// A success: the circuit closes, and a success after a failure is stamped as a recovery.
+fn succeeded(c: &mut Circuit, now: u64) -> (bool, Option<Transition>) {
+    let recovering = c.failed_ms >= c.recovered_ms && c.failed_ms > 0;
+    if c.state == State::Closed && c.failures == 0 && !recovering {
+        return (false, None);
+    }
+    let was = c.state;
+    *c = Circuit {
+        since_ms: if was == State::Closed {
+            c.since_ms
+        } else {
+            now
+        },
+        failed_ms: c.failed_ms,
+        recovered_ms: if recovering {
+            now.max(c.failed_ms + 1)
+        } else {
+            c.recovered_ms
+        },
+        ..Circuit::default()
+    };
+    (true, (was != State::Closed).then_some(Transition::Closed))
+}
+
+/// The outcome of a background (tool) embedding batch. A failure is noted, not counted toward
+/// opening the circuit: one batch can fail for its own reasons (its size, one text) while
+/// queries work. A success proves the service answers: it closes the circuit like a probe.
+pub fn record_background(host: &dyn SharedData, now: u64, failed: bool) -> Option<Transition> {
+    update(host, |c| {
+        if failed {
+            c.failed_ms = now;
+            (true, None)
+        } else {
+            succeeded(c, now)
+        }
+    })
+    .ok()
+    .flatten()
+}
+
+/// When the service last recovered (0: never failed, or never recovered since).
+pub fn recovered_ms(host: &dyn SharedData) -> u64 {
+    read(host).recovered_ms
 }
 
 #[cfg(test)]
@@ -271,7 +317,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_probe_reopens_for_longer_up_to_a_minute() {
+    fn a_failed_probe_reopens_for_longer_up_to_the_maximum() {
         let host = Host::new();
         at(&host, 0);
         record(&host, Some("down"), 1);
@@ -285,11 +331,48 @@ mod tests {
             waits.push(c.until_ms - last);
             last = c.until_ms;
         }
-        assert!(waits.windows(2).take(5).all(|w| w[1] > w[0]), "{waits:?}");
+        assert!(waits.windows(2).take(1).all(|w| w[1] > w[0]), "{waits:?}");
         assert!(
             waits.iter().all(|&w| w <= MAX_CIRCUIT_BACKOFF_MS * 5 / 4),
             "{waits:?}"
         );
+    }
+
+    #[test]
+    fn a_success_after_any_failure_is_stamped_as_a_recovery() {
+        let host = Host::new();
+        at(&host, 1_000);
+        assert_eq!(record(&host, None, 3), None);
+        assert_eq!(
+            read(&host),
+            Circuit::default(),
+            "a healthy success writes nothing"
+        );
+        // A background batch fails: noted, the circuit stays closed for queries.
+        assert_eq!(super::record_background(&host.shared, 2_000, true), None);
+        assert_eq!(
+            (read(&host).state, read(&host).failed_ms),
+            (State::Closed, 2_000)
+        );
+        at(&host, 3_000);
+        assert_eq!(record(&host, None, 3), None);
+        assert_eq!(super::recovered_ms(&host.shared), 3_000);
+        // Queries fail until the circuit opens; a background batch's success closes it.
+        at(&host, 4_000);
+        for _ in 0..3 {
+            record(&host, Some("down"), 3);
+        }
+        assert_eq!(read(&host).state, State::Open);
+        assert_eq!(
+            super::record_background(&host.shared, 4_500, false),
+            Some(Transition::Closed)
+        );
+        let c = read(&host);
+        assert_eq!((c.state, c.recovered_ms), (State::Closed, 4_500));
+        assert_eq!(gate(&host, 500).0, Gate::Call);
+        // Later successes write nothing more.
+        assert_eq!(super::record_background(&host.shared, 5_000, false), None);
+        assert_eq!(super::recovered_ms(&host.shared), 4_500);
     }
 
     #[test]

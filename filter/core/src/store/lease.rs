@@ -51,14 +51,15 @@ pub fn take_lease(
     }
 }
 
-/// Gives the fetch lease back (if `owner` still holds it), so a waiting worker need not wait
-/// for it to expire.
-pub fn release_fetch_lease(
+/// Gives `lease` back (if `owner` still holds it), so a waiting worker need not wait for it to
+/// expire.
+pub fn release_lease(
     shared: &dyn SharedData,
+    lease: Lease,
     namespace: &str,
     owner: &str,
 ) -> Result<(), StoreError> {
-    let key = keys::fetch_lease(namespace);
+    let key = lease.key(namespace);
     let (data, cas) = shared.get(&key)?;
     let held = data.is_some_and(|bytes| {
         String::from_utf8_lossy(&bytes)

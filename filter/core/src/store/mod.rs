@@ -17,7 +17,7 @@ pub mod circuit;
 use crate::keys;
 mod lease;
 mod meta;
-pub use lease::{fetch_leased_by_other, release_fetch_lease, take_lease, Lease};
+pub use lease::{fetch_leased_by_other, release_lease, take_lease, Lease};
 pub use meta::{read_meta, update_meta, CatalogMeta, Source};
 
 /// The host's shared-data store, as the proxy-wasm ABI offers it.

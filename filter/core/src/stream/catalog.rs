@@ -8,8 +8,16 @@ use crate::fetch::Context;
 impl Stream {
     /// Whether answering needs `namespace`'s catalog fetched first: there is none yet (for
     /// this caller, when the server's lists are private), or this caller's private one is due
-    /// (no background refresh has this caller's credentials); at most once per request.
-    pub(super) fn must_fetch(&self, config: &Config, env: &mut Env<'_>, namespace: &str) -> bool {
+    /// (no background refresh has this caller's credentials), or a kind the request searches
+    /// (`kinds`) was never seen: tools learned from a client's list come without the server's
+    /// prompts and resources, which a fetch lists beside them. At most once per request.
+    pub(super) fn must_fetch(
+        &self,
+        config: &Config,
+        env: &mut Env<'_>,
+        namespace: &str,
+        kinds: &[Entry],
+    ) -> bool {
         if !config.catalog.fetch || self.fetched {
             return false;
         }
@@ -19,6 +27,13 @@ impl Stream {
         };
         if index.catalog.is_empty() {
             return true;
+        }
+        let unseen = kinds
+            .iter()
+            .any(|&k| k != Entry::Tool && !env.catalog_known(&k.catalog_key(namespace)));
+        if unseen && key == namespace {
+            let meta = env.catalog_meta(namespace);
+            return config.catalog.may_refetch(meta.attempt_ms, env.now_ms());
         }
         // A caller's own catalog that is due is fetched again in its requests, at most once per
         // `min_refresh_interval` however often it searches.
@@ -172,7 +187,7 @@ impl Stream {
                 ))
             }
             Pending::Http(request) => {
-                if self.needs_query_vectors(config) && request.kind == SearchType::Tool {
+                if self.needs_query_vectors(config) {
                     let texts = vec![request.query.text.clone()];
                     self.phase = Phase::Embedding(Pending::Http(request));
                     return RequestBodyAction::Embed { texts };

@@ -31,7 +31,7 @@ impl Stream {
             Ok(namespace) => namespace,
             Err(refused) => return RequestBodyAction::Reply(refused),
         };
-        if self.must_fetch(config, env, &namespace) {
+        if self.must_fetch(config, env, &namespace, request.kind.entries()) {
             // Another namespace than the route's is fetched from where it was last seen.
             let origin = if namespace == env.namespace() {
                 env.origin()
@@ -54,17 +54,20 @@ impl Stream {
     ) -> LocalReply {
         let namespace = request.namespace.clone().unwrap_or_else(|| env.namespace());
         if request.kind != SearchType::Tool {
-            let (results, meta) =
-                match self.mixed_search(config, env, &namespace, &request.query, request.kind) {
-                    Ok(answer) => answer,
-                    Err(e) => {
-                        env.record(Event::Error);
-                        return LocalReply::json(
-                            503,
-                            error_json(&format!("catalog unavailable: {e}")),
-                        );
-                    }
-                };
+            let (results, meta) = match self.mixed_search(
+                config,
+                env,
+                &namespace,
+                &request.query,
+                request.kind,
+                vector,
+            ) {
+                Ok(answer) => answer,
+                Err(e) => {
+                    env.record(Event::Error);
+                    return LocalReply::json(503, error_json(&format!("catalog unavailable: {e}")));
+                }
+            };
             return match RawValue::from_string(answer::typed_array(&results)) {
                 Ok(results) => LocalReply::json(200, result::http_mixed(&results, meta)),
                 Err(e) => {

@@ -6,6 +6,7 @@ use super::request::{list_query, search_text};
 use super::*;
 use crate::mcp::injected::answer::{self, Typed};
 use crate::mcp::result::{self, MixedMeta};
+use crate::rank::mixed::KindCatalog;
 
 /// The error a server gives for a prompt or resource it does not have (spec 2025-11-25
 /// "Prompts" and "Resources", Error Handling: -32602 for an unknown prompt, -32002 for a
@@ -173,7 +174,8 @@ impl Stream {
             }
         }
         if args.kind != SearchType::Tool {
-            return match self.mixed_search(config, env, &namespace, &args.query, args.kind) {
+            return match self.mixed_search(config, env, &namespace, &args.query, args.kind, vector)
+            {
                 Ok((found, meta)) => answer::mixed_result(&found, meta, self.shape(&args)),
                 Err(e) => {
                     env.record(Event::Error);
@@ -203,6 +205,7 @@ impl Stream {
         namespace: &str,
         query: &Query,
         kind: SearchType,
+        vector: Result<Vec<f32>, Fallback>,
     ) -> Result<(Vec<Typed>, MixedMeta), StoreError> {
         let mut catalogs = Vec::new();
         for &entry in kind.entries() {
@@ -210,7 +213,17 @@ impl Stream {
                 Entry::Tool => self.catalog_key(env, namespace),
                 other => other.catalog_key(namespace),
             };
-            catalogs.push((entry, env.catalog_of(&key)?));
+            let index = env.catalog_of(&key)?;
+            let vectors = if vector.is_ok() {
+                env.tool_vectors(&index)
+            } else {
+                None
+            };
+            catalogs.push(KindCatalog {
+                entry,
+                index,
+                vectors,
+            });
         }
         let allowed = self.entry_allowed(config, namespace);
         let ranked = crate::rank::mixed::search(
@@ -221,11 +234,18 @@ impl Stream {
                 .authorization
                 .is_some()
                 .then_some(&allowed as &dyn Fn(Entry, &str) -> bool),
+            vector.as_deref().map_err(Clone::clone),
         );
-        env.record(Event::SearchAnswered(Ranking::Bm25));
+        env.record(Event::SearchAnswered(ranked.strategy));
+        if let Some(f) = &ranked.fallback {
+            if config.search.ranking != Ranking::Bm25 {
+                env.record(Event::SearchFallback(f.kind));
+            }
+        }
         let meta = MixedMeta {
             kind: kind.name(),
-            strategy: Ranking::Bm25.name(),
+            strategy: ranked.strategy.name(),
+            embedded: ranked.embedded,
             candidates: ranked.candidates,
             matches: ranked.matches,
             offset: query.offset,

@@ -334,7 +334,9 @@ impl Stream {
                     }
                 }
             }
-            if needs_catalog(config, &incoming) && self.must_fetch(config, env, &namespace) {
+            if needs_catalog(config, &incoming)
+                && self.must_fetch(config, env, &namespace, &searched_kinds(config, &incoming))
+            {
                 if let Some(origin) = env.origin() {
                     return self.fetch(env, &namespace, origin, Pending::Mcp(incoming));
                 }
@@ -472,6 +474,23 @@ fn needs_catalog(config: &Config, incoming: &Incoming) -> bool {
     })
 }
 
+/// The kinds of entry the request's searches look for (tools for a list's query).
+fn searched_kinds(config: &Config, incoming: &Incoming) -> Vec<Entry> {
+    let mut kinds = vec![Entry::Tool];
+    for m in incoming.messages() {
+        if let Kind::ToolsCall { name, arguments } = m.kind() {
+            if Injected::of(config, name) == Some(Injected::Search) {
+                if let Ok(args) =
+                    injected::parse_search(arguments.as_deref(), config, injected::Asker::Tool)
+                {
+                    kinds.extend(args.kind.entries());
+                }
+            }
+        }
+    }
+    kinds
+}
+
 /// A `tools/list` request's query, where the filter answers it: `search.list_query` on and
 /// lists not left alone (`mode: "list"`).
 pub(super) fn list_query<'m>(
@@ -497,8 +516,6 @@ pub(super) fn search_text(config: &Config, m: &Message) -> Option<String> {
         {
             injected::parse_search(arguments.as_deref(), config, injected::Asker::Tool)
                 .ok()
-                // Prompts and resources are ranked lexically: no query vector.
-                .filter(|a| a.kind == SearchType::Tool)
                 .map(|a| a.query.text)
         }
         Kind::ToolsList { .. } => list_query(config, m)?

@@ -127,17 +127,26 @@ impl TestEnv {
     /// or the service fails, answering its calls with `tool_embedder`.
     pub fn embed_tools(&mut self) {
         for _ in 0..100 {
-            let after = self.host.last_token();
-            self.host.enter(0);
-            self.root.plugin.on_tick(self.host.as_ref());
-            if self.host.last_token() == after {
+            if !self.tick() {
                 return;
             }
-            let mut serve = self.service();
-            self.host.answer_calls(&self.root, None, after, &mut serve);
             // Past any backoff the worker set after a failure.
             self.host.clock_ms.set(self.host.clock_ms.get() + 120_000);
         }
+    }
+
+    /// One tick of the root's background work at the host's clock, its calls answered by the
+    /// services; whether it made any.
+    pub fn tick(&mut self) -> bool {
+        let after = self.host.last_token();
+        self.host.enter(0);
+        self.root.plugin.on_tick(self.host.as_ref());
+        if self.host.last_token() == after {
+            return false;
+        }
+        let mut serve = self.service();
+        self.host.answer_calls(&self.root, None, after, &mut serve);
+        true
     }
 
     /// What answers the filter's calls: the embeddings services (by cluster and who calls),

@@ -82,7 +82,7 @@ fn groups_and_authorization() {
 }
 
 #[test]
-fn vectors_rank_only_when_every_candidate_has_one() {
+fn a_candidate_without_a_vector_ranks_by_its_bm25_score_among_the_vectors() {
     let config = Config::parse(r#"{"search":{"ranking":"vector","embeddings":{"cluster":"c","model_id":"m","dimensions":2}}}"#).unwrap();
     let idx = index(&config);
     // Catalog order: close, create, list, slack, stripe. Query vector points at slack.
@@ -126,6 +126,23 @@ fn vectors_rank_only_when_every_candidate_has_one() {
             tool: &partial,
         }),
     );
+    // Tool 4 without a vector still ranks, by its BM25 score, inside the vector ranking.
+    assert_eq!(r.strategy, Ranking::Vector);
+    assert_eq!((r.fallback.as_ref(), r.embedded), (None, Some(4)));
+    assert_eq!(names(&r), ["slack_post_message", "stripe_refund_charge"]);
+    // The former rule, kept as an option: BM25 until every candidate has a vector.
+    let mut strict = config.clone();
+    strict.search.require_all_vectors = true;
+    let r = search(
+        &idx,
+        &strict,
+        &q("refund", 2, 0),
+        None,
+        Ok(Vectors {
+            query: &query,
+            tool: &partial,
+        }),
+    );
     assert_eq!(r.strategy, Ranking::Bm25);
     assert_eq!(
         r.fallback,
@@ -135,6 +152,36 @@ fn vectors_rank_only_when_every_candidate_has_one() {
         ))
     );
     assert_eq!(names(&r), ["stripe_refund_charge"]);
+    // Under hybrid ranking its normalized BM25 score (1: the only tool "refund" matches)
+    // stands for its normalized cosine: it leads slack (cosine 1, BM25 0: 0.75).
+    let mut hybrid = config.clone();
+    hybrid.search.ranking = Ranking::Hybrid;
+    let r = search(
+        &idx,
+        &hybrid,
+        &q("refund", 2, 0),
+        None,
+        Ok(Vectors {
+            query: &query,
+            tool: &partial,
+        }),
+    );
+    assert_eq!((r.strategy, r.embedded), (Ranking::Hybrid, Some(4)));
+    assert_eq!(names(&r), ["stripe_refund_charge", "slack_post_message"]);
+    assert!((r.found[0].score - 1.0).abs() < 1e-6 && (r.found[1].score - 0.75).abs() < 1e-6);
+    // No candidate embedded at all: BM25, and why.
+    let nothing = |_: usize| None;
+    let r = search(
+        &idx,
+        &config,
+        &q("refund", 2, 0),
+        None,
+        Ok(Vectors {
+            query: &query,
+            tool: &nothing,
+        }),
+    );
+    assert_eq!(r.fallback.map(|f| f.kind), Some(FallbackKind::NotEmbedded));
     let down = Fallback::new(FallbackKind::Status, "embeddings service answered 500");
     let r = search(&idx, &config, &q("refund", 2, 0), None, Err(down.clone()));
     assert_eq!(r.fallback, Some(down));

@@ -22,6 +22,7 @@ fn ranked<'a>(tools: &'a [Tool], matches: usize) -> Ranked<'a> {
         matches,
         candidates: 300,
         strategy: Ranking::Bm25,
+        embedded: None,
         fallback: Some(crate::rank::search::Fallback::new(
             crate::rank::search::FallbackKind::Timeout,
             "embeddings service timed out",
