@@ -252,9 +252,13 @@ bench-gateway: wasm envoy
 # with the real sidecar and model) in front of two catalog-servers while the catalogs change,
 # the sidecar is killed and restarted and one upstream is stopped and started; Envoy's and each
 # VM's memory over time (see bench/src/soak/). Writes target/soak/report.md and, from 600 s up,
-# the "Chaos soak" section of BENCHMARKS.md; fails on a filter-caused error or memory growth.
-# SOAK_ARGS: e.g. --conns 16 --catalog-every 30 --embedder-every 90 --embedder-down 20
-# --upstream-every 120 --upstream-down 15 (the defaults but for --conns 12).
+# the "Chaos soak" section of BENCHMARKS.md; fails on a filter-caused error, memory growth,
+# fewer than 95% of the searches made while the sidecar is up answered hybrid, or hybrid not
+# back within 10 s of a sidecar restart (bench/src/soak/report/criteria.rs); reports how long
+# each catalog change took to be embedded.
+# SOAK_ARGS: e.g. --conns 16 --tools 120 --catalog-every 30 --embedder-every 90
+# --embedder-down 20 --upstream-every 120 --upstream-down 15 (the defaults but for --conns 12;
+# --tools 10000 for large catalogs).
 SOAK_SECONDS ?= 600
 SOAK_ARGS ?=
 

@@ -1307,3 +1307,99 @@ async fn configured_headers_and_authority_reach_the_embeddings_service() {
         world.all_stats()
     );
 }
+
+// ---- a catalog that lives ----------------------------------------------------------------------
+
+/// A tool the server adds ranks at once (by its BM25 score among the vectors, the search still
+/// hybrid) and is ranked by its vector within one tick and one batch of the list that taught it.
+#[tokio::test]
+async fn a_tool_added_ranks_at_once_and_by_its_vector_within_one_batch() {
+    const ADDED: &str = "payroll_issue_payslips";
+    let world = start("emb_change", plugin_config(json!({}), None), Via::Direct, true);
+    {
+        let client = world.pin(None).await;
+        world.list(&client).await;
+        world
+            .wait_embedded(world.timings.embedding(world.tools))
+            .await;
+        let path = world.stack.dir.join("catalog.jsonl");
+        let mut tools: Vec<Value> = std::fs::read_to_string(path)
+            .expect("the catalog slice")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a tool"))
+            .collect();
+        tools.push(json!({"name": ADDED,
+            "description": "Run the monthly payroll and send every employee their payslip.",
+            "inputSchema": {"type": "object", "properties": {"month": {"type": "string"}}}}));
+        world
+            .stack
+            .upstream
+            .set_tools(&tools, false)
+            .unwrap_or_else(|e| panic!("{e}"));
+        world.list(&client).await;
+        let r = world.search(&client, "monthly payroll payslip").await;
+        assert_eq!(r.strategy(), "hybrid", "{}", r.summary());
+        assert_eq!(r.names.first().map(String::as_str), Some(ADDED), "{}", r.summary());
+        let r = eventually(
+            "the added tool vector-ranked",
+            world.timings.embedding(1),
+            || async {
+                let r = world.search(&client, "pay the staff their monthly salaries").await;
+                if r.meta["embedded"] == r.meta["candidates"] {
+                    Ok(r)
+                } else {
+                    Err(r.summary())
+                }
+            },
+        )
+        .await;
+        assert_eq!(r.strategy(), "hybrid", "{}", r.summary());
+        assert_eq!(r.names.first().map(String::as_str), Some(ADDED), "{}", r.summary());
+    }
+    assert_no_panic(&world);
+}
+
+/// The longest from a restarted sidecar printing `listening on` to a hybrid answer: the
+/// circuit's longest backoff and its jitter (`MAX_CIRCUIT_BACKOFF_MS` plus a quarter), the
+/// probe, and the query's own timeout; the acceptance bound is 10 s.
+const RECOVERY: Duration = Duration::from_secs(10);
+
+/// The sidecar is killed after the catalog was embedded and stays down long enough for the
+/// circuit's backoff to reach its maximum while searches keep coming; restarted, the searches
+/// are hybrid again within [`RECOVERY`] of it listening.
+#[tokio::test]
+async fn after_a_sidecar_restart_hybrid_answers_within_ten_seconds() {
+    let mut world = start("emb_restart", plugin_config(json!({}), None), Via::Direct, true);
+    let client = world.pin(None).await;
+    world.list(&client).await;
+    world
+        .wait_embedded(world.timings.embedding(world.tools))
+        .await;
+    world.search(&client, PARAPHRASE).await.assert_semantic("hybrid");
+    world.sidecar.stop();
+    let down = Instant::now();
+    while down.elapsed() < Duration::from_secs(15) {
+        let r = world.search(&client, LEXICAL).await;
+        assert_eq!(r.strategy(), "bm25", "{}", r.summary());
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert!(world.stat("embeddings_circuit.opened") >= 1, "{}", world.all_stats());
+    world
+        .sidecar
+        .restart()
+        .unwrap_or_else(|e| panic!("restarting the sidecar: {e}"));
+    let listening = Instant::now();
+    let r = eventually("hybrid after the restart", RECOVERY, || async {
+        let r = world.search(&client, PARAPHRASE).await;
+        if r.strategy() == "hybrid" {
+            Ok(r)
+        } else {
+            Err(r.summary())
+        }
+    })
+    .await;
+    r.assert_semantic("hybrid");
+    eprintln!("hybrid again {:?} after the sidecar listened", listening.elapsed());
+    drop(client);
+    assert_no_panic(&world);
+}

@@ -1,5 +1,7 @@
 //! The fault timeline: what happens when (`schedule`), the processes the faults act on
-//! (`Processes`), and the events the report reads.
+//! (`Processes`), and the events the report reads. Each event is stamped with the moment it
+//! took effect: a kill when it is sent, the sidecar's restart when it printed `listening on`,
+//! a catalog change when its upstream answered the swap (see [`Swap`]).
 
 use crate::catalogs::Catalogs;
 use crate::upstream::Upstream;
@@ -13,12 +15,33 @@ use std::time::{Duration, Instant};
 pub enum What {
     UpstreamDown(usize),
     UpstreamUp(usize),
+    /// The sidecar was killed (stamped when the SIGKILL is sent).
     EmbedderDown,
+    /// The sidecar is back: stamped when it printed `listening on` (the harness's restart
+    /// returns as soon as it reads that line; loading the model comes before it).
     EmbedderUp,
-    /// A catalog change: version, and per upstream (tools served, sessions notified) or why not.
-    CatalogChanged(usize, Vec<std::result::Result<(u64, u64), String>>),
+    /// A catalog change: version, and per upstream the swap or why there was none.
+    CatalogChanged(usize, Vec<std::result::Result<Swap, String>>),
     /// A fault action that did not work (the run goes on; the report says so).
     ActionFailed(String),
+}
+
+/// One upstream's catalog change: `POST /admin/tools?notify=1` answered.
+#[derive(Clone, Copy)]
+pub struct Swap {
+    /// Tools served from now on (`slow_progress` included).
+    pub tools: u64,
+    /// Sessions `notifications/tools/list_changed` was handed to.
+    pub notified: u64,
+    /// When the upstream answered: it had swapped the tools and handed out the notifications.
+    pub at: Instant,
+}
+
+/// For the soak's log: the counts (an `Instant` prints as the machine's clock).
+impl std::fmt::Debug for Swap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} tools, {} notified", self.tools, self.notified)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -83,7 +106,10 @@ pub struct Processes {
 }
 
 impl Processes {
-    pub fn act(&mut self, action: Action, catalogs: &Catalogs, dir: &TestDir) -> Vec<What> {
+    /// Does `action`; the events it caused, each stamped when it took effect.
+    pub fn act(&mut self, action: Action, catalogs: &Catalogs, dir: &TestDir) -> Vec<Event> {
+        let began = Instant::now();
+        let now = |what: What| vec![Event { at: began, what }];
         match action {
             Action::ChangeCatalogs => {
                 self.version += 1;
@@ -97,31 +123,40 @@ impl Processes {
                         .map(|f| std::fs::write(f, &jsonl).map_err(|e| e.to_string()));
                     let result = match (written, self.upstreams.get(u)) {
                         (Some(Err(e)), _) => Err(e),
-                        (_, Some(Some(server))) => server.set_tools(&jsonl),
+                        (_, Some(Some(server))) => {
+                            server.set_tools(&jsonl).map(|(tools, notified)| Swap {
+                                tools,
+                                notified,
+                                at: Instant::now(),
+                            })
+                        }
                         _ => Err("stopped: served from its next start".to_owned()),
                     };
                     results.push(result);
                 }
-                vec![What::CatalogChanged(self.version, results)]
+                now(What::CatalogChanged(self.version, results))
             }
             Action::StopEmbedder => {
                 self.embedder.stop();
-                vec![What::EmbedderDown]
+                now(What::EmbedderDown)
             }
             Action::StartEmbedder => match self.embedder.restart() {
-                Ok(()) => vec![What::EmbedderUp],
-                Err(e) => vec![What::ActionFailed(format!("embedder restart: {e}"))],
+                Ok(()) => vec![Event {
+                    at: Instant::now(),
+                    what: What::EmbedderUp,
+                }],
+                Err(e) => now(What::ActionFailed(format!("embedder restart: {e}"))),
             },
             Action::StopUpstream => {
                 if let Some(slot) = self.upstreams.get_mut(STOPPED) {
                     // Drop kills the process group (SIGKILL) and reaps it.
                     *slot = None;
                 }
-                vec![What::UpstreamDown(STOPPED)]
+                now(What::UpstreamDown(STOPPED))
             }
             Action::StartUpstream => match self.start_upstream(STOPPED, dir) {
-                Ok(()) => vec![What::UpstreamUp(STOPPED)],
-                Err(e) => vec![What::ActionFailed(format!("upstream restart: {e}"))],
+                Ok(()) => now(What::UpstreamUp(STOPPED)),
+                Err(e) => now(What::ActionFailed(format!("upstream restart: {e}"))),
             },
         }
     }

@@ -23,6 +23,27 @@ pub enum Kind {
     Init,
 }
 
+impl Outcome {
+    /// A valid answer that is not a search.
+    pub fn ok() -> Outcome {
+        Outcome::Ok {
+            strategy: None,
+            candidates: None,
+            embedded: None,
+        }
+    }
+
+    /// A search answer, from its `_meta` (or `metadata`) object.
+    fn search(meta: &Value) -> Outcome {
+        let count = |field: &str| meta.get(field).and_then(Value::as_u64);
+        Outcome::Ok {
+            strategy: Some(strategy(meta)),
+            candidates: count("candidates"),
+            embedded: count("embedded"),
+        }
+    }
+}
+
 impl Kind {
     pub const ALL: [Kind; 5] = [
         Kind::Search,
@@ -51,9 +72,16 @@ impl Kind {
 /// What came back.
 #[derive(Debug, Clone)]
 pub enum Outcome {
-    /// A valid answer; for searches, the ranking `_meta` reports (`hybrid`, or `bm25 (fallback:
-    /// KIND)`).
-    Ok { strategy: Option<String> },
+    /// A valid answer; for searches, what its `_meta` (`metadata` over HTTP) reports.
+    Ok {
+        /// The ranking: `hybrid`, or `bm25 (fallback: KIND)`.
+        strategy: Option<String>,
+        /// `candidates`: the tools in scope.
+        candidates: Option<u64>,
+        /// `embedded`: how many candidates had a vector when vector or hybrid ranking ran
+        /// (absent under BM25, and from a filter that does not report it).
+        embedded: Option<u64>,
+    },
     Failed {
         /// A short name: `reset`, `status 503`, `jsonrpc -32603`, `isError`, ...
         what: String,
@@ -183,9 +211,7 @@ impl Worker<'_> {
                     .get("_meta")
                     .and_then(|m| m.get("mcp-tool-search/search"))
                 {
-                    Some(meta) => Outcome::Ok {
-                        strategy: Some(strategy(meta)),
-                    },
+                    Some(meta) => Outcome::search(meta),
                     None => failed("no search _meta", &reply),
                 },
                 Err(outcome) => outcome,
@@ -203,12 +229,12 @@ impl Worker<'_> {
         let outcome = match self.conn.exchange(request.as_bytes()) {
             Ok(reply) if reply.status == 200 => {
                 match serde_json::from_slice::<Value>(&reply.body) {
-                    Ok(v) if v.get("tools").is_some_and(Value::is_array) => Outcome::Ok {
-                        strategy: v
-                            .get("metadata")
-                            .map(strategy)
-                            .or_else(|| v.get("_meta").map(strategy)),
-                    },
+                    Ok(v) if v.get("tools").is_some_and(Value::is_array) => {
+                        match v.get("metadata").or_else(|| v.get("_meta")) {
+                            Some(meta) => Outcome::search(meta),
+                            None => Outcome::ok(),
+                        }
+                    }
                     _ => failed("bad body", &reply),
                 }
             }
@@ -258,7 +284,7 @@ impl Worker<'_> {
                     }
                 }
                 match tool_or_list(&reply, id, kind) {
-                    Ok(()) => Outcome::Ok { strategy: None },
+                    Ok(()) => Outcome::ok(),
                     Err(o) => o,
                 }
             }
@@ -277,7 +303,7 @@ impl Worker<'_> {
                 if let Some(s) = self.sessions.get_mut(upstream) {
                     *s = Some(Session { id, opened: start });
                 }
-                Outcome::Ok { strategy: None }
+                Outcome::ok()
             }
             Err(o) => o,
         };

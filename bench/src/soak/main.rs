@@ -8,14 +8,21 @@
 //! linear memory over time, the filter's stats and Envoy's log; writes `report.md` and
 //! `memory.csv` (and `memory.svg`) into the output directory and, for runs of 10 minutes or
 //! more, a "Chaos soak" section into `BENCHMARKS.md`. Exits non-zero when the filter caused an
-//! error or memory was not flat over the second half.
+//! error, memory was not flat over the second half, too few searches were hybrid while the
+//! sidecar was up, or hybrid ranking was slow to come back after a restart of the sidecar (the
+//! criteria: `report/criteria.rs`).
 //!
 //! ```text
 //! mcp-tool-search-soak --catalog-server BIN [--seconds 600] [--conns 12] [--think-ms 50]
-//!     [--sample-secs 5] [--catalog-every 30] [--embedder-every 90] [--embedder-down 20]
-//!     [--upstream-every 120] [--upstream-down 15] [--out-dir target/soak]
+//!     [--sample-secs 5] [--tools 120] [--catalog-every 30] [--embedder-every 90]
+//!     [--embedder-down 20] [--upstream-every 120] [--upstream-down 15] [--out-dir target/soak]
 //!     [--benchmarks BENCHMARKS.md]
 //! ```
+//!
+//! `--tools N`: the tools in each upstream's catalog (`catalog-server` serves any JSONL it is
+//! given, plus its built-in `slow_progress`); a change swaps and rewords the same few tools at
+//! any size (see `catalogs.rs`), so `--tools 10000` measures how fast a change is embedded in a
+//! large catalog.
 //!
 //! Envoy, the `.wasm`, the sidecar and its model are found as the end-to-end tests find them
 //! (`ENVOY_BIN`, `FILTER_WASM`, `EMBEDDER_BIN`, `MODEL_DIR`, else their places in the
@@ -67,6 +74,8 @@ pub struct Args {
     pub conns: usize,
     pub think: Duration,
     pub sample: Duration,
+    /// Tools in each catalog (`slow_progress` aside).
+    pub tools: usize,
     pub catalog_every: Duration,
     pub embedder_every: Duration,
     pub embedder_down: Duration,
@@ -83,6 +92,7 @@ fn parse_args() -> Result<Args> {
         conns: 12,
         think: Duration::from_millis(50),
         sample: Duration::from_secs(5),
+        tools: catalogs::DEFAULT_TOOLS,
         catalog_every: Duration::from_secs(30),
         embedder_every: Duration::from_secs(90),
         embedder_down: Duration::from_secs(20),
@@ -110,6 +120,7 @@ fn parse_args() -> Result<Args> {
                     Duration::from_millis(value()?.parse().map_err(|e| format!("--think-ms: {e}"))?)
             }
             "--sample-secs" => a.sample = secs(value()?)?,
+            "--tools" => a.tools = value()?.parse().map_err(|e| format!("--tools: {e}"))?,
             "--catalog-every" => a.catalog_every = secs(value()?)?,
             "--embedder-every" => a.embedder_every = secs(value()?)?,
             "--embedder-down" => a.embedder_down = secs(value()?)?,
@@ -171,7 +182,7 @@ fn run(args: &Args) -> Result<bool> {
     std::fs::create_dir_all(&args.out_dir)
         .map_err(|e| format!("{}: {e}", args.out_dir.display()))?;
     let dir = TestDir::new("soak").map_err(|e| e.to_string())?;
-    let catalogs = Catalogs::new()?;
+    let catalogs = Catalogs::new(args.tools)?;
     let wasm = harness::filter_wasm().map_err(|e| e.to_string())?;
 
     log("starting the embeddings sidecar and two catalog-servers");
@@ -253,11 +264,14 @@ fn run(args: &Args) -> Result<bool> {
                     log(&format!("{minute} min"));
                 }
             }
-            let happened = Instant::now();
-            for what in procs.act(*action, &catalogs, &dir) {
-                log(&format!("t={:.1}s {what:?}", t0.elapsed().as_secs_f64()));
+            for event in procs.act(*action, &catalogs, &dir) {
+                log(&format!(
+                    "t={:.1}s {:?}",
+                    event.at.saturating_duration_since(t0).as_secs_f64(),
+                    event.what
+                ));
                 if let Ok(mut e) = events.lock() {
-                    e.push(Event { at: happened, what });
+                    e.push(event);
                 }
             }
         }

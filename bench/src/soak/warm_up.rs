@@ -32,7 +32,10 @@ pub fn warm_up(addr: SocketAddr, served: usize) -> Result<String> {
         }
     }
     let start = Instant::now();
-    let deadline = start + Duration::from_secs(300);
+    // Five minutes, and more for large catalogs (`--tools`): the sidecar embeds some hundred
+    // texts a second on the 2-core machine.
+    let texts = u32::try_from(served * crate::UPSTREAMS).unwrap_or(u32::MAX);
+    let deadline = start + Duration::from_secs(300) + Duration::from_millis(20) * texts;
     loop {
         let h = health(addr);
         let embedded = |ns: &str| -> Option<(u64, u64)> {

@@ -22,10 +22,11 @@ pub fn benchmarks_section(inp: &Inputs, report: &str, passed: bool, failures: &[
             format!(" ({})", failures.join("; "))
         }
     );
-    // Setup to the memory table, headings one level down.
+    // The verdict's criteria (or, from an older report, the setup) to the memory table,
+    // headings one level down.
     let body: Vec<&str> = report
         .lines()
-        .skip_while(|l| !l.starts_with("## Setup"))
+        .skip_while(|l| !l.starts_with("## Verdict") && !l.starts_with("## Setup"))
         .take_while(|l| !l.starts_with("![memory") && !l.starts_with("### Over time"))
         .collect();
     for line in body {
@@ -114,6 +115,7 @@ mod tests {
             conns: 12,
             think: Duration::from_millis(50),
             sample: Duration::from_secs(5),
+            tools: 120,
             catalog_every: Duration::from_secs(30),
             embedder_every: Duration::from_secs(90),
             embedder_down: Duration::from_secs(20),
@@ -141,13 +143,17 @@ mod tests {
             watch_streams: vec![],
             served: 121,
         };
-        let report = "# Chaos soak\n\n2026-12-01 02:20 UTC, 600 s of load. **Verdict: PASS**\n\n## Setup\n\n- x\n\n### Errors by kind\n\nEvery failed request: `errors.csv`.\n\n## Memory\n\n| t |\n\n![memory over time](memory.svg)\n\n### Over time\n\n| 0 |\n";
+        let report = "# Chaos soak\n\n2026-12-01 02:20 UTC, 600 s of load. **Verdict: PASS**\n\n## Verdict\n\n| criterion | must be | measured | |\n\n## Setup\n\n- x\n\n### Errors by kind\n\nEvery failed request: `errors.csv`.\n\n## Memory\n\n| t |\n\n![memory over time](memory.svg)\n\n### Over time\n\n| 0 |\n";
         let s = benchmarks_section(&inp, report, true, &[]);
         assert!(
             s.starts_with("## Chaos soak\n\n`make soak SOAK_SECONDS=600` (2026-12-01 02:20 UTC)"),
             "{s}"
         );
         assert!(s.contains("\n### Setup\n"), "{s}");
+        assert!(
+            s.contains("\n### Verdict\n\n| criterion | must be | measured | |\n"),
+            "{s}"
+        );
         assert!(s.contains("\n#### Errors by kind\n"), "{s}");
         assert!(s.contains("`target/soak/errors.csv`"), "{s}");
         assert!(!s.contains("Over time") && !s.contains("![memory"), "{s}");

@@ -1,11 +1,13 @@
 //! The soak's verdict and report: causes of errors, latencies, fallbacks, memory over time.
 //! `causes.rs` tells expected errors from the filter's, `series.rs` and `chart.rs` hold memory
-//! over time, `ranking.rs` the search ranking by the sidecar's state, `benchmarks.rs` the
+//! over time, `criteria.rs` the ranking criteria of the verdict and how fast catalog changes
+//! are embedded, `ranking.rs` the search ranking by the sidecar's state, `benchmarks.rs` the
 //! section of BENCHMARKS.md.
 
 mod benchmarks;
 mod causes;
 mod chart;
+mod criteria;
 mod ranking;
 mod series;
 
@@ -167,6 +169,8 @@ pub fn write(inp: &Inputs) -> crate::Result<bool> {
     let series = series::series(inp.samples);
     let mut flat_rows = String::new();
     let mut all_flat = true;
+    // The series that grew most over the second half: (growth, name).
+    let mut worst: Option<(f64, &str)> = None;
     for s in &series {
         let start = s.points.first().map(|(_, v)| *v);
         let mid = s.at_or_after(total / 2);
@@ -178,7 +182,12 @@ pub fn write(inp: &Inputs) -> crate::Result<bool> {
             .map(|(_, v)| *v)
             .max();
         let (growth_text, flat) = match s.growth(total, args.sample) {
-            Some((_, _, g)) => (format!("{:+.1}%", g * 100.0), g <= MAX_GROWTH),
+            Some((_, _, g)) => {
+                if worst.is_none_or(|(w, _)| g > w) {
+                    worst = Some((g, s.name.as_str()));
+                }
+                (format!("{:+.1}%", g * 100.0), g <= MAX_GROWTH)
+            }
             None => ("n/a".to_owned(), false),
         };
         all_flat &= flat;
@@ -215,6 +224,40 @@ pub fn write(inp: &Inputs) -> crate::Result<bool> {
         ));
     }
 
+    // Ranking: hybrid while the sidecar is up, hybrid back after each restart; and how fast
+    // each catalog change was embedded (reported, not judged).
+    let end = inp.t0 + total;
+    let up = criteria::up_windows(inp.events, inp.t0);
+    let answers = criteria::answers(inp.records);
+    let share = criteria::hybrid_share(&up, &answers);
+    let restarts = criteria::recoveries(&up, &answers, end);
+    let embeddings = criteria::embeddings(&criteria::changes(inp.events), &up, &answers, end);
+    let embedded_reported = answers.iter().any(|a| a.embedded.is_some());
+    let share_text = match share.percent() {
+        Some(p) => format!("{p:.1}% ({} of {})", share.hybrid, share.searches),
+        None => "no search".to_owned(),
+    };
+    if !share.passed() {
+        failures.push(format!(
+            "hybrid {share_text} of the searches made while the sidecar was up, below {}%",
+            criteria::MIN_HYBRID_PERCENT
+        ));
+    }
+    let slow: Vec<String> = restarts
+        .iter()
+        .filter(|r| r.recovery.passed() == Some(false))
+        .map(|r| r.recovery.text())
+        .collect();
+    if !slow.is_empty() {
+        failures.push(format!(
+            "hybrid not back within {:.0} s after {} of {} sidecar restarts ({})",
+            criteria::MAX_RECOVERY.as_secs_f64(),
+            slow.len(),
+            restarts.len(),
+            slow.join(", ")
+        ));
+    }
+
     let passed = failures.is_empty();
     let stats = stat_delta(inp.stats_before, inp.stats_after);
     let stat = |suffix: &str| -> u64 {
@@ -244,6 +287,77 @@ pub fn write(inp: &Inputs) -> crate::Result<bool> {
             format!(" ({})", failures.join("; "))
         }
     );
+    let verdict = |ok: bool| if ok { "PASS" } else { "**FAIL**" };
+    let _ = writeln!(o, "## Verdict\n");
+    let _ = writeln!(o, "| criterion | must be | measured | |\n|---|---|---|---|");
+    let _ = writeln!(
+        o,
+        "| filter-caused request errors | 0 | {filter_errors} | {} |",
+        verdict(filter_errors == 0)
+    );
+    let _ = writeln!(
+        o,
+        "| lines of Envoy's log showing the Wasm VM failing | 0 | {} | {} |",
+        traps.len(),
+        verdict(traps.is_empty())
+    );
+    let _ = writeln!(
+        o,
+        "| Envoy running at the end | yes | {} | {} |",
+        if inp.envoy_alive { "yes" } else { "no" },
+        verdict(inp.envoy_alive)
+    );
+    let _ = writeln!(
+        o,
+        "| Wasm VMs created during the load | 0 | {vms_created} | {} |",
+        verdict(vms_created == 0)
+    );
+    let _ = writeln!(
+        o,
+        "| memory growth over the second half, worst series | at most {:.0}% each | {} | {} |",
+        MAX_GROWTH * 100.0,
+        worst.map_or("n/a".to_owned(), |(g, name)| format!(
+            "{:+.1}% ({})",
+            g * 100.0,
+            name.split(" (").next().unwrap_or(name)
+        )),
+        verdict(all_flat)
+    );
+    let _ = writeln!(
+        o,
+        "| searches hybrid while the sidecar is up, from the first hybrid answer ({}) | at least {}% | {share_text} | {} |",
+        share.from.map_or("none".to_owned(), |f| format!(
+            "{:.1} s",
+            f.saturating_duration_since(inp.t0).as_secs_f64()
+        )),
+        criteria::MIN_HYBRID_PERCENT,
+        verdict(share.passed())
+    );
+    let _ = writeln!(
+        o,
+        "| hybrid back after each restart of the sidecar, from its `listening on` | within {:.0} s | {} | {} |",
+        criteria::MAX_RECOVERY.as_secs_f64(),
+        if restarts.is_empty() {
+            "no restart".to_owned()
+        } else {
+            restarts
+                .iter()
+                .map(|r| r.recovery.text())
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
+        if restarts.iter().all(|r| r.recovery.passed().is_none()) {
+            "not judged"
+        } else {
+            verdict(slow.is_empty())
+        }
+    );
+    let _ = writeln!(
+        o,
+        "| a catalog change embedded: to the first answer with `embedded` = `candidates` | (reported) | {} | not judged |",
+        ranking::embeddings_summary(&embeddings, embedded_reported)
+    );
+    let _ = writeln!(o, "\n{}\n", criteria::DEFINITIONS);
     let _ = writeln!(o, "## Setup\n");
     let _ = writeln!(
         o,
@@ -260,7 +374,9 @@ pub fn write(inp: &Inputs) -> crate::Result<bool> {
         crate::ROUTES.get(1).copied().unwrap_or_default(),
         NAMESPACES.get(1).copied().unwrap_or_default(),
         crate::SEARCH_PATH,
-        inp.served, crate::catalogs::CORE, crate::catalogs::ROTATING
+        inp.served,
+        inp.served.saturating_sub(crate::catalogs::ROTATING + 1),
+        crate::catalogs::ROTATING
     );
     let _ = writeln!(
         o,
@@ -302,7 +418,7 @@ pub fn write(inp: &Inputs) -> crate::Result<bool> {
                     .iter()
                     .zip(NAMESPACES)
                     .map(|(r, ns)| match r {
-                        Ok((tools, notified)) => format!("{ns} {tools} tools, {notified} notified"),
+                        Ok(swap) => format!("{ns} {swap:?}"),
                         Err(e) => format!("{ns} {e}"),
                     })
                     .collect::<Vec<_>>()
@@ -449,7 +565,12 @@ pub fn write(inp: &Inputs) -> crate::Result<bool> {
         );
     }
 
-    o.push_str(&ranking::ranking_by_phase(inp));
+    o.push_str(&ranking::ranking_by_phase(inp, &restarts));
+    o.push_str(&ranking::embeddings_section(
+        inp,
+        &embeddings,
+        embedded_reported,
+    ));
 
     let _ = writeln!(o, "\n## Filter stats (Envoy `/stats`, during the load)\n");
     let _ = writeln!(o, "| stat | count |\n|---|---:|");
@@ -531,6 +652,11 @@ pub fn write(inp: &Inputs) -> crate::Result<bool> {
     std::fs::write(dir.join("errors.csv"), error_lines).map_err(|e| io("errors.csv", e))?;
     eprintln!("{o}");
     eprintln!("[soak] wrote {}/report.md", dir.display());
+    if passed {
+        eprintln!("[soak] verdict: PASS");
+    } else {
+        eprintln!("[soak] verdict: FAIL: {}", failures.join("; "));
+    }
 
     if let Some(path) = &args.benchmarks {
         if args.seconds >= 600 {
@@ -546,6 +672,131 @@ pub fn write(inp: &Inputs) -> crate::Result<bool> {
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
+
+    /// A 100 s run through `write`: the sidecar killed at 45 s and listening again at 65 s;
+    /// 450 searches 0.1 s apart before the kill (the first `bm25_first` after the first one
+    /// not hybrid), BM25 while it is down, then one search a second, hybrid from `back` s
+    /// after the restart; flat memory. Returns the verdict and report.md.
+    fn run(name: &str, bm25_first: usize, back: u64) -> (bool, String) {
+        let t0 = Instant::now();
+        let at = |s: f64| t0 + Duration::from_secs_f64(s);
+        let dir = std::env::temp_dir().join(format!("soak-report-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let args = Args {
+            catalog_server: "cs".into(),
+            seconds: 100,
+            conns: 12,
+            think: Duration::from_millis(50),
+            sample: Duration::from_secs(5),
+            tools: 120,
+            catalog_every: Duration::from_secs(30),
+            embedder_every: Duration::from_secs(90),
+            embedder_down: Duration::from_secs(20),
+            upstream_every: Duration::from_secs(120),
+            upstream_down: Duration::from_secs(15),
+            out_dir: dir.clone(),
+            benchmarks: None,
+        };
+        let search = |s: f64, hybrid: bool| Record {
+            kind: Kind::Search,
+            upstream: 0,
+            start: at(s),
+            end: at(s + 0.001),
+            outcome: Outcome::Ok {
+                strategy: Some(if hybrid {
+                    "hybrid".to_owned()
+                } else {
+                    "bm25 (fallback: circuit_open)".to_owned()
+                }),
+                candidates: Some(120),
+                embedded: hybrid.then_some(120),
+            },
+            session_opened: None,
+        };
+        let mut records: Vec<Record> = (0..450)
+            .map(|i| search(0.1 * i as f64, i == 0 || i > bm25_first))
+            .collect();
+        records.extend((0..200).map(|i| search(45.0 + 0.1 * i as f64, false)));
+        records.extend((0..35).map(|i| search(65.0 + i as f64, i >= back)));
+        let events = [
+            Event {
+                at: at(45.0),
+                what: What::EmbedderDown,
+            },
+            Event {
+                at: at(65.0),
+                what: What::EmbedderUp,
+            },
+        ];
+        let samples: Vec<Sample> = (0..=20)
+            .map(|i| Sample {
+                at: Duration::from_secs(5 * i),
+                rss_kb: Some(100_000),
+                vms: vec![(0x1000, 2 << 20), (0x2000, 2 << 20)],
+            })
+            .collect();
+        let inp = Inputs {
+            args: &args,
+            load_start: String::new(),
+            t0,
+            elapsed: Duration::from_secs(100),
+            warm_up: String::new(),
+            records: &records,
+            events: &events,
+            samples: &samples,
+            stats_before: &[],
+            stats_after: &[],
+            vm_stats_before: &[],
+            vm_stats_after: &[],
+            envoy_log: "",
+            envoy_alive: true,
+            list_changed_seen: vec![0, 0],
+            watch_streams: vec![1, 1],
+            served: 121,
+        };
+        let passed = write(&inp).unwrap();
+        let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        (passed, report)
+    }
+
+    #[test]
+    fn the_verdict_fails_on_the_ranking_criteria() {
+        // 14 of 485 searches while up not hybrid (97.1%), hybrid back 4 s after the restart.
+        let (passed, report) = run("pass", 10, 4);
+        assert!(passed, "{report}");
+        assert!(report.contains("**Verdict: PASS**"), "{report}");
+        assert!(
+            report.contains("| searches hybrid while the sidecar is up, from the first hybrid answer (0.0 s) | at least 95% | 97.1% (471 of 485) | PASS |"),
+            "{report}"
+        );
+        assert!(
+            report.contains("| within 10 s | 4.0 s | PASS |"),
+            "{report}"
+        );
+        // 54 of 485 not hybrid: 88.9%.
+        let (passed, report) = run("share", 50, 4);
+        assert!(!passed);
+        assert!(
+            report.contains("**Verdict: FAIL** (hybrid 88.9% (431 of 485) of the searches made while the sidecar was up, below 95%)"),
+            "{report}"
+        );
+        // Hybrid back 12 s after the restart (97.5% hybrid).
+        let (passed, report) = run("recovery", 0, 12);
+        assert!(!passed);
+        assert!(
+            report.contains("hybrid not back within 10 s after 1 of 1 sidecar restarts (12.0 s)"),
+            "{report}"
+        );
+        assert!(
+            report.contains("| within 10 s | 12.0 s | **FAIL** |"),
+            "{report}"
+        );
+        // Never back.
+        let (passed, report) = run("never", 0, 100);
+        assert!(!passed);
+        assert!(report.contains("never (before the end)"), "{report}");
+    }
 
     #[test]
     fn trap_lines_are_found() {
