@@ -16,8 +16,9 @@
 
 mod support;
 
+use mcp_tool_search_wasm_tests::envoy_config::Cluster;
 use mcp_tool_search_wasm_tests::harness::{
-    self, free_port, Envoy, EnvoyOptions, FilterOptions, TestDir,
+    self, free_port, Embedder, Envoy, EnvoyOptions, FilterOptions, TestDir,
 };
 use mcp_tool_search_wasm_tests::mcp;
 use mcp_tool_search_wasm_tests::node::ServerEverything;
@@ -27,12 +28,17 @@ use std::net::SocketAddr;
 use support::*;
 
 fn envoy(upstream: SocketAddr, config: Value, dir: &TestDir) -> Envoy {
+    envoy_with(upstream, config, Vec::new(), dir)
+}
+
+fn envoy_with(upstream: SocketAddr, config: Value, clusters: Vec<Cluster>, dir: &TestDir) -> Envoy {
     let filter = FilterOptions {
         wasm: harness::filter_wasm().unwrap_or_else(|e| panic!("{e}")),
         config_json: config.to_string(),
     };
     let mut opts = EnvoyOptions::new(upstream, Some(filter));
     opts.catch_all_route = true;
+    opts.extra_clusters = clusters;
     Envoy::start(&opts, dir).unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -356,6 +362,91 @@ async fn hierarchical_search_metadata_and_its_fallback() {
         assert_eq!(status, 200, "{v}");
         assert_eq!(v["groups"][0]["group"], "stripe", "{v}");
         assert_eq!(v["groups"][0]["chosen"], true);
+    })
+    .await;
+}
+
+/// A replica that learned a server's tools from a client's `tools/list` (so it never fetched)
+/// knows none of its prompts or resources: a typed search for them, through the search tool and
+/// the HTTP endpoint, fetches them and answers in the same request.
+#[tokio::test]
+async fn a_replica_that_saw_only_tools_finds_prompts_and_resources_in_the_same_request() {
+    let dir = TestDir::new("prompts_resources_unseen").unwrap();
+    let everything = ServerEverything::start_on(free_port().unwrap(), &dir).unwrap();
+    let envoy = envoy(everything.addr, json!({}), &dir);
+    within("unseen kinds fetched, server-everything", async {
+        let client = Client::new(&envoy, &[]).open().await;
+        let (tools, _) = client.list("tools/list", "tools", "name").await;
+        assert_eq!(tools, ["tool_search"], "every tool progressive");
+        let (found, meta) = client
+            .search(
+                json!({"query": "choose a team member to lead the department", "type": "prompt"}),
+            )
+            .await;
+        assert_eq!(
+            found.first(),
+            Some(&entry("prompt", "completable-prompt")),
+            "{meta}"
+        );
+        let (status, _, body) = mcp::request(
+            "POST",
+            &envoy.url("/mcp/search"),
+            &[("content-type", "application/json")],
+            Some(br#"{"query":"binary base64 dynamic resource","type":"resource"}"#.to_vec()),
+        )
+        .await
+        .unwrap();
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(
+            v["results"][0]["definition"]["uriTemplate"],
+            "demo://resource/dynamic/blob/{resourceId}",
+            "{v}"
+        );
+    })
+    .await;
+}
+
+/// Under hybrid ranking prompts are embedded like tools (through the real sidecar): a prompt is
+/// found by a paraphrase that shares no word with it.
+#[tokio::test]
+async fn under_hybrid_ranking_a_prompt_is_found_by_paraphrase() {
+    let dir = TestDir::new("prompts_hybrid").unwrap();
+    let sidecar = Embedder::start(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let everything = ServerEverything::start_on(free_port().unwrap(), &dir).unwrap();
+    let config = json!({"search": {"ranking": "hybrid", "embeddings": {
+        "cluster": "embeddings", "model_id": "all-MiniLM-L6-v2", "dimensions": 384}}});
+    let envoy = envoy_with(
+        everything.addr,
+        config,
+        vec![Cluster::new("embeddings", sidecar.addr)],
+        &dir,
+    );
+    within("a prompt by paraphrase, hybrid", async {
+        let client = Client::new(&envoy, &[]).open().await;
+        client.list("prompts/list", "prompts", "name").await;
+        let query = json!({"query": "promote an employee to head a division", "type": "prompt"});
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let (found, meta) = loop {
+            let (found, meta) = client.search(query.clone()).await;
+            let embedded = meta["embedded"]
+                .as_u64()
+                .is_some_and(|n| Some(n) == meta["candidates"].as_u64());
+            if embedded || std::time::Instant::now() > deadline {
+                break (found, meta);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        };
+        assert_eq!(meta["strategy"], "hybrid", "{meta}");
+        assert_eq!(
+            meta["embedded"], meta["candidates"],
+            "every prompt embedded: {meta}"
+        );
+        assert_eq!(
+            found.first(),
+            Some(&entry("prompt", "completable-prompt")),
+            "{found:?} {meta}"
+        );
     })
     .await;
 }

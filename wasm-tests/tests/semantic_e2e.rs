@@ -1315,7 +1315,12 @@ async fn configured_headers_and_authority_reach_the_embeddings_service() {
 #[tokio::test]
 async fn a_tool_added_ranks_at_once_and_by_its_vector_within_one_batch() {
     const ADDED: &str = "payroll_issue_payslips";
-    let world = start("emb_change", plugin_config(json!({}), None), Via::Direct, true);
+    let world = start(
+        "emb_change",
+        plugin_config(json!({}), None),
+        Via::Direct,
+        true,
+    );
     {
         let client = world.pin(None).await;
         world.list(&client).await;
@@ -1339,12 +1344,19 @@ async fn a_tool_added_ranks_at_once_and_by_its_vector_within_one_batch() {
         world.list(&client).await;
         let r = world.search(&client, "monthly payroll payslip").await;
         assert_eq!(r.strategy(), "hybrid", "{}", r.summary());
-        assert_eq!(r.names.first().map(String::as_str), Some(ADDED), "{}", r.summary());
+        assert_eq!(
+            r.names.first().map(String::as_str),
+            Some(ADDED),
+            "{}",
+            r.summary()
+        );
         let r = eventually(
             "the added tool vector-ranked",
             world.timings.embedding(1),
             || async {
-                let r = world.search(&client, "pay the staff their monthly salaries").await;
+                let r = world
+                    .search(&client, "pay the staff their monthly salaries")
+                    .await;
                 if r.meta["embedded"] == r.meta["candidates"] {
                     Ok(r)
                 } else {
@@ -1354,7 +1366,12 @@ async fn a_tool_added_ranks_at_once_and_by_its_vector_within_one_batch() {
         )
         .await;
         assert_eq!(r.strategy(), "hybrid", "{}", r.summary());
-        assert_eq!(r.names.first().map(String::as_str), Some(ADDED), "{}", r.summary());
+        assert_eq!(
+            r.names.first().map(String::as_str),
+            Some(ADDED),
+            "{}",
+            r.summary()
+        );
     }
     assert_no_panic(&world);
 }
@@ -1369,13 +1386,21 @@ const RECOVERY: Duration = Duration::from_secs(10);
 /// are hybrid again within [`RECOVERY`] of it listening.
 #[tokio::test]
 async fn after_a_sidecar_restart_hybrid_answers_within_ten_seconds() {
-    let mut world = start("emb_restart", plugin_config(json!({}), None), Via::Direct, true);
+    let mut world = start(
+        "emb_restart",
+        plugin_config(json!({}), None),
+        Via::Direct,
+        true,
+    );
     let client = world.pin(None).await;
     world.list(&client).await;
     world
         .wait_embedded(world.timings.embedding(world.tools))
         .await;
-    world.search(&client, PARAPHRASE).await.assert_semantic("hybrid");
+    world
+        .search(&client, PARAPHRASE)
+        .await
+        .assert_semantic("hybrid");
     world.sidecar.stop();
     let down = Instant::now();
     while down.elapsed() < Duration::from_secs(15) {
@@ -1383,7 +1408,11 @@ async fn after_a_sidecar_restart_hybrid_answers_within_ten_seconds() {
         assert_eq!(r.strategy(), "bm25", "{}", r.summary());
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    assert!(world.stat("embeddings_circuit.opened") >= 1, "{}", world.all_stats());
+    assert!(
+        world.stat("embeddings_circuit.opened") >= 1,
+        "{}",
+        world.all_stats()
+    );
     world
         .sidecar
         .restart()
@@ -1399,7 +1428,10 @@ async fn after_a_sidecar_restart_hybrid_answers_within_ten_seconds() {
     })
     .await;
     r.assert_semantic("hybrid");
-    eprintln!("hybrid again {:?} after the sidecar listened", listening.elapsed());
+    eprintln!(
+        "hybrid again {:?} after the sidecar listened",
+        listening.elapsed()
+    );
     drop(client);
     assert_no_panic(&world);
 }

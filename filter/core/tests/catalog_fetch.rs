@@ -788,7 +788,12 @@ fn a_search_for_a_kind_never_seen_fetches_it_and_answers_in_the_same_request() {
     assert!(methods(&server).is_empty(), "tools are known: no fetch");
 
     let prompt = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"weekly report","type":"prompt"}}}"#;
-    let out = exchange(&mut env, post("/mcp"), prompt, ("200", "application/json", &[]));
+    let out = exchange(
+        &mut env,
+        post("/mcp"),
+        prompt,
+        ("200", "application/json", &[]),
+    );
     let (reply, parsed) = local_result(&out);
     assert_eq!(parsed[0]["definition"]["name"], "weekly_report", "{reply}");
     assert_eq!(lists(&server), 1);
@@ -796,7 +801,12 @@ fn a_search_for_a_kind_never_seen_fetches_it_and_answers_in_the_same_request() {
 
     // Resources: the server has none (it refuses the lists); known empty since that fetch.
     let resource = br#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"weekly report","type":"resource"}}}"#;
-    let out = exchange(&mut env, post("/mcp"), resource, ("200", "application/json", &[]));
+    let out = exchange(
+        &mut env,
+        post("/mcp"),
+        resource,
+        ("200", "application/json", &[]),
+    );
     let (reply, parsed) = local_result(&out);
     assert_eq!(parsed, json!([]), "{reply}");
     assert_eq!(lists(&server), 1, "no second fetch: {:?}", methods(&server));

@@ -78,6 +78,10 @@ struct ToolView<'a> {
 struct SchemaView {
     #[serde(default, rename = "inputSchema")]
     input_schema: Option<Value>,
+    /// A prompt's arguments (spec 2025-11-25 "Prompts": `name`, `description`, `required`):
+    /// what a prompt takes, as a tool's input schema says what it takes.
+    #[serde(default)]
+    arguments: Option<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -223,11 +227,18 @@ impl Tool {
     /// schema is indexed only when its weight is set, and embedded once per tool).
     pub fn schema_text(&self) -> String {
         let mut out = String::new();
-        if let Ok(SchemaView {
-            input_schema: Some(schema),
-        }) = serde_json::from_str(self.definition())
-        {
-            collect_schema_text(&schema, 0, &mut out);
+        if let Ok(view) = serde_json::from_str::<SchemaView>(self.definition()) {
+            if let Some(schema) = &view.input_schema {
+                collect_schema_text(schema, 0, &mut out);
+            }
+            for argument in view.arguments.iter().filter_map(Value::as_array).flatten() {
+                for field in ["name", "description"] {
+                    if let Some(text) = argument.get(field).and_then(Value::as_str) {
+                        out.push_str(text);
+                        out.push(' ');
+                    }
+                }
+            }
         }
         if out.len() > MAX_SCHEMA_TEXT_BYTES {
             let cut = (0..=MAX_SCHEMA_TEXT_BYTES)

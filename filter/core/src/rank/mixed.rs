@@ -360,4 +360,26 @@ mod tests {
         assert_eq!(r.strategy, Ranking::Bm25);
         assert_eq!(r.fallback.map(|f| f.kind), Some(FallbackKind::NotEmbedded));
     }
+
+    /// A prompt's arguments say what it is for as a tool's input schema does: they are
+    /// searched (and embedded) with its name and description.
+    #[test]
+    fn a_prompt_is_found_by_its_arguments() {
+        let catalogs = [catalog(
+            Entry::Prompt,
+            &[
+                r#"{"name":"completable","title":"Team Management","description":"First argument choice narrows values for second argument.","arguments":[{"name":"department","description":"Choose the department."},{"name":"name","description":"Choose a team member to lead the selected department."}]}"#,
+                r#"{"name":"simple","description":"A prompt with no arguments"}"#,
+            ],
+        )];
+        let r = search(
+            &catalogs,
+            &Config::default(),
+            &q("lead a department", 5, 0),
+            None,
+            lexical(),
+        );
+        let names: Vec<&str> = r.found.iter().map(|m| m.found.tool.name.as_str()).collect();
+        assert_eq!(names, ["completable"]);
+    }
 }
