@@ -26,6 +26,7 @@
 mod args;
 mod changes;
 mod client;
+mod embed_change;
 mod floor;
 mod gateway;
 mod http;
@@ -172,6 +173,14 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    log("embedding a catalog change: the filter's part, 121 and 10,000 tools");
+    let embed_change = match embed_change::measure() {
+        Ok(rows) => embed_change::section(&rows),
+        Err(e) => {
+            eprintln!("mcp-tool-search-bench: embedding a change failed: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let http = if args.skip_http {
         None
     } else {
@@ -220,8 +229,10 @@ fn main() -> ExitCode {
     // less often than this): a benchmark run keeps it.
     // ... and `--gateway` its own section, also kept.
     let old = std::fs::read_to_string(&args.out).unwrap_or_default();
-    let text =
-        text + &gateway_section.unwrap_or_else(|| gateway::section(&old)) + &soak_section(&old);
+    let text = text
+        + &embed_change
+        + &gateway_section.unwrap_or_else(|| gateway::section(&old))
+        + &soak_section(&old);
     if let Err(e) = std::fs::write(&args.out, text) {
         eprintln!("mcp-tool-search-bench: {}: {e}", args.out.display());
         return ExitCode::FAILURE;

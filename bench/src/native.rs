@@ -87,6 +87,21 @@ impl NativeEnv {
         out
     }
 
+    /// Runs the root's ticks, answering their calls with `serve`, until a tick makes none (every
+    /// tool has a vector, or the service failed); returns how many ticks made calls.
+    pub fn embed_all(&self, serve: &mut mcp_tool_search_core::Serve<'_>) -> usize {
+        let mut batches = 0;
+        loop {
+            let after = self.host.last_token();
+            self.tick();
+            if self.host.last_token() == after {
+                return batches;
+            }
+            batches += 1;
+            self.host.answer_calls(&self.root, None, after, serve);
+        }
+    }
+
     /// A search: the local reply's body.
     pub fn search(&self, body: &[u8]) -> Result<Vec<u8>> {
         match self.exchange(body, &Response::default()) {

@@ -17,7 +17,8 @@ use crate::http::HttpResults;
 use crate::InprocResults;
 use std::fmt::Write as _;
 use std::time::Duration;
-use units::{mark, mib, thousands};
+pub(crate) use units::thousands;
+use units::{mark, mib};
 
 pub struct Inputs<'a> {
     pub args: &'a Args,

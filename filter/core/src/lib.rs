@@ -48,7 +48,9 @@ pub use stream::RequestHead;
 
 // The native host, and the plugin state its drivers inspect.
 pub use fetch::{credential_of, MARKER_HEADER};
-pub use http::{exchange, CallSource, Exchanged, MemoryHost, MemoryStream, Request, Response};
+pub use http::{
+    exchange, CallSource, Exchanged, MemoryHost, MemoryStream, Request, Response, Serve,
+};
 pub use plugin::{fetch_secret, install_fetch_secret, FetchProgress};
 pub use store::{read_meta, update_meta, CatalogCache, CatalogMeta, Learned, MemorySharedData};
 

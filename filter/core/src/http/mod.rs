@@ -14,7 +14,9 @@ mod root;
 
 pub use context::{Context, METADATA_KEY};
 pub use host::{Action, Body, Direction, Headers, HttpHost};
-pub use memory::{exchange, CallSource, Exchanged, MemoryHost, MemoryStream, Request, Response};
+pub use memory::{
+    exchange, CallSource, Exchanged, MemoryHost, MemoryStream, Request, Response, Serve,
+};
 pub use root::StartError;
 
 use crate::plugin::Plugin;
