@@ -43,9 +43,18 @@ pub fn measure() -> Result<Vec<ChangeRow>> {
 fn measure_one(n: usize) -> Result<ChangeRow> {
     let mut config: Value = serde_json::from_str(&crate::inproc::plugin_config(&["/mcp".into()]))
         .map_err(|e| e.to_string())?;
-    config["search"]["ranking"] = json!("hybrid");
-    config["search"]["embeddings"] =
-        json!({"cluster": "embeddings", "model_id": "m", "dimensions": DIMENSIONS});
+    let search = config
+        .as_object_mut()
+        .ok_or("the plugin configuration is not an object")?
+        .entry("search")
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+        .ok_or("its search block is not an object")?;
+    search.insert("ranking".into(), json!("hybrid"));
+    search.insert(
+        "embeddings".into(),
+        json!({"cluster": "embeddings", "model_id": "m", "dimensions": DIMENSIONS}),
+    );
     let config = Config::parse(&config.to_string()).map_err(|e| e.to_string())?;
     let pool = mcp_tool_search_wasm_tests::catalog::generate(n + SWAPPED);
     if pool.len() < n + SWAPPED {
@@ -58,8 +67,14 @@ fn measure_one(n: usize) -> Result<ChangeRow> {
     after.extend(tools.get(n..).unwrap_or_default().iter().cloned());
     for tool in after.iter_mut().take(REWORDED) {
         let mut v: Value = serde_json::from_str(tool).map_err(|e| e.to_string())?;
-        let text = v["description"].as_str().unwrap_or_default().to_owned();
-        v["description"] = json!(format!("{text} Reworded."));
+        let text = v
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let reworded = json!(format!("{text} Reworded."));
+        if let Some(tool) = v.as_object_mut() {
+            tool.insert("description".into(), reworded);
+        }
         *tool = v.to_string();
     }
     let host = Rc::new(MemoryHost::default());
@@ -100,7 +115,11 @@ fn embed(
     let Ok(request) = serde_json::from_slice::<Value>(&call.body) else {
         return (Some("400".into()), Vec::new(), Vec::new());
     };
-    let inputs = request["input"].as_array().cloned().unwrap_or_default();
+    let inputs = request
+        .get("input")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     texts.set(texts.get() + inputs.len());
     let data: Vec<Value> = inputs
         .iter()
