@@ -9,14 +9,15 @@ impl Stream {
     /// Whether answering needs `namespace`'s catalog fetched first: there is none yet (for
     /// this caller, when the server's lists are private), or this caller's private one is due
     /// (no background refresh has this caller's credentials), or a kind the request searches
-    /// (`kinds`) was never seen: tools learned from a client's list come without the server's
-    /// prompts and resources, which a fetch lists beside them. At most once per request.
+    /// (`kinds`, asked only then) was never seen: tools learned from a client's list come
+    /// without the server's prompts and resources, which a fetch lists beside them. At most
+    /// once per request.
     pub(super) fn must_fetch(
         &self,
         config: &Config,
         env: &mut Env<'_>,
         namespace: &str,
-        kinds: &[Entry],
+        kinds: &dyn Fn() -> Vec<Entry>,
     ) -> bool {
         if !config.catalog.fetch || self.fetched {
             return false;
@@ -28,10 +29,11 @@ impl Stream {
         if index.catalog.is_empty() {
             return true;
         }
-        let unseen = kinds
-            .iter()
-            .any(|&k| k != Entry::Tool && !env.catalog_known(&k.catalog_key(namespace)));
-        if unseen && key == namespace {
+        let unseen = key == namespace
+            && kinds()
+                .into_iter()
+                .any(|k| k != Entry::Tool && !env.catalog_known(&k.catalog_key(namespace)));
+        if unseen {
             let meta = env.catalog_meta(namespace);
             return config.catalog.may_refetch(meta.attempt_ms, env.now_ms());
         }

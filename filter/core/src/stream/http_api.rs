@@ -31,7 +31,7 @@ impl Stream {
             Ok(namespace) => namespace,
             Err(refused) => return RequestBodyAction::Reply(refused),
         };
-        if self.must_fetch(config, env, &namespace, request.kind.entries()) {
+        if self.must_fetch(config, env, &namespace, &|| request.kind.entries().to_vec()) {
             // Another namespace than the route's is fetched from where it was last seen.
             let origin = if namespace == env.namespace() {
                 env.origin()

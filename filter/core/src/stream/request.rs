@@ -335,7 +335,9 @@ impl Stream {
                 }
             }
             if needs_catalog(config, &incoming)
-                && self.must_fetch(config, env, &namespace, &searched_kinds(config, &incoming))
+                && self.must_fetch(config, env, &namespace, &|| {
+                    searched_kinds(config, &incoming)
+                })
             {
                 if let Some(origin) = env.origin() {
                     return self.fetch(env, &namespace, origin, Pending::Mcp(incoming));
@@ -474,9 +476,9 @@ fn needs_catalog(config: &Config, incoming: &Incoming) -> bool {
     })
 }
 
-/// The kinds of entry the request's searches look for (tools for a list's query).
+/// The kinds of entry the request's searches look for besides tools.
 fn searched_kinds(config: &Config, incoming: &Incoming) -> Vec<Entry> {
-    let mut kinds = vec![Entry::Tool];
+    let mut kinds = Vec::new();
     for m in incoming.messages() {
         if let Kind::ToolsCall { name, arguments } = m.kind() {
             if Injected::of(config, name) == Some(Injected::Search) {
