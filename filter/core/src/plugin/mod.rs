@@ -250,6 +250,7 @@ impl Plugin {
         let Some(batch) = worker.take(token) else {
             return;
         };
+        // Given back at once, so the next batch (from any worker) need not wait for it to expire.
         let _ = store::release_lease(host, store::Lease::Embed, &batch.namespace, &self.vm_id);
         match embeddings::parse_response(config, status, body, batch.items.len(), config.timeout_ms)
         {
@@ -371,9 +372,8 @@ impl Plugin {
         }
     }
 
-    /// A background batch's outcome, shared through the circuit: its success closes the circuit
-    /// and ends every worker's backoff (the service is back); the embedding lease is given back
-    /// so the next batch need not wait for it to expire.
+    /// A background batch's outcome, shared through the circuit: its failure is noted, its
+    /// success closes the circuit and ends every worker's backoff (the service is back).
     fn background_outcome(&self, host: &dyn Host, failed: bool) {
         if let Some(t) = circuit::record_background(host, host.now_ms(), failed) {
             host.increment(t.stat(), 1);
