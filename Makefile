@@ -44,6 +44,7 @@ help:
 	@echo "make oci        the OCI image for Istio's WasmPlugin: $(OCI_ARCHIVE) (needs umoci, installed with apt-get)"
 	@echo "make run UPSTREAM=host:port LISTEN=port [PLUGIN_CONFIG=file]   the filter in front of any MCP server"
 	@echo "make eval [DATA=folder] [MIN_NDCG=x]   retrieval quality (tools.jsonl + queries.jsonl); fails below the BM25 NDCG@10 floor x"
+	@echo "                [EVAL_ARGS=...]        more eval arguments: --vectors FILE (cache embeddings), --sweep, --set key=value"
 	@echo "make playground [PLAYGROUND_PORT=$(PLAYGROUND_PORT)]   the operator playground (the filter's core in the browser), served at http://127.0.0.1:PORT/"
 	@echo "make test-playground   the playground's API natively and its page in headless Chromium (make test runs it)"
 	@echo "make lint       rustfmt and clippy (native and wasm32)"
@@ -152,9 +153,9 @@ eval:
 ifeq ($(EMBEDDINGS),1)
 	$(MAKE) --no-print-directory model embedder
 	cargo build --release --quiet -p mcp-tool-search-core --example eval
-	EMBEDDER_BIN=$(EMBEDDER_BIN) embedder/with-sidecar.sh sh -c '$(or $(CARGO_TARGET_DIR),target)/release/examples/eval "$$0" --embeddings "$$EMBEDDINGS_URL" $(if $(MIN_NDCG),--min-ndcg $(MIN_NDCG))' $(DATA)
+	EMBEDDER_BIN=$(EMBEDDER_BIN) embedder/with-sidecar.sh sh -c '$(or $(CARGO_TARGET_DIR),target)/release/examples/eval "$$0" --embeddings "$$EMBEDDINGS_URL" $(if $(MIN_NDCG),--min-ndcg $(MIN_NDCG)) $(EVAL_ARGS)' $(DATA)
 else
-	cargo run --release --quiet -p mcp-tool-search-core --example eval -- $(DATA) $(if $(MIN_NDCG),--min-ndcg $(MIN_NDCG))
+	cargo run --release --quiet -p mcp-tool-search-core --example eval -- $(DATA) $(if $(MIN_NDCG),--min-ndcg $(MIN_NDCG)) $(EVAL_ARGS)
 endif
 
 # demo.yaml loads the built .wasm, so its plugin configuration is checked too. Any config Envoy

@@ -23,8 +23,9 @@ use crate::index::bytes::{Reader, Writer};
 use crate::index::catalog::{Catalog, CatalogIndex, Tool};
 use std::rc::Rc;
 
-/// Names the format; a filter that writes another layout writes another magic.
-const MAGIC: &[u8; 8] = b"MTSIDX01";
+/// Names the format; a filter that writes another layout, or splits text into other terms (the
+/// terms are stored, the query is split by the loading filter), writes another magic.
+const MAGIC: &[u8; 8] = b"MTSIDX02";
 const TRAILER: usize = 4 + 4 + MAGIC.len();
 
 /// The snapshot of `index` for catalog `version`; `None` when its BM25 part is not built or a
@@ -181,14 +182,28 @@ fn write_tuning(w: &mut Writer, tuning: &Tuning) {
         w.f32(b);
     }
     w.u8(u8::from(tuning.per_field));
+    w.u8(from_lengths_mask(tuning));
+}
+
+fn from_lengths_mask(tuning: &Tuning) -> u8 {
+    tuning
+        .b_from_lengths
+        .iter()
+        .enumerate()
+        .fold(0, |m, (f, &on)| m | (u8::from(on) << f))
 }
 
 /// The tuning the index depends on (feedback is applied at query time).
-fn read_tuning(r: &mut Reader) -> Option<(f32, [f32; 3], bool)> {
-    Some((r.f32()?, [r.f32()?, r.f32()?, r.f32()?], r.u8()? != 0))
+fn read_tuning(r: &mut Reader) -> Option<(f32, [f32; 3], bool, u8)> {
+    Some((
+        r.f32()?,
+        [r.f32()?, r.f32()?, r.f32()?],
+        r.u8()? != 0,
+        r.u8()?,
+    ))
 }
 
-fn same_tuning(stored: &(f32, [f32; 3], bool), tuning: &Tuning) -> bool {
+fn same_tuning(stored: &(f32, [f32; 3], bool, u8), tuning: &Tuning) -> bool {
     stored.0.to_bits() == tuning.k1.to_bits()
         && stored
             .1
@@ -196,6 +211,7 @@ fn same_tuning(stored: &(f32, [f32; 3], bool), tuning: &Tuning) -> bool {
             .zip(&tuning.b)
             .all(|(a, b)| a.to_bits() == b.to_bits())
         && stored.2 == tuning.per_field
+        && stored.3 == from_lengths_mask(tuning)
 }
 
 #[cfg(test)]

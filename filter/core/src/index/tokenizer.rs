@@ -4,8 +4,11 @@
 
 use crate::index::stem::stem;
 
-/// Splits `text` into lowercase words at non-alphanumeric characters, camelCase humps
-/// (`getHTTPResponse` → get, http, response) and letter/digit boundaries (`v2api` → v, 2, api).
+/// Splits `text` into lowercase words at non-alphanumeric characters and camelCase humps
+/// (`getHTTPResponse` → get, http, response). Letters and digits stay together (`ec2`, `s3`,
+/// `oauth2`): split, they gave an id such as `a1b2c3d` or `run-CZcmD7eag` a handful of one- and
+/// two-character words that matched unrelated tools (on `mcp-real`, BM25 NDCG@10 0.615 → 0.640
+/// without that split; MetaTool unchanged). Lone ASCII characters are dropped (see `emit`).
 pub fn words(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for_each_word(text, &mut String::new(), |w| out.push(w.to_string()));
@@ -38,9 +41,7 @@ fn split_identifier(run: &str, buf: &mut String, f: &mut impl FnMut(&str)) {
         next = chars.next();
         let next_is_lower = next.is_some_and(|(_, c)| c.is_lowercase());
         let boundary = (prev.is_lowercase() && cur.is_uppercase())
-            || (prev.is_uppercase() && cur.is_uppercase() && next_is_lower)
-            || (prev.is_alphabetic() && cur.is_numeric())
-            || (prev.is_numeric() && cur.is_alphabetic());
+            || (prev.is_uppercase() && cur.is_uppercase() && next_is_lower);
         if boundary {
             emit(run.get(start..i), buf, f);
             start = i;
@@ -68,9 +69,7 @@ fn ascii_words(text: &str, buf: &mut String, f: &mut impl FnMut(&str)) {
             Some(s) => {
                 let next_is_lower = bytes.get(i + 1).is_some_and(u8::is_ascii_lowercase);
                 let boundary = (prev.is_ascii_lowercase() && cur.is_ascii_uppercase())
-                    || (prev.is_ascii_uppercase() && cur.is_ascii_uppercase() && next_is_lower)
-                    || (prev.is_ascii_alphabetic() && cur.is_ascii_digit())
-                    || (prev.is_ascii_digit() && cur.is_ascii_alphabetic());
+                    || (prev.is_ascii_uppercase() && cur.is_ascii_uppercase() && next_is_lower);
                 if boundary {
                     emit(text.get(s..i), buf, f);
                     start = Some(i);
@@ -85,7 +84,10 @@ fn ascii_words(text: &str, buf: &mut String, f: &mut impl FnMut(&str)) {
 }
 
 fn emit(word: Option<&str>, buf: &mut String, f: &mut impl FnMut(&str)) {
-    let Some(word) = word.filter(|w| !w.is_empty()) else {
+    // A lone ASCII letter or digit says nothing about a tool (the `s` of `user's`, the `3` of
+    // `PR 3`) yet matches whatever holds it; in other scripts one character can be a word, and
+    // takes more than one byte.
+    let Some(word) = word.filter(|w| w.len() > 1) else {
         return;
     };
     buf.clear();
@@ -253,12 +255,29 @@ mod tests {
     fn identifier_boundaries() {
         assert_eq!(words("github_create_issue"), ["github", "create", "issue"]);
         assert_eq!(words("getHTTPResponse"), ["get", "http", "response"]);
-        assert_eq!(words("s3.putObject"), ["s", "3", "put", "object"]);
-        assert_eq!(words("ipv4-lookup"), ["ipv", "4", "lookup"]);
+        assert_eq!(words("s3.putObject"), ["s3", "put", "object"]);
+        assert_eq!(words("ipv4-lookup"), ["ipv4", "lookup"]);
+        assert_eq!(
+            words("list_ec2_instances v2api"),
+            ["list", "ec2", "instances", "v2api"]
+        );
         assert_eq!(words("ResearchHelper"), ["research", "helper"]);
         assert_eq!(words("PDF_URLTool"), ["pdf", "url", "tool"]);
         assert_eq!(words("  Ünïcode wörds, ok?"), ["ünïcode", "wörds", "ok"]);
         assert_eq!(words(""), Vec::<String>::new());
+    }
+
+    /// What an agent's task carries beside its intent (ids, hashes, numbers, an `'s`) adds no
+    /// short word that would match unrelated tools.
+    #[test]
+    fn ids_and_lone_characters_add_no_short_words() {
+        assert_eq!(words("show commit a1b2c3d"), ["show", "commit", "a1b2c3d"]);
+        assert_eq!(
+            words("run-CZcmD7eagjhyX0vN"),
+            ["run", "zcm", "d7eagjhy", "x0v"]
+        );
+        assert_eq!(words("PR #3 is the user's"), ["pr", "is", "the", "user"]);
+        assert_eq!(words("x 天 y"), ["天"]);
     }
 
     /// The splitter as first written (a `Vec<char>` per run, a `String` per word): plain enough
@@ -273,8 +292,6 @@ mod tests {
                 let next_is_lower = chars.get(i + 1).is_some_and(|c| c.is_lowercase());
                 if (prev.is_lowercase() && cur.is_uppercase())
                     || (prev.is_uppercase() && cur.is_uppercase() && next_is_lower)
-                    || (prev.is_alphabetic() && cur.is_numeric())
-                    || (prev.is_numeric() && cur.is_alphabetic())
                 {
                     out.push(chars[start..i].iter().collect::<String>().to_lowercase());
                     start = i;
@@ -284,6 +301,7 @@ mod tests {
                 out.push(chars[start..].iter().collect::<String>().to_lowercase());
             }
         }
+        out.retain(|w| !(w.len() == 1 && w.is_ascii()));
         out
     }
 

@@ -68,6 +68,10 @@ pub struct FieldExplanation {
     pub avg_length: f32,
     pub weight: f32,
     pub b: f32,
+    /// `b` was derived from how much this field's length varies across the catalog
+    /// (`bm25::derived_b`) rather than configured.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub b_from_lengths: bool,
     pub normalized_tf: f32,
     pub score: f32,
 }
@@ -122,6 +126,7 @@ pub fn explain(index: &CatalogIndex, query: &str, scoring: &Scoring, doc: u32) -
                         avg_length: p.avg_length,
                         weight: p.weight,
                         b: p.b,
+                        b_from_lengths: p.b_from_lengths,
                         normalized_tf: p.normalized_tf,
                         score: if ts.tf > 0.0 {
                             ts.score * p.normalized_tf / ts.tf

@@ -15,6 +15,7 @@ fn tuned(k1: f32, b: [f32; 3], per_field: bool) -> Tuning {
     Tuning {
         k1,
         b,
+        b_from_lengths: [false; 3],
         per_field,
         ..Tuning::default()
     }
@@ -201,4 +202,63 @@ fn empty_index() {
     let index = Bm25Index::build(Vec::<Fields>::new(), FieldWeights::default());
     assert!(index.is_empty());
     assert!(index.scores("anything").is_empty());
+}
+
+#[test]
+fn descriptions_are_normalized_by_how_much_their_lengths_vary() {
+    // Lengths within ±50% of their mean: no normalization; a spread of 0.6 or less as well.
+    assert_eq!(derived_b([10.0, 14.0, 9.0, 12.0].into_iter()), 0.0);
+    // A catalog of one-liners and manuals (coefficient of variation 1.2 and more): BM25's 0.75.
+    let manuals = [4.0, 5.0, 6.0, 4.0, 5.0, 400.0];
+    assert_eq!(derived_b(manuals.into_iter()), B);
+    // Between, linear in the coefficient of variation: lengths 1 and 3 have a CV of 0.5,
+    // lengths 1 and 5 of 2/3, lengths 1 and 9 of 0.8.
+    assert_eq!(derived_b([1.0, 3.0].into_iter()), 0.0);
+    let b = derived_b([1.0, 9.0].into_iter());
+    assert!((b - B * (0.8 - 0.6) / 0.6).abs() < 1e-6, "{b}");
+    // Tools without the field do not count; fewer than two with it: no normalization.
+    assert_eq!(
+        derived_b([0.0, 0.0, 10.0, 14.0, 9.0, 12.0].into_iter()),
+        0.0
+    );
+    assert_eq!(derived_b([0.0, 500.0].into_iter()), 0.0);
+    assert_eq!(derived_b(std::iter::empty()), 0.0);
+}
+
+/// Real servers' catalogs: a manual-length description mentions every topic once; a terse one
+/// names its own. Normalized as the catalog's spread asks, the terse tool comes first; with the
+/// description's `b` fixed at 0 (MetaTool's), the manual does.
+#[test]
+fn a_terse_tool_outranks_a_manual_that_mentions_the_topic_in_passing() {
+    let manual = "Run a query. ".repeat(60) + "It also reads logs: logs of jobs, logs of builds.";
+    let docs = [
+        ("fetch_entries", "Read the logs."),
+        ("execute", manual.as_str()),
+        ("list_branches", "List branches."),
+        ("get_me", "Who you are."),
+        ("git_status", "Status of a repo."),
+        ("describe", "Describe a cluster in a sentence or two."),
+    ];
+    let derived = Bm25Index::build(fields(&docs), FieldWeights::default());
+    let fixed = Bm25Index::build_tuned(
+        fields(&docs),
+        FieldWeights::default(),
+        Tuning {
+            b_from_lengths: [false; 3],
+            ..Tuning::default()
+        },
+    );
+    let best = |index: &Bm25Index| {
+        let s = index.scores("read logs");
+        (0..s.len()).max_by(|&a, &b| s[a].total_cmp(&s[b])).unwrap()
+    };
+    assert_eq!(docs[best(&derived)].0, "fetch_entries");
+    assert_eq!(docs[best(&fixed)].0, "execute");
+    let explained = derived.explain("logs", 0, fields(&docs)[0]);
+    let description = &explained[0].fields[1];
+    assert!(description.b_from_lengths);
+    assert_eq!(description.b, B);
+    let explained = fixed.explain("logs", 0, fields(&docs)[0]);
+    assert!(!explained[0].fields[1].b_from_lengths);
+    assert_eq!(explained[0].fields[1].b, 0.0);
 }

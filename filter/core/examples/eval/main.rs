@@ -18,6 +18,9 @@
 //! vector weight). `--vectors FILE` keeps the embeddings of tools and queries in FILE and reads
 //! them from there next time (same texts only).
 
+mod metrics;
+mod reference;
+
 use mcp_tool_search_core::{
     embeddings_request, parse_embeddings, search, tool_text, Catalog, CatalogIndex, Config,
     Fallback, FallbackKind, Query, Ranking, Strategy, Tool, ToolVectors, Tuning, Vectors,
@@ -29,58 +32,12 @@ use std::net::TcpStream;
 use std::path::Path;
 use std::process::ExitCode;
 
+use metrics::Metrics;
+
 #[derive(Deserialize)]
 struct Labeled {
     query: String,
     relevant: Vec<String>,
-}
-
-#[derive(Default)]
-struct Metrics {
-    queries: usize,
-    r1: f64,
-    r5: f64,
-    ndcg10: f64,
-    mrr: f64,
-}
-
-impl Metrics {
-    fn add(&mut self, ranked: &[&str], relevant: &[String]) {
-        let is_rel = |name: &&str| relevant.iter().any(|r| r == name);
-        let rel_in = |k: usize| ranked.iter().take(k).filter(|n| is_rel(n)).count() as f64;
-        let total = relevant.len().max(1) as f64;
-        self.queries += 1;
-        self.r1 += rel_in(1) / total;
-        self.r5 += rel_in(5) / total;
-        let dcg: f64 = ranked
-            .iter()
-            .take(10)
-            .enumerate()
-            .filter(|(_, n)| is_rel(n))
-            .map(|(i, _)| 1.0 / ((i + 2) as f64).log2())
-            .sum();
-        let ideal: f64 = (0..relevant.len().min(10))
-            .map(|i| 1.0 / ((i + 2) as f64).log2())
-            .sum();
-        if ideal > 0.0 {
-            self.ndcg10 += dcg / ideal;
-        }
-        if let Some(rank) = ranked.iter().position(is_rel) {
-            self.mrr += 1.0 / (rank + 1) as f64;
-        }
-    }
-
-    fn line(&self, ranker: &str) -> String {
-        let n = self.queries.max(1) as f64;
-        format!(
-            "ranker={ranker} queries={} R@1={:.3} R@5={:.3} NDCG@10={:.3} MRR={:.3}",
-            self.queries,
-            self.r1 / n,
-            self.r5 / n,
-            self.ndcg10 / n,
-            self.mrr / n
-        )
-    }
 }
 
 fn read_lines(path: &Path) -> Result<Vec<String>, String> {
@@ -190,6 +147,28 @@ fn evaluate(
     metrics
 }
 
+/// The reference ranker's line for the whole set, then each half's.
+fn report_reference(reference: &reference::Reference, queries: &[Labeled]) -> [Metrics; 3] {
+    let score = |qs: &[Labeled]| {
+        let mut m = Metrics::default();
+        for q in qs {
+            m.add(&reference.rank(&q.query), &q.relevant);
+        }
+        m
+    };
+    let (first, second) = queries.split_at(queries.len() / 2);
+    let out = [score(queries), score(first), score(second)];
+    for (split, m) in ["", "split=first ", "split=second "].iter().zip(&out) {
+        println!("{split}{}", m.line("reference-bm25"));
+        if split.is_empty() {
+            if let Some(line) = m.multi_line("reference-bm25") {
+                println!("{line}");
+            }
+        }
+    }
+    out
+}
+
 /// The figures rank every tool: no cosine floor (its effect is reported on its own).
 fn with_ranking(ranking: Ranking, weight: f32) -> Config {
     let mut config = base_config();
@@ -236,10 +215,13 @@ fn apply(config: &mut Config, key: &str, v: f32) {
     let t: &mut Tuning = &mut config.search.tuning;
     match key {
         "k1" => t.k1 = v,
-        "b" => t.b = [v; 3],
-        "b_name" => t.b[0] = v,
-        "b_description" => t.b[1] = v,
-        "b_input_schema" => t.b[2] = v,
+        "b" => {
+            t.b = [v; 3];
+            t.b_from_lengths = [false; 3];
+        }
+        "b_name" => (t.b[0], t.b_from_lengths[0]) = (v, false),
+        "b_description" => (t.b[1], t.b_from_lengths[1]) = (v, false),
+        "b_input_schema" => (t.b[2], t.b_from_lengths[2]) = (v, false),
         "per_field" => t.per_field = v != 0.0,
         "feedback_docs" => t.feedback_docs = v as usize,
         "feedback_terms" => t.feedback_terms = v as usize,
@@ -262,6 +244,9 @@ fn report(
 ) -> Metrics {
     let whole = evaluate(index, config, queries, vectors);
     println!("{}", whole.line(ranker));
+    if let Some(line) = whole.multi_line(ranker) {
+        println!("{line}");
+    }
     let half = queries.len() / 2;
     let (first, second) = queries.split_at(half);
     let split_vectors = vectors.map(|(t, q)| {
@@ -519,6 +504,10 @@ fn run(
         queries.len()
     );
     let bm25 = report(&index, &config, &queries, None, "bm25");
+    report_reference(
+        &reference::Reference::build(index.catalog.tools()),
+        &queries,
+    );
     let grouped =
         config.group_separator.is_some() || config.tools.iter().any(|t| t.group.is_some());
     if grouped {
