@@ -147,8 +147,8 @@ fn evaluate(
     metrics
 }
 
-/// The reference ranker's line for the whole set, then each half's.
-fn report_reference(reference: &reference::Reference, queries: &[Labeled]) -> [Metrics; 3] {
+/// The reference ranker's lines for the whole set and each half.
+fn report_reference(reference: &reference::Reference, queries: &[Labeled]) {
     let score = |qs: &[Labeled]| {
         let mut m = Metrics::default();
         for q in qs {
@@ -157,16 +157,12 @@ fn report_reference(reference: &reference::Reference, queries: &[Labeled]) -> [M
         m
     };
     let (first, second) = queries.split_at(queries.len() / 2);
-    let out = [score(queries), score(first), score(second)];
-    for (split, m) in ["", "split=first ", "split=second "].iter().zip(&out) {
-        println!("{split}{}", m.line("reference-bm25"));
-        if split.is_empty() {
-            if let Some(line) = m.multi_line("reference-bm25") {
-                println!("{line}");
-            }
-        }
-    }
-    out
+    Metrics::print(
+        "reference-bm25",
+        &score(queries),
+        &score(first),
+        &score(second),
+    );
 }
 
 /// The figures rank every tool: no cosine floor (its effect is reported on its own).
@@ -243,10 +239,6 @@ fn report(
     ranker: &str,
 ) -> Metrics {
     let whole = evaluate(index, config, queries, vectors);
-    println!("{}", whole.line(ranker));
-    if let Some(line) = whole.multi_line(ranker) {
-        println!("{line}");
-    }
     let half = queries.len() / 2;
     let (first, second) = queries.split_at(half);
     let split_vectors = vectors.map(|(t, q)| {
@@ -255,8 +247,7 @@ fn report(
     });
     let a = evaluate(index, config, first, split_vectors.map(|(a, _)| a));
     let b = evaluate(index, config, second, split_vectors.map(|(_, b)| b));
-    println!("split=first {}", a.line(ranker));
-    println!("split=second {}", b.line(ranker));
+    Metrics::print(ranker, &whole, &a, &b);
     whole
 }
 

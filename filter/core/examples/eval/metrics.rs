@@ -65,4 +65,14 @@ impl Metrics {
             .as_ref()
             .map(|m| format!("subset=multi {}", m.line(ranker)))
     }
+
+    /// The lines of a ranker over the whole set (then its multi-tool subset) and each half.
+    pub fn print(ranker: &str, whole: &Metrics, first: &Metrics, second: &Metrics) {
+        println!("{}", whole.line(ranker));
+        if let Some(line) = whole.multi_line(ranker) {
+            println!("{line}");
+        }
+        println!("split=first {}", first.line(ranker));
+        println!("split=second {}", second.line(ranker));
+    }
 }
