@@ -253,7 +253,8 @@ fn explain_true_explains_each_result_term_by_term_and_field_by_field() {
         }
     }
     // stripe_refund_charge: "refund" in name and description, "charg" likewise; in that order
-    // (query order), each with the name field first.
+    // (query order), each with the name field first; then the words its name holds as written,
+    // scored over names alone.
     let first = &explained[0];
     assert_eq!(first["name"], "stripe_refund_charge", "{v}");
     let terms: Vec<&str> = first["bm25"]["terms"]
@@ -262,7 +263,15 @@ fn explain_true_explains_each_result_term_by_term_and_field_by_field() {
         .iter()
         .map(|t| t["term"].as_str().unwrap())
         .collect();
-    assert_eq!(terms, ["refund", "charg"], "{first}");
+    assert_eq!(terms, ["refund", "charg", "refund", "charge"], "{first}");
+    let written: Vec<bool> = first["bm25"]["terms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name_as_written"].as_f64() == Some(0.2))
+        .collect();
+    assert_eq!(written, [false, false, true, true], "{first}");
+    assert_eq!(first["bm25"]["terms"][3]["fields"][0]["field"], "name");
     let fields: Vec<&str> = first["bm25"]["terms"][0]["fields"]
         .as_array()
         .unwrap()

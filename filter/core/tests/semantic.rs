@@ -95,10 +95,11 @@ fn vectors_rank_when_the_query_and_every_tool_embedded() {
 fn hybrid_fuses_both_rankings() {
     let mut env = env("hybrid");
     env.query_vectors = Some(Rc::new(|_: &str| vec![0.0, 1.0]));
-    let (names, meta) = search(&mut env, "refund");
+    let (names, meta) = search(&mut env, "refund my money please");
     assert_eq!(meta["strategy"], "hybrid");
     // slack by meaning (cosine 1), stripe by its term (cosine 0.8); get_weather neither
-    // (cosine 0, below the floor).
+    // (cosine 0, below the floor). Stripe holds one of the query's three words: the vector
+    // share is 0.85 - 0.5 / 3.
     assert_eq!(names, ["slack_post_message", "stripe_refund_charge"]);
     assert_eq!(meta["matches"], 2);
 }
@@ -215,10 +216,15 @@ fn a_failing_service_opens_the_circuit_then_one_probe_closes_it() {
 
 // ---- the hybrid formula and the threshold (README "Scores") ------------------------------------
 
-/// Three tools where words and meaning disagree on "refund charge": `refund_charge` shares both
-/// terms, `refund_payment` one, `payment_undo` none but means it most.
+/// Three tools where words and meaning disagree on the query: `refund_charge` shares two of its
+/// five terms, `refund_payment` one, `payment_undo` none but means it most.
 const FUSED_TOOLS: &[u8] = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"refund_charge","description":"Refund a charge"},{"name":"refund_payment","description":"Refund a payment"},{"name":"payment_undo","description":"Undo a payment"}]}}"#;
-const FUSED_QUERY: &str = "refund charge";
+const FUSED_QUERY: &str = "refund charge money back please";
+/// The best lexical match holds 2 of the query's 5 terms: the vector share is the configured
+/// weight less 0.5 × 2/5.
+fn fused_weight(w: f32) -> f32 {
+    (w - 0.2).max(0.0)
+}
 /// The query's vector: every cosine is the tool vector's first component.
 const FUSED_QUERY_VECTOR: [f32; 2] = [1.0, 0.0];
 
@@ -331,8 +337,9 @@ fn close(a: f32, b: f32) -> bool {
     (a - b).abs() < 1e-5
 }
 
-/// The vector weight decides the fused order: 0.9 follows the cosine (payment_undo first, the
-/// term match last), 0.1 follows BM25 (refund_charge first, the term-less tool last).
+/// The vector weight decides the fused order: 0.9 (0.7 for this query) follows the cosine
+/// (payment_undo first, the term match last), 0.1 (0) follows BM25 (refund_charge first, the
+/// term-less tool last).
 #[test]
 fn hybrid_vector_weight_decides_the_fused_order() {
     let weighted = |w: f32| {
@@ -353,7 +360,8 @@ fn hybrid_vector_weight_decides_the_fused_order() {
 }
 
 /// The scores themselves: vector scores are the cosine; hybrid scores are w × the cosine
-/// min-max normalized over the matching candidates + (1 − w) × BM25 over the best candidate's.
+/// min-max normalized over the matching candidates + (1 − w) × BM25 over the best candidate's,
+/// w the configured weight less 0.5 × the share of the query's terms the best BM25 match holds.
 #[test]
 fn hybrid_score_is_the_documented_formula() {
     let config = |ranking: &str, extra: &str| {
@@ -388,6 +396,7 @@ fn hybrid_score_is_the_documented_formula() {
         assert_eq!(hybrid.len(), 3, "{hybrid:?}");
         for (name, cos) in cosine {
             let normalized = (cos - 0.3) / (1.0 - 0.3);
+            let w = fused_weight(w);
             let want = w * normalized + (1.0 - w) * bm25_of(name);
             let got = score_of(&hybrid, name);
             assert!(close(got, want), "w {w}, {name}: {got} != {want}");
@@ -414,8 +423,9 @@ fn score_threshold_applies_to_vector_and_hybrid_scores() {
     let (names, meta) = names_with("vector", r#","score_threshold":0.5"#);
     assert_eq!(names, ["payment_undo", "refund_payment"]);
     assert_eq!(meta["matches"], 2, "{meta}");
-    // Hybrid, w 0.9: 0.9, 0.9 × 3/7 + 0.1 × BM25 share (< 0.5), 0.1 (+ 0): only payment_undo
-    // reaches 0.5, though refund_payment's cosine (0.6) and refund_charge's BM25 (1) would.
+    // Hybrid, w 0.9 (0.7 for this query): 0.7, 0.7 × 3/7 + 0.3 × BM25 share (< 0.5), 0.3 (+ 0):
+    // only payment_undo reaches 0.5, though refund_payment's cosine (0.6) and refund_charge's
+    // BM25 (1) would.
     let (names, meta) = names_with("hybrid", r#","hybrid_vector_weight":0.9"#);
     assert_eq!(meta["matches"], 3);
     assert_eq!(names.len(), 3);
@@ -425,7 +435,7 @@ fn score_threshold_applies_to_vector_and_hybrid_scores() {
     );
     assert_eq!(names, ["payment_undo"]);
     assert_eq!(meta["matches"], 1, "{meta}");
-    // w 0.1: refund_charge 0.9 + 0; payment_undo 0.1, below 0.5 although its cosine is 1.
+    // w 0.1 (0): refund_charge 1; payment_undo 0, below 0.5 although its cosine is 1.
     let (names, _) = names_with(
         "hybrid",
         r#","hybrid_vector_weight":0.1,"score_threshold":0.5"#,

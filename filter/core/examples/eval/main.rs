@@ -13,8 +13,8 @@
 //! (`split=first|second ranker=...`), so the second half shows what the choice is worth on
 //! queries it never saw. `--set key=value` (repeatable) changes one parameter from the shipped
 //! default, for ablations and sweeps: `k1`, `b` (every field), `b_name`, `b_description`,
-//! `b_input_schema`, `per_field` (0/1), `feedback_docs`, `feedback_terms`,
-//! `feedback_weight`, `name`, `description`, `input_schema` (field weights), `hybrid` (the
+//! `b_input_schema`, `per_field` (0/1), `name_as_written`, `vector_weight_drop`,
+//! `feedback_docs`, `feedback_terms`, `feedback_weight`, `name`, `description`, `input_schema` (field weights), `hybrid` (the
 //! vector weight). `--vectors FILE` keeps the embeddings of tools and queries in FILE and reads
 //! them from there next time (same texts only).
 
@@ -198,6 +198,8 @@ const KEYS: &[&str] = &[
     "b_description",
     "b_input_schema",
     "per_field",
+    "name_as_written",
+    "vector_weight_drop",
     "feedback_docs",
     "feedback_terms",
     "feedback_weight",
@@ -219,6 +221,8 @@ fn apply(config: &mut Config, key: &str, v: f32) {
         "b_description" => (t.b[1], t.b_from_lengths[1]) = (v, false),
         "b_input_schema" => (t.b[2], t.b_from_lengths[2]) = (v, false),
         "per_field" => t.per_field = v != 0.0,
+        "name_as_written" => t.name_as_written = v,
+        "vector_weight_drop" => t.vector_weight_drop = v,
         "feedback_docs" => t.feedback_docs = v as usize,
         "feedback_terms" => t.feedback_terms = v as usize,
         "feedback_weight" => t.feedback_weight = v,

@@ -7,10 +7,9 @@
 //! own terms, whose saturating input (the pseudo term frequency) is computed at build time.
 
 use crate::config::{FieldWeights, Tuning};
-use crate::index::bytes::{Reader, Writer};
 use crate::index::fnv::FnvHashMap;
 use crate::index::stem::stem;
-use crate::index::tokenizer::{for_each_word, is_stop_word, terms};
+use crate::index::tokenizer::{for_each_word, is_stop_word, terms, words};
 use std::cmp::Ordering;
 
 pub const B: f32 = 0.75;
@@ -69,6 +68,9 @@ pub struct TermScore {
     pub score: f32,
     /// Per field (`FIELD_NAMES` order): the raw frequency, and the field's share of `tf`.
     pub fields: [FieldPart; FIELDS],
+    /// `Some(weight)`: a query word found as written in the name, scored over names alone
+    /// (`Tuning::name_as_written`), `score` weighted.
+    pub as_written: Option<f32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -113,6 +115,7 @@ impl Bm25Index {
         // Each distinct word's term (None: a stop word), worked out once: a catalog repeats a
         // few hundred words across hundreds of thousands of tokens.
         let mut memo: FnvHashMap<String, Option<u32>> = FnvHashMap::default();
+        let as_written = index.tuning.name_as_written > 0.0;
         let mut buf = String::new();
         for fields in docs {
             let mut tf: Vec<(u32, [f32; FIELDS])> = Vec::new();
@@ -135,6 +138,9 @@ impl Bm25Index {
                         add_tf(&mut tf, id, field, 1.0);
                         if let Some(l) = len.get_mut(field) {
                             *l += 1.0;
+                        }
+                        if as_written && field == 0 {
+                            add_tf(&mut tf, as_written_term(term_ids, word), 0, 1.0);
                         }
                     }
                 });
@@ -244,6 +250,30 @@ impl Bm25Index {
         seen
     }
 
+    /// The query's distinct words that some name holds as written, with their ids (none when
+    /// `Tuning::name_as_written` is 0).
+    pub fn as_written_terms(&self, query: &str) -> Vec<(String, u32)> {
+        let mut seen: Vec<(String, u32)> = Vec::new();
+        if self.tuning.name_as_written <= 0.0 {
+            return seen;
+        }
+        let mut key = String::new();
+        for word in words(query) {
+            if is_stop_word(&word) {
+                continue;
+            }
+            key.clear();
+            key.push(AS_WRITTEN);
+            key.push_str(&word);
+            if let Some(&id) = self.term_ids.get(&key) {
+                if !seen.iter().any(|(_, i)| *i == id) {
+                    seen.push((word, id));
+                }
+            }
+        }
+        seen
+    }
+
     /// The BM25 score of every document for `query` (0 where no term matches).
     pub fn scores(&self, query: &str) -> Vec<f32> {
         self.scores_and_matches(query).0
@@ -254,11 +284,17 @@ impl Bm25Index {
     pub fn scores_and_matches(&self, query: &str) -> (Vec<f32>, Vec<u32>) {
         let mut scores = vec![0.0; self.doc_count];
         let mut matched = Vec::new();
-        let ids: Vec<(u32, f32)> = self
+        let mut ids: Vec<(u32, f32)> = self
             .query_terms(query)
             .into_iter()
             .map(|(_, id)| (id, 1.0))
             .collect();
+        let weight = self.tuning.name_as_written;
+        ids.extend(
+            self.as_written_terms(query)
+                .into_iter()
+                .map(|(_, id)| (id, weight)),
+        );
         self.add_scores(&ids, &mut scores, Some(&mut matched));
         (scores, matched)
     }
@@ -345,10 +381,26 @@ impl Bm25Index {
             .get(doc as usize)
             .copied()
             .unwrap_or_default();
+        let name = words(fields.name);
+        let written = self.as_written_terms(query).into_iter().map(|(word, id)| {
+            let tf = name.iter().filter(|w| **w == word).count() as f32;
+            (
+                word,
+                id,
+                Some([tf, 0.0, 0.0]),
+                Some(self.tuning.name_as_written),
+            )
+        });
         self.query_terms(query)
             .into_iter()
-            .filter_map(|(term, id)| {
-                let (_, freq) = found.iter().find(|(t, _)| *t == id)?;
+            .map(|(term, id)| {
+                let freq = found.iter().find(|(t, _)| *t == id).map(|(_, f)| *f);
+                (term, id, freq, None)
+            })
+            .chain(written)
+            .filter_map(|(term, id, freq, as_written)| {
+                let freq = freq.filter(|f| f.iter().any(|&x| x > 0.0))?;
+                let freq = &freq;
                 let list = self.postings.get(id as usize)?;
                 let idf = self.idf(list.len());
                 let parts = self.field_parts(freq, &len);
@@ -369,103 +421,12 @@ impl Bm25Index {
                     term,
                     idf,
                     tf,
-                    score: self.saturate(idf, tf),
+                    score: as_written.unwrap_or(1.0) * self.saturate(idf, tf),
                     fields,
+                    as_written,
                 })
             })
             .collect()
-    }
-
-    /// The index in `snapshot`'s binary form (its weights and tuning are written by the caller).
-    pub(crate) fn write(&self, w: &mut Writer) -> Option<()> {
-        w.len(self.field_len.len())?;
-        for len in &self.field_len {
-            for l in len {
-                w.f32(*l);
-            }
-        }
-        for avg in self.avg_field_len {
-            w.f32(avg);
-        }
-        w.f32(self.avg_len);
-        // Terms in id order, so that reading them back gives each its id.
-        let mut terms: Vec<&str> = vec![""; self.term_ids.len()];
-        for (term, &id) in &self.term_ids {
-            *terms.get_mut(id as usize)? = term;
-        }
-        w.len(terms.len())?;
-        for term in terms {
-            w.bytes(term.as_bytes())?;
-        }
-        w.len(self.postings.len())?;
-        for list in &self.postings {
-            w.len(list.len())?;
-            for &(doc, tf) in list {
-                w.u32(doc);
-                w.f32(tf);
-            }
-        }
-        Some(())
-    }
-
-    /// What `write` wrote, for an index of `doc_count` documents built with `weights` and
-    /// `tuning`; `None` if it is not that.
-    pub(crate) fn read(
-        r: &mut Reader,
-        weights: FieldWeights,
-        tuning: Tuning,
-        doc_count: usize,
-    ) -> Option<Self> {
-        if r.len()? != doc_count {
-            return None;
-        }
-        let mut field_len = Vec::with_capacity(doc_count);
-        for _ in 0..doc_count {
-            field_len.push([r.f32()?, r.f32()?, r.f32()?]);
-        }
-        let avg_field_len = [r.f32()?, r.f32()?, r.f32()?];
-        let avg_len = r.f32()?;
-        let terms = r.len()?;
-        let mut term_ids: FnvHashMap<String, u32> = FnvHashMap::default();
-        for id in 0..terms {
-            let term = std::str::from_utf8(r.bytes()?).ok()?;
-            let id = u32::try_from(id).ok()?;
-            if *term_ids.entry(term.to_string()).or_insert(id) != id {
-                return None;
-            }
-        }
-        let lists = r.len()?;
-        if lists > terms {
-            return None;
-        }
-        let mut postings = Vec::with_capacity(lists);
-        for _ in 0..lists {
-            let n = r.len()?;
-            let mut list = Vec::with_capacity(n);
-            let mut last = None;
-            for _ in 0..n {
-                let (doc, tf) = (r.u32()?, r.f32()?);
-                // Documents ascending and in range: `term_score` searches them, `add_scores`
-                // indexes the score vector with them.
-                if doc as usize >= doc_count || last.is_some_and(|l| l >= doc) {
-                    return None;
-                }
-                last = Some(doc);
-                list.push((doc, tf));
-            }
-            postings.push(list);
-        }
-        Some(Bm25Index {
-            doc_count,
-            weights: [weights.name, weights.description, weights.input_schema],
-            tuning,
-            b: effective_b(&tuning, &field_len),
-            field_len,
-            avg_field_len,
-            avg_len,
-            term_ids,
-            postings,
-        })
     }
 
     /// Whether the input schema is a field (its weight is above 0).
@@ -526,6 +487,17 @@ pub fn derived_b(lengths: impl Iterator<Item = f32>) -> f32 {
     let mean = sum / n;
     let cv = (squares / n - mean * mean).max(0.0).sqrt() / mean;
     B * ((cv - 0.6) / 0.6).clamp(0.0, 1.0)
+}
+
+/// Marks a name's word as written (unstemmed) in the term dictionary: words are runs of
+/// letters and digits, so no stemmed term starts with it.
+const AS_WRITTEN: char = '=';
+
+fn as_written_term(term_ids: &mut FnvHashMap<String, u32>, word: &str) -> u32 {
+    let next = u32::try_from(term_ids.len()).unwrap_or(u32::MAX);
+    *term_ids
+        .entry(format!("{AS_WRITTEN}{word}"))
+        .or_insert(next)
 }
 
 fn term_of(term_ids: &mut FnvHashMap<String, u32>, word: &str) -> Option<u32> {
@@ -693,5 +665,6 @@ pub(crate) fn best_of(
     best
 }
 
+mod stored;
 #[cfg(test)]
 mod tests;

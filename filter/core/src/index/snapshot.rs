@@ -25,7 +25,7 @@ use std::rc::Rc;
 
 /// Names the format; a filter that writes another layout, or splits text into other terms (the
 /// terms are stored, the query is split by the loading filter), writes another magic.
-const MAGIC: &[u8; 8] = b"MTSIDX02";
+const MAGIC: &[u8; 8] = b"MTSIDX03";
 const TRAILER: usize = 4 + 4 + MAGIC.len();
 
 /// The snapshot of `index` for catalog `version`; `None` when its BM25 part is not built or a
@@ -183,6 +183,7 @@ fn write_tuning(w: &mut Writer, tuning: &Tuning) {
     }
     w.u8(u8::from(tuning.per_field));
     w.u8(from_lengths_mask(tuning));
+    w.f32(tuning.name_as_written);
 }
 
 fn from_lengths_mask(tuning: &Tuning) -> u8 {
@@ -194,16 +195,17 @@ fn from_lengths_mask(tuning: &Tuning) -> u8 {
 }
 
 /// The tuning the index depends on (feedback is applied at query time).
-fn read_tuning(r: &mut Reader) -> Option<(f32, [f32; 3], bool, u8)> {
+fn read_tuning(r: &mut Reader) -> Option<(f32, [f32; 3], bool, u8, f32)> {
     Some((
         r.f32()?,
         [r.f32()?, r.f32()?, r.f32()?],
         r.u8()? != 0,
         r.u8()?,
+        r.f32()?,
     ))
 }
 
-fn same_tuning(stored: &(f32, [f32; 3], bool, u8), tuning: &Tuning) -> bool {
+fn same_tuning(stored: &(f32, [f32; 3], bool, u8, f32), tuning: &Tuning) -> bool {
     stored.0.to_bits() == tuning.k1.to_bits()
         && stored
             .1
@@ -212,6 +214,7 @@ fn same_tuning(stored: &(f32, [f32; 3], bool, u8), tuning: &Tuning) -> bool {
             .all(|(a, b)| a.to_bits() == b.to_bits())
         && stored.2 == tuning.per_field
         && stored.3 == from_lengths_mask(tuning)
+        && stored.4.to_bits() == tuning.name_as_written.to_bits()
 }
 
 #[cfg(test)]
@@ -279,6 +282,10 @@ mod tests {
         let mut other = w;
         other.name += 1.0;
         assert!(decode(bytes.clone(), b"v1", "ns", other, t).is_none());
+        // Names as written are terms of their own: an index built without them has none.
+        let mut unwritten = t;
+        unwritten.name_as_written = 0.0;
+        assert!(decode(bytes.clone(), b"v1", "ns", w, unwritten).is_none());
         // Every truncation and every single-byte change of the trailer and meta either fails or
         // loads a well-formed index; none panics.
         for cut in 0..bytes.len() {

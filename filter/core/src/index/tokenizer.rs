@@ -113,13 +113,15 @@ pub fn terms(text: &str) -> Vec<String> {
 }
 
 /// English function words that carry no intent in a tool request ("can you *find* me *flights*").
-/// The list is the common NLTK one; measured on the MetaTool set it beats the short Lucene list
-/// (see the README's evaluation section).
+/// The list is the common NLTK one without "who" (tools answer who is on call, assigned, a
+/// member: kept, it raised the first halves of the schema set from 0.969 to 1.000 and of the
+/// service groups from 0.840 to 0.852 NDCG@10 and changed no other); measured on the MetaTool
+/// set it beats the short Lucene list (see the README's evaluation section).
 pub fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.binary_search(&word).is_ok()
 }
 
-const STOP_WORDS: [&str; 125] = [
+const STOP_WORDS: [&str; 124] = [
     "a",
     "about",
     "above",
@@ -237,7 +239,6 @@ const STOP_WORDS: [&str; 125] = [
     "where",
     "which",
     "while",
-    "who",
     "whom",
     "why",
     "will",

@@ -55,6 +55,10 @@ pub struct TermExplanation {
     pub score: f32,
     /// The fields the term was found in, in the order name, description, input_schema.
     pub fields: Vec<FieldExplanation>,
+    /// Set for a query word found as written (unstemmed) in the name: the weight of the
+    /// names-only BM25 that scored it; `score` includes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name_as_written: Option<f32>,
 }
 
 /// One field's part: `normalized_tf = weight × tf / (1 - b + b × length / avg_length)`;
@@ -141,6 +145,7 @@ pub fn explain(index: &CatalogIndex, query: &str, scoring: &Scoring, doc: u32) -
                     tf: ts.tf,
                     score: ts.score,
                     fields,
+                    name_as_written: ts.as_written,
                 }
             })
             .collect(),

@@ -13,7 +13,7 @@
 //! equally well rank side by side, and the best of a kind that matches one word of four does
 //! not rank beside the best of one that matches all four.
 
-use super::search::{self, Fallback, Found, Query, Vectors};
+use super::search::{self, coverage, Fallback, Found, Query, Vectors};
 use crate::config::entries::Entry;
 use crate::config::{Config, Ranking};
 use crate::index::bm25::{best_of, Hit};
@@ -41,23 +41,6 @@ pub struct MixedRanked<'a> {
     pub embedded: Option<usize>,
     /// Why no kind was ranked with vectors, when none was and the configuration asks for them.
     pub fallback: Option<Fallback>,
-}
-
-/// The share of the query's distinct terms that the entry at `doc` holds.
-fn coverage(index: &CatalogIndex, query: &str, doc: u32) -> f32 {
-    let mut asked = crate::index::tokenizer::terms(query);
-    crate::sort::sort(&mut asked);
-    asked.dedup();
-    if asked.is_empty() {
-        return 0.0;
-    }
-    let bm25 = index.bm25();
-    let held = bm25
-        .query_terms(query)
-        .iter()
-        .filter(|(_, id)| bm25.term_score(*id, doc) > 0.0)
-        .count();
-    held as f32 / asked.len() as f32
 }
 
 /// Whether the caller may use an entry of a kind, by its key.

@@ -17,8 +17,50 @@ fn tuned(k1: f32, b: [f32; 3], per_field: bool) -> Tuning {
         b,
         b_from_lengths: [false; 3],
         per_field,
+        name_as_written: 0.0,
         ..Tuning::default()
     }
+}
+
+/// A query word found as written in a name adds a second BM25, over names alone and their
+/// words unstemmed, at `name_as_written`: stemmed, `find_issues` and `find_issue` are one
+/// term, and a query for the issues would rank them by name alone.
+#[test]
+fn names_as_written_tell_word_forms_apart() {
+    let docs = [
+        ("find_issues", "In a repository."),
+        ("find_issue", "In a repository."),
+    ];
+    let plain = tuned(2.0, [0.75, 0.0, 0.75], true);
+    let written = Tuning {
+        name_as_written: 0.2,
+        ..plain
+    };
+    let build = |t| Bm25Index::build_tuned(fields(&docs), FieldWeights::default(), t);
+    let (plain, written) = (build(plain), build(written));
+    let before = plain.scores("the issues");
+    assert_eq!(before[0], before[1]);
+    let after = written.scores("the issues");
+    // "=issues" is in one name of two: idf ln 2; its pseudo frequency 2 × 1 / (0.25 + 0.75 ×
+    // 2 / 2), saturated with k1 2: ln 2 × 2 × 3 / (2 + 2), weighted 0.2.
+    let added = 0.2 * 2f32.ln() * 1.5;
+    assert!((after[0] - before[0] - added).abs() < 1e-6, "{after:?}");
+    assert_eq!(after[1], before[1]);
+    let singular = written.scores("an issue");
+    assert!(singular[1] > singular[0], "{singular:?}");
+    // Stop words are not names' words either.
+    assert_eq!(written.scores("in"), vec![0.0, 0.0]);
+    let explained = written.explain("the issues", 0, fields(&docs)[0]);
+    let part = explained.iter().find(|t| t.as_written.is_some()).unwrap();
+    assert_eq!((part.term.as_str(), part.as_written), ("issues", Some(0.2)));
+    assert!((part.score - added).abs() < 1e-6);
+    assert_eq!((part.fields[0].tf, part.fields[1].tf), (1.0, 0.0));
+    let total: f32 = explained.iter().map(|t| t.score).sum();
+    assert!((total - after[0]).abs() < 1e-6);
+    assert!(written
+        .explain("the issues", 1, fields(&docs)[1])
+        .iter()
+        .all(|t| t.as_written.is_none()));
 }
 
 #[test]

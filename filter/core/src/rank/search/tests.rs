@@ -153,7 +153,8 @@ fn a_candidate_without_a_vector_ranks_by_its_bm25_score_among_the_vectors() {
     );
     assert_eq!(names(&r), ["stripe_refund_charge"]);
     // Under hybrid ranking its normalized BM25 score (1: the only tool "refund" matches)
-    // stands for its normalized cosine: it leads slack (cosine 1, BM25 0: 0.75).
+    // stands for its normalized cosine: it leads slack (cosine 1, BM25 0). The best lexical
+    // match holds every word of the query: the vector share is 0.85 - 0.5, slack's score 0.35.
     let mut hybrid = config.clone();
     hybrid.search.ranking = Ranking::Hybrid;
     let r = search(
@@ -168,7 +169,7 @@ fn a_candidate_without_a_vector_ranks_by_its_bm25_score_among_the_vectors() {
     );
     assert_eq!((r.strategy, r.embedded), (Ranking::Hybrid, Some(4)));
     assert_eq!(names(&r), ["stripe_refund_charge", "slack_post_message"]);
-    assert!((r.found[0].score - 1.0).abs() < 1e-6 && (r.found[1].score - 0.75).abs() < 1e-6);
+    assert!((r.found[0].score - 1.0).abs() < 1e-6 && (r.found[1].score - 0.35).abs() < 1e-6);
     // No candidate embedded at all: BM25, and why.
     let nothing = |_: usize| None;
     let r = search(
@@ -387,4 +388,26 @@ fn hierarchical_groups_are_the_callers_own() {
     assert!(r.found.is_empty());
     let all = search(&idx, &config, &q("refund a charge", 5, 0), None, Err(off()));
     assert_eq!(all.routing.unwrap().groups, ["stripe"]);
+}
+
+/// The vector share of a hybrid score falls as the best lexical match holds more of the query:
+/// the configured weight with none of its words, 0.5 less with all, never below 0.
+#[test]
+fn the_vector_share_falls_as_the_best_lexical_match_covers_the_query() {
+    let mut config = Config::default();
+    assert_eq!(vector_weight(&config, 0.0), 0.85);
+    assert!((vector_weight(&config, 0.5) - 0.6).abs() < 1e-6);
+    assert!((vector_weight(&config, 1.0) - 0.35).abs() < 1e-6);
+    config.search.hybrid_vector_weight = 0.3;
+    assert_eq!(vector_weight(&config, 1.0), 0.0);
+    config.search.tuning.vector_weight_drop = 0.0;
+    assert_eq!(vector_weight(&config, 1.0), 0.3);
+    // The coverage counts the query's distinct terms, known to the catalog or not.
+    let idx = index(&Config::default());
+    let doc = idx
+        .named_ignoring_case("stripe_refund_charge")
+        .next()
+        .unwrap();
+    assert_eq!(coverage(&idx, "refund the charge", doc), 1.0);
+    assert_eq!(coverage(&idx, "refund refund money", doc), 0.5);
 }
