@@ -14,8 +14,8 @@
 //! queries it never saw. `--set key=value` (repeatable) changes one parameter from the shipped
 //! default, for ablations and sweeps: `k1`, `b` (every field), `b_name`, `b_description`,
 //! `b_input_schema`, `per_field` (0/1), `name_as_written`, `vector_weight_drop`,
-//! `feedback_docs`, `feedback_terms`, `feedback_weight`, `name`, `description`, `input_schema` (field weights), `hybrid` (the
-//! vector weight). `--vectors FILE` keeps the embeddings of tools and queries in FILE and reads
+//! `feedback_docs`, `feedback_terms`, `feedback_weight`, `name`, `description`,
+//! `input_schema` (field weights), `hybrid` (the vector weight). `--vectors FILE` keeps the embeddings of tools and queries in FILE and reads
 //! them from there next time (same texts only).
 
 mod metrics;

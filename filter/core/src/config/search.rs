@@ -136,8 +136,8 @@ impl Default for Tuning {
         // whose name and arguments repeat one query word does not outrank one that holds
         // several (k1 8, best on MetaTool alone by 0.007, lost 0.01 to 0.06 on the others).
         // Names as written at 0.2: +0.03 on `mcp-real`'s first half over none, +0.008 on
-        // MetaTool's; 0.3 and above gain on `mcp-real` and lose on the service groups. Names keep the usual normalization: a long name is a long list of words, each
-        // saying less. Pseudo-relevance feedback measured within noise on MetaTool's first half
+        // MetaTool's; 0.3 and above gain on `mcp-real` and lose on the service groups. Names
+        // keep the usual normalization: a long name is a long list of words, each saying less. Pseudo-relevance feedback measured within noise on MetaTool's first half
         // (and below on the held-out one and on the schema set) for a second pass over the
         // postings: off.
         Tuning {

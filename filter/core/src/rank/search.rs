@@ -446,8 +446,8 @@ pub(crate) fn coverage(index: &CatalogIndex, query: &str, doc: u32) -> f32 {
     held as f32 / asked.len() as f32
 }
 
-/// The vector share of a hybrid score for a query whose best lexical match (`best`) holds
-/// `coverage` of its distinct terms: the configured weight where it holds none, falling by
+/// The vector share of a hybrid score for a query whose best lexical match holds `coverage`
+/// of its distinct terms: the configured weight where it holds none, falling by
 /// `Tuning::vector_weight_drop` where it holds all. A query whose words the catalog uses
 /// (an agent's task naming the service and the object) is answered best by its words; one
 /// that paraphrases (a user's question against marketing descriptions) by its meaning. On the
