@@ -44,6 +44,7 @@ help:
 	@echo "make oci        the OCI image for Istio's WasmPlugin: $(OCI_ARCHIVE) (needs umoci, installed with apt-get)"
 	@echo "make run UPSTREAM=host:port LISTEN=port [PLUGIN_CONFIG=file]   the filter in front of any MCP server"
 	@echo "make eval [DATA=folder] [MIN_NDCG=x]   retrieval quality (tools.jsonl + queries.jsonl); fails below the BM25 NDCG@10 floor x"
+	@echo "make eval EMBEDDINGS=1 [MIN_NDCG_VECTOR=x] [MIN_NDCG_HYBRID=y]   also vector and hybrid ranking (the sidecar), with their floors"
 	@echo "                [EVAL_ARGS=...]        more eval arguments: --vectors FILE (cache embeddings), --sweep, --set key=value"
 	@echo "make playground [PLAYGROUND_PORT=$(PLAYGROUND_PORT)]   the operator playground (the filter's core in the browser), served at http://127.0.0.1:PORT/"
 	@echo "make test-playground   the playground's API natively and its page in headless Chromium (make test runs it)"
@@ -153,7 +154,7 @@ eval:
 ifeq ($(EMBEDDINGS),1)
 	$(MAKE) --no-print-directory model embedder
 	cargo build --release --quiet -p mcp-tool-search-core --example eval
-	EMBEDDER_BIN=$(EMBEDDER_BIN) embedder/with-sidecar.sh sh -c '$(or $(CARGO_TARGET_DIR),target)/release/examples/eval "$$0" --embeddings "$$EMBEDDINGS_URL" $(if $(MIN_NDCG),--min-ndcg $(MIN_NDCG)) $(EVAL_ARGS)' $(DATA)
+	EMBEDDER_BIN=$(EMBEDDER_BIN) embedder/with-sidecar.sh sh -c '$(or $(CARGO_TARGET_DIR),target)/release/examples/eval "$$0" --embeddings "$$EMBEDDINGS_URL" $(if $(MIN_NDCG),--min-ndcg $(MIN_NDCG)) $(if $(MIN_NDCG_VECTOR),--min-ndcg-vector $(MIN_NDCG_VECTOR)) $(if $(MIN_NDCG_HYBRID),--min-ndcg-hybrid $(MIN_NDCG_HYBRID)) $(EVAL_ARGS)' $(DATA)
 else
 	cargo run --release --quiet -p mcp-tool-search-core --example eval -- $(DATA) $(if $(MIN_NDCG),--min-ndcg $(MIN_NDCG)) $(EVAL_ARGS)
 endif
@@ -282,13 +283,20 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= request list sse config metadata tokenizer embeddings
 FUZZ_DIR := filter/core/fuzz
 FUZZ_PROFILE := CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_STRIP=false
+# What a run did, target by target: a campaign's figures (README "Fuzzing") are this file,
+# committed beside them.
+FUZZ_REPORT ?= $(FUZZ_DIR)/artifacts/report.md
 
 fuzz:
 	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 	@cargo +nightly fuzz --version >/dev/null 2>&1 || cargo install cargo-fuzz
 	cd filter/core && $(FUZZ_PROFILE) cargo +nightly fuzz build -s none
 	@for t in $(FUZZ_TARGETS); do test -d $(FUZZ_DIR)/corpus/$$t || { python3 $(FUZZ_DIR)/seed.py; break; }; done
-	@mkdir -p $(FUZZ_DIR)/artifacts; total=0; failed=""; \
+	@mkdir -p $(FUZZ_DIR)/artifacts $(dir $(FUZZ_REPORT)); total=0; failed=""; \
+	{ echo "# make fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)"; echo; \
+	  echo "$$(date -u +%Y-%m-%dT%H:%MZ), $$(git rev-parse --short HEAD 2>/dev/null), $$(rustc +nightly --version)"; echo; \
+	  echo "| target | seconds | executions | coverage | corpus files | crashed |"; \
+	  echo "|---|---|---|---|---|---|"; } > $(FUZZ_REPORT); \
 	for t in $(FUZZ_TARGETS); do \
 		log=$(FUZZ_DIR)/artifacts/$$t.log; \
 		echo "fuzz $$t for $(FUZZ_SECONDS) s"; \
@@ -298,10 +306,15 @@ fuzz:
 		grep -E 'panicked|^SUMMARY|^Test unit written' $$log || true; \
 		runs=$$(sed -n 's/^stat::number_of_executed_units: *//p' $$log | tail -1); \
 		runs=$${runs:-$$(grep -o '^#[0-9]*' $$log | tail -1 | tr -d '#')}; \
-		echo "fuzz $$t: $${runs:-0} executions, coverage $$(grep -o 'cov: [0-9]*' $$log | tail -1 | cut -d' ' -f2)"; \
+		cov=$$(grep -o 'cov: [0-9]*' $$log | tail -1 | cut -d' ' -f2); \
+		corpus=$$(ls $(FUZZ_DIR)/corpus/$$t 2>/dev/null | wc -l); \
+		crashed=$$(case " $$failed " in *" $$t "*) echo yes;; *) echo no;; esac); \
+		echo "fuzz $$t: $${runs:-0} executions, coverage $$cov, corpus $$corpus files"; \
+		echo "| $$t | $(FUZZ_SECONDS) | $${runs:-0} | $$cov | $$corpus | $$crashed |" >> $(FUZZ_REPORT); \
 		total=$$((total + $${runs:-0})); \
 	done; \
-	echo "fuzz: $$total executions in all"; \
+	echo "| all | | $$total | | | |" >> $(FUZZ_REPORT); \
+	echo "fuzz: $$total executions in all (report: $(FUZZ_REPORT))"; \
 	test -z "$$failed" || { echo "fuzz: crashed:$$failed (inputs in $(FUZZ_DIR)/artifacts/, logs beside them)" >&2; exit 1; }
 
 # wasm-bindgen-cli from crates.io, once per version (later runs find it in .cache/tools).

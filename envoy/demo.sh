@@ -7,7 +7,7 @@ LISTEN=${LISTEN:-10000}
 UPSTREAM_PORT=${UPSTREAM_PORT:-18081}
 ADMIN=${ADMIN:-9901}
 CATALOG=${CATALOG:-wasm-tests/data/catalog-300.jsonl}
-server=target/release/catalog-server
+server=${CATALOG_SERVER:-target/release/catalog-server}
 logs=$(mktemp -d -t mcp-tool-search-demo.XXXXXX)
 pids=()
 stop() {

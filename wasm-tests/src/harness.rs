@@ -46,6 +46,37 @@ fn next_id() -> u32 {
     COUNTER.fetch_add(1, Ordering::Relaxed)
 }
 
+/// Whether a test that lacks something it checks against (Envoy's binary, the OCI image) must
+/// fail instead of skipping: under CI, where a skip would pass unseen. CI is `CI` set to anything
+/// but empty, `0` or `false` (GitHub Actions, GitLab and most runners set `CI=true`), or
+/// `OCI_REQUIRED=1`, which `.ci/run` exports.
+pub fn required() -> bool {
+    required_by(
+        std::env::var("CI").ok().as_deref(),
+        std::env::var("OCI_REQUIRED").ok().as_deref(),
+    )
+}
+
+fn required_by(ci: Option<&str>, oci_required: Option<&str>) -> bool {
+    let ci = ci.is_some_and(|v| {
+        let v = v.trim();
+        !(v.is_empty() || v == "0" || v.eq_ignore_ascii_case("false"))
+    });
+    ci || oci_required == Some("1")
+}
+
+/// A test that cannot run here: under CI ([`required`]) an error, which the test fails with;
+/// elsewhere `SKIPPED test: why` on stderr, and the test returns.
+pub fn skip(test: &str, why: &str) -> Result<()> {
+    if required() {
+        return err(format!(
+            "{test}: {why} (required under CI: CI or OCI_REQUIRED=1 is set)"
+        ));
+    }
+    eprintln!("SKIPPED {test}: {why}");
+    Ok(())
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 mod tests;

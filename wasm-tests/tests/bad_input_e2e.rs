@@ -1225,3 +1225,56 @@ fn bad_inputs_never_break_the_client_or_the_worker() {
 
     eprintln!("bad-input table: {:?}", started.elapsed());
 }
+
+/// A plugin configuration the filter refuses is refused by Envoy itself: `envoy --mode
+/// validate` fails and so does a real start, each showing the filter's own message (the field,
+/// the value, what is allowed); the same Envoy configuration with a good plugin configuration
+/// validates and starts. Loaded fail-closed, the default: no listener serves without the filter.
+#[test]
+fn a_configuration_the_filter_refuses_stops_envoy_with_the_filters_message() {
+    use mcp_tool_search_wasm_tests::envoy_config::{
+        Bootstrap, HttpFilter, Listener, Route, VirtualHost, WasmFilter,
+    };
+    let wasm = harness::filter_wasm().unwrap_or_else(|e| panic!("{e}"));
+    let dir = TestDir::new("bad_configuration").unwrap();
+    let yaml = |plugin: &str| {
+        let listener = Listener::new("mcp_listener")
+            .virtual_host(VirtualHost::new(
+                "local",
+                &["*"],
+                vec![Route::prefix("/").direct(200, Some("ok"))],
+            ))
+            .filter(HttpFilter::wasm(&WasmFilter::new(&wasm, plugin)))
+            .filter(HttpFilter::router());
+        Bootstrap::new().listener(listener).to_yaml()
+    };
+    let bad = r#"{"search":{"max_allowable_results":0}}"#;
+    let message = "plugin configuration field `search.max_allowable_results` is 0; expected an integer from 1 to 100";
+    let validate = |plugin: &str, name: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, yaml(plugin)).unwrap();
+        std::process::Command::new(harness::envoy_bin().unwrap())
+            .args(["--mode", "validate", "--log-level", "warning", "-c"])
+            .arg(&path)
+            .output()
+            .unwrap()
+    };
+    let out = validate(bad, "bad.yaml");
+    let log = String::from_utf8_lossy(&[out.stdout, out.stderr].concat()).into_owned();
+    assert!(!out.status.success(), "validate passed:\n{log}");
+    assert!(log.contains(message), "{log}");
+    let out = validate(r#"{"search":{"max_allowable_results":1}}"#, "good.yaml");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let why = match Envoy::start_yaml(&yaml(bad), "wasm:info", &dir) {
+        Err(why) => why.to_string(),
+        Ok(_) => panic!("Envoy started with a configuration the filter refuses"),
+    };
+    assert!(why.contains(message), "{why}");
+    let envoy = Envoy::start_yaml(&yaml("{}"), "wasm:info", &dir).unwrap();
+    drop(envoy);
+}

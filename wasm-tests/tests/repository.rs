@@ -110,3 +110,18 @@ fn the_benchmarks_invocation_names_only_repository_paths() {
     );
     assert!(block.contains("make bench"), "{block}");
 }
+
+/// The `.wasm` operators load stays within its budget, 1 MiB (README "Performance"): every
+/// replica's every worker compiles it, an OCI registry serves it, and Istio fetches it per
+/// node. `make test` builds it the way `make wasm` does (release, `FILTER_WASM`).
+#[test]
+fn the_filter_wasm_stays_under_one_mebibyte() {
+    let wasm = harness::filter_wasm().unwrap();
+    let size = std::fs::metadata(&wasm).unwrap().len();
+    assert!(
+        size <= 1024 * 1024,
+        "{} is {size} bytes, over the 1 MiB budget by {}",
+        wasm.display(),
+        size - 1024 * 1024
+    );
+}

@@ -1,5 +1,5 @@
-//! The configurations shipped in `envoy/` that no Envoy here loads: the Istio `WasmPlugin`s and
-//! the docker-compose file. `make validate` runs `envoy --mode validate` on `demo.yaml`,
+//! The configurations shipped in `envoy/` that no Envoy here loads: the Istio `WasmPlugin`s, the
+//! Envoy Gateway `EnvoyExtensionPolicy` and the docker-compose file. `make validate` runs `envoy --mode validate` on `demo.yaml`,
 //! `gateway.yaml` and `baseline.yaml` (with the built `.wasm`, so demo's plugin configuration is checked by the
 //! filter itself); these need no cluster and no Docker. Each plugin configuration goes through
 //! the filter's own parser, the one that refuses a bad configuration in Envoy.
@@ -92,6 +92,160 @@ fn a_broken_istio_plugin_config_is_refused() {
     plugin["eager_pattern"] = Value::from(vec!["github_*"]);
     let err = Config::parse(&plugin.to_string()).expect_err("a misspelt field");
     assert!(err.to_string().contains("eager_pattern"), "{err}");
+}
+
+/// Fails on a field `node` has that Envoy Gateway's CRD does not: the API server would refuse it
+/// (or, without pruning off, Envoy Gateway would ignore it).
+fn assert_fields_known(what: &str, node: &Value, known: &[&str]) {
+    let map = node
+        .as_object()
+        .unwrap_or_else(|| panic!("{what} is not an object: {node}"));
+    let unknown: Vec<&String> = map
+        .keys()
+        .filter(|k| !known.contains(&k.as_str()))
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "{what}: fields {unknown:?} are not Envoy Gateway's (it has {known:?})"
+    );
+}
+
+/// An `EnvoyExtensionPolicy`'s `wasm[].code`, by `type` (Envoy Gateway's `WasmCodeSource`,
+/// api/v1alpha1/wasm_types.go).
+fn eg_wasm_code<'a>(what: &str, code: &'a Value) -> &'a Value {
+    assert_fields_known(what, code, &["type", "http", "image", "pullPolicy"]);
+    match code["type"].as_str() {
+        Some("Image") => {
+            assert!(code.get("http").is_none(), "{what}: type Image with http");
+            let image = &code["image"];
+            assert_fields_known(
+                &format!("{what}.image"),
+                image,
+                &["url", "sha256", "pullSecretRef", "tls"],
+            );
+            assert!(image["url"].is_string(), "{what}.image.url: {image}");
+            image
+        }
+        Some("HTTP") => {
+            assert!(code.get("image").is_none(), "{what}: type HTTP with image");
+            let http = &code["http"];
+            assert_fields_known(&format!("{what}.http"), http, &["url", "sha256", "tls"]);
+            let url = http["url"].as_str().unwrap_or_default();
+            assert!(url.starts_with("https://"), "{what}.http.url: {url:?}");
+            // Without it Envoy Gateway runs whatever the server sends.
+            assert!(http["sha256"].is_string(), "{what}.http.sha256: {http}");
+            http
+        }
+        other => panic!("{what}.type is {other:?}, not Image or HTTP"),
+    }
+}
+
+/// The YAML commented out in `text` from the comment line `# key:` on, for as long as the
+/// comment lines keep its indentation.
+fn commented_out(rel: &str, text: &str, key: &str) -> Value {
+    let first = format!("# {key}:");
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| l.trim_start() == first)
+        .unwrap_or_else(|| panic!("{rel}: no commented-out `{key}`"));
+    let prefix = &lines[start][..lines[start].find('#').unwrap() + 2];
+    let block: Vec<&str> = lines[start..]
+        .iter()
+        .map_while(|l| l.strip_prefix(prefix))
+        .collect();
+    let doc: serde_norway::Value = serde_norway::from_str(&block.join("\n"))
+        .unwrap_or_else(|e| panic!("{rel}: the commented-out `{key}` is not YAML: {e}"));
+    serde_json::to_value(doc).unwrap()
+}
+
+/// `envoy/envoy-gateway-extension-policy.yaml`: only fields of Envoy Gateway's CRD
+/// (api/v1alpha1: `EnvoyExtensionPolicySpec`, `Wasm`, `WasmCodeSource`), the image `make oci`
+/// builds as the Istio examples name it, fail-closed, and as `config` the sidecar `WasmPlugin`'s
+/// `pluginConfig`, which the filter accepts; the commented-out HTTP source is one too.
+#[test]
+fn the_envoy_gateway_policy_carries_the_istio_plugin_config() {
+    let rel = "envoy/envoy-gateway-extension-policy.yaml";
+    let doc = yaml(rel);
+    assert_eq!(doc["apiVersion"], "gateway.envoyproxy.io/v1alpha1", "{rel}");
+    assert_eq!(doc["kind"], "EnvoyExtensionPolicy", "{rel}");
+    assert!(doc["metadata"]["name"].is_string(), "{rel}: metadata.name");
+    let spec = &doc["spec"];
+    assert_fields_known(
+        "spec",
+        spec,
+        &[
+            "targetRef",
+            "targetRefs",
+            "targetSelectors",
+            "mergeType",
+            "wasm",
+            "extProc",
+            "lua",
+            "dynamicModule",
+        ],
+    );
+    let targets = spec["targetRefs"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{rel}: no spec.targetRefs"));
+    assert!(!targets.is_empty(), "{rel}: spec.targetRefs is empty");
+    for target in targets {
+        assert_fields_known(
+            "spec.targetRefs[]",
+            target,
+            &["group", "kind", "name", "sectionName"],
+        );
+        assert_eq!(target["group"], "gateway.networking.k8s.io", "{target}");
+        assert!(
+            target["kind"] == "HTTPRoute" || target["kind"] == "Gateway",
+            "{rel}: a target that is neither an HTTPRoute nor a Gateway: {target}"
+        );
+        assert!(target["name"].is_string(), "{target}");
+    }
+    let wasm = spec["wasm"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{rel}: no spec.wasm"));
+    assert_eq!(wasm.len(), 1, "{rel}: one Wasm extension");
+    let extension = &wasm[0];
+    assert_fields_known(
+        "spec.wasm[]",
+        extension,
+        &["name", "rootID", "code", "config", "failOpen", "env"],
+    );
+    assert!(extension["name"].is_string(), "{rel}: spec.wasm[].name");
+    assert_eq!(
+        extension["rootID"], "mcp_tool_search",
+        "demo.yaml's root_id"
+    );
+    // A filter that failed to load must not let requests through unread; stated, not defaulted.
+    assert_eq!(extension["failOpen"], false, "{rel}: spec.wasm[].failOpen");
+
+    let istio = yaml("envoy/istio-wasmplugin.yaml");
+    let istio_url = istio["spec"]["url"].as_str().unwrap();
+    let image = eg_wasm_code("spec.wasm[].code", &extension["code"]);
+    assert_eq!(
+        Some(image["url"].as_str().unwrap()),
+        istio_url.strip_prefix("oci://"),
+        "{rel}: not the image the Istio examples pull"
+    );
+    assert_eq!(
+        extension["config"], istio["spec"]["pluginConfig"],
+        "{rel}: config is not istio-wasmplugin.yaml's pluginConfig"
+    );
+    let config = parse_plugin_config(rel, &extension["config"].to_string());
+    // Envoy Gateway cannot set Envoy's allow_on_headers_stop_iteration either.
+    assert!(!config.hold_request_headers, "{rel}: hold_request_headers");
+    assert_eq!(config.mcp_paths, ["/mcp"]);
+    assert_eq!(config.search.tool_name, "tool_search");
+
+    let text = std::fs::read_to_string(workspace_root().join(rel)).unwrap();
+    let alternative = commented_out(rel, &text, "code");
+    assert_fields_known("the commented-out alternative", &alternative, &["code"]);
+    let http = eg_wasm_code("the commented-out code", &alternative["code"]);
+    assert!(
+        http["url"].as_str().unwrap().ends_with(".wasm"),
+        "{rel}: the HTTP source is the .wasm itself: {http}"
+    );
 }
 
 /// Every Wasm filter's `configuration` string in an Envoy bootstrap.

@@ -309,11 +309,76 @@ fn no_generated_request_runs_a_forbidden_tool_upstream() {
     );
 }
 
+/// What the filter must make of `mirrored` on a single `tools/call` of `name` whose body names no
+/// protocol version (Streamable HTTP 2026-07-28, "Server Validation"): `None` when they agree,
+/// else the `HeaderMismatch` message.
+fn mismatch(mirrored: &Mirrored, name: &str) -> Option<String> {
+    if mirrored.method.len() > 1 {
+        return Some("Header mismatch: Mcp-Method header sent more than once".into());
+    }
+    if let Some(method) = mirrored.method.first().filter(|m| *m != "tools/call") {
+        return Some(format!(
+            "Header mismatch: Mcp-Method header value '{method}' does not match body value 'tools/call'"
+        ));
+    }
+    let header = mirrored.name.first()?;
+    let named = [ALLOWED, FORBIDDEN, "tool_search", "call_tool"]
+        .into_iter()
+        .find(|n| n == header || b64(n) == *header)
+        .unwrap_or_else(|| panic!("not a name `mirrored` sends: {header}"));
+    (named != name).then(|| {
+        format!(
+            "Header mismatch: Mcp-Name header value '{named}' does not match body value '{name}'"
+        )
+    })
+}
+
+/// Without a policy the filter still refuses headers that disagree with the body (a component
+/// after it may route on them), and answers its own tool whenever they agree: it never reaches
+/// the upstream either way. A call of the upstream's tool with the same headers goes upstream,
+/// as sent, whenever they agree.
 #[test]
-fn without_a_policy_our_tools_are_answered_whatever_the_headers_say() {
+fn without_a_policy_our_tools_are_answered_unless_the_headers_disagree() {
     let mut rng = Rng(7);
     let mut env = TestEnv::new("{}");
+    let tools = json!({"jsonrpc":"2.0","id":1,"result":{"tools":[
+        {"name":FORBIDDEN,"description":"Refund a charge","inputSchema":{"type":"object"}},
+        {"name":ALLOWED,"description":"Get an issue","inputSchema":{"type":"object"}}]}});
+    let list = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    exchange(
+        &mut env,
+        post("/mcp"),
+        list,
+        ("200", "application/json", &[tools.to_string().as_bytes()]),
+    );
+    assert_eq!(sent_upstream().as_deref(), Some(&list[..]));
     let search = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"refund"}}}"#;
+    let upstream_call =
+        json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":ALLOWED,"arguments":{}}})
+            .to_string();
+    let upstream_answer = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#;
+    // The answer to the search with no mirrored header but the protocol version, which shapes it
+    // (`resultType` from 2026-07-28, `structuredContent` from 2025-06-18).
+    let mut answers = std::collections::HashMap::new();
+    let mut answer = |env: &mut TestEnv, version: Option<&String>| -> Vec<u8> {
+        answers
+            .entry(version.cloned())
+            .or_insert_with(|| {
+                let head = RequestHead {
+                    mcp: Mirrored::of(None, None, version.map(String::as_str)),
+                    ..post("/mcp")
+                };
+                let out = exchange(env, head, search, ("200", "application/json", &[]));
+                assert!(sent_upstream().is_none(), "{out:?}");
+                let (reply, found) = local_result(&out);
+                assert_eq!(reply["id"], 5, "{reply}");
+                assert_ne!(reply["result"]["isError"], true, "{reply}");
+                assert_eq!(found, json!([tools["result"]["tools"][0]]), "{reply}");
+                out.body().to_vec()
+            })
+            .clone()
+    };
+    let (mut answered, mut refused, mut forwarded) = (0, 0, 0);
     for _ in 0..2_000 {
         let (path, routed) = *rng.pick(&PATHS);
         if !routed {
@@ -330,7 +395,74 @@ fn without_a_policy_our_tools_are_answered_whatever_the_headers_say() {
             ("200", "application/json", &[]),
         );
         assert!(sent_upstream().is_none(), "{head:?} went upstream: {out:?}");
+        let Outcome::Local { status, body, .. } = &out else {
+            panic!("{head:?}: not answered by the filter: {out:?}")
+        };
+        match mismatch(&head.mcp, "tool_search") {
+            None => {
+                answered += 1;
+                let want = answer(&mut env, head.mcp.protocol_version.first());
+                assert_eq!(
+                    (*status, String::from_utf8_lossy(body)),
+                    (200, String::from_utf8_lossy(&want)),
+                    "{head:?}"
+                );
+            }
+            Some(message) => {
+                refused += 1;
+                let reply: Value = serde_json::from_slice(body).unwrap();
+                assert_eq!(
+                    (*status, reply),
+                    (
+                        400,
+                        json!({"jsonrpc":"2.0","id":5,"error":{"code":-32020,"message":message}})
+                    ),
+                    "{head:?}"
+                );
+            }
+        }
+
+        let out = exchange(
+            &mut env,
+            head.clone(),
+            upstream_call.as_bytes(),
+            ("200", "application/json", &[upstream_answer]),
+        );
+        match mismatch(&head.mcp, ALLOWED) {
+            None => {
+                forwarded += 1;
+                assert_eq!(
+                    sent_upstream().as_deref(),
+                    Some(upstream_call.as_bytes()),
+                    "{head:?}: {out:?}"
+                );
+                assert_eq!(
+                    out,
+                    Outcome::Upstream {
+                        body: upstream_answer.to_vec(),
+                        rewritten: false
+                    },
+                    "{head:?}"
+                );
+            }
+            Some(message) => {
+                assert!(sent_upstream().is_none(), "{head:?} went upstream: {out:?}");
+                let Outcome::Local {
+                    status: 400, body, ..
+                } = &out
+                else {
+                    panic!("{head:?}: {out:?}")
+                };
+                let reply: Value = serde_json::from_slice(body).unwrap();
+                assert_eq!(reply["error"]["message"], message, "{head:?}");
+            }
+        }
     }
+    // Every outcome is exercised: the generator is neither all agreement nor all mismatch.
+    assert!(
+        answered > 300 && refused > 300 && forwarded > 300,
+        "{answered} answered, {refused} refused, {forwarded} forwarded"
+    );
 }
 
 fn refusal(env: &mut TestEnv, head: RequestHead, body: &[u8]) -> (u32, Value) {
@@ -420,6 +552,63 @@ fn the_issue_s_bypasses_are_refused_with_a_reason() {
             env.count(mcp_tool_search_core::Event::RequestRefused(Refusal::Unreadable)),
             before + 1
         );
+    }
+    // JSON a strict reader rejects and a lenient one takes (Python's `json` reads `NaN` and lone
+    // surrogates, and nests as deep as its stack): refused, even for a tool the caller may use.
+    for (what, body) in [
+        (
+            "NaN",
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{ALLOWED}","arguments":{{"n":NaN}}}}}}"#
+            ),
+        ),
+        (
+            "a lone surrogate in the name",
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{ALLOWED}\ud800"}}}}"#
+            ),
+        ),
+    ] {
+        let before = env.count(mcp_tool_search_core::Event::RequestRefused(
+            Refusal::Unreadable,
+        ));
+        let (status, reply) = refusal(&mut env, support(), body.as_bytes());
+        assert_eq!(
+            (status, reply["error"]["code"].as_i64()),
+            (400, Some(-32600)),
+            "{what}: {reply}"
+        );
+        assert!(
+            reply["error"]["message"].as_str().unwrap().starts_with(
+                "Request refused: the authorization policy needs a body it can read in exactly one way"
+            ),
+            "{what}: {reply}"
+        );
+        assert_eq!(
+            env.count(mcp_tool_search_core::Event::RequestRefused(
+                Refusal::Unreadable
+            )),
+            before + 1,
+            "{what}"
+        );
+    }
+    // A lone surrogate, or nesting past 128 levels, inside `arguments` is in no field the
+    // decision reads (README "Authorization" (3)): the allowed call goes upstream as sent.
+    let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+    for arguments in [
+        r#"{"q":"\udc00"}"#.to_string(),
+        format!(r#"{{"q":{deep}}}"#),
+    ] {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{ALLOWED}","arguments":{arguments}}}}}"#
+        );
+        exchange(
+            &mut env,
+            support(),
+            body.as_bytes(),
+            ("200", "application/json", &[b"{}"]),
+        );
+        assert_eq!(sent_upstream().as_deref(), Some(body.as_bytes()));
     }
     // The sentinel form naming the right tool is accepted (the call goes upstream).
     let head = RequestHead {

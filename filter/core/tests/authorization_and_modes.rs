@@ -680,11 +680,33 @@ fn auto_mode_searches_until_the_whole_list_is_known() {
 /// `call_tool` already named `call_tool` in `mcp-name` upstream: the filter makes the call
 /// itself, with the caller's headers, and answers with the upstream's response as it came.
 /// A tool the caller may not use is never called; an unreachable upstream is an error result.
+/// A 2026-07-28 client's POST to /mcp; `mirrored`: with the `Mcp-Method`/`Mcp-Name` of a
+/// `call_tool` call.
+fn call_tool_headers(mirrored: bool) -> Vec<(String, String)> {
+    let mut headers: Vec<(String, String)> = vec![
+        (":method".into(), "POST".into()),
+        (":path".into(), "/mcp".into()),
+        (":authority".into(), "svc.local:8080".into()),
+        ("content-type".into(), "application/json".into()),
+        (
+            "accept".into(),
+            "application/json, text/event-stream".into(),
+        ),
+        ("mcp-protocol-version".into(), "2026-07-28".into()),
+    ];
+    if mirrored {
+        headers.push(("mcp-method".into(), "tools/call".into()));
+        headers.push(("mcp-name".into(), "call_tool".into()));
+    }
+    headers
+}
+
 #[test]
 fn call_tool_without_held_headers_is_made_by_the_filter() {
     use std::cell::RefCell;
     use std::rc::Rc;
-    let config = format!(r#"{{"search":{{"result_format":"summary"}},{POLICY}}}"#);
+    let config =
+        format!(r#"{{"search":{{"result_format":"summary","call_timeout":"42s"}},{POLICY}}}"#);
     let mut env = env_with(&config);
     env.route = Some(("mcp_upstream".into(), "svc.local:8080".into()));
     let seen: Rc<RefCell<Vec<mcp_tool_search_core::HttpCall>>> = Rc::default();
@@ -702,26 +724,13 @@ fn call_tool_without_held_headers_is_made_by_the_filter() {
     }));
     let parsed = mcp_tool_search_core::Config::parse(&config).unwrap();
     let head = |role: &str| {
-        RequestHead::from_headers(
-            &parsed,
-            &[
-                (":method".into(), "POST".into()),
-                (":path".into(), "/mcp".into()),
-                (":authority".into(), "svc.local:8080".into()),
-                ("content-type".into(), "application/json".into()),
-                (
-                    "accept".into(),
-                    "application/json, text/event-stream".into(),
-                ),
-                ("mcp-protocol-version".into(), "2026-07-28".into()),
-                ("mcp-method".into(), "tools/call".into()),
-                ("mcp-name".into(), "call_tool".into()),
-                ("x-user-roles".into(), role.into()),
-                ("authorization".into(), "Bearer t0k3n".into()),
-                ("content-length".into(), "999".into()),
-            ],
-            || None,
-        )
+        let mut headers = call_tool_headers(true);
+        headers.extend([
+            ("x-user-roles".into(), role.into()),
+            ("authorization".into(), "Bearer t0k3n".into()),
+            ("content-length".into(), "999".into()),
+        ]);
+        RequestHead::from_headers(&parsed, &headers, || None)
     };
     let body = |tool: &str| {
         serde_json::to_vec(
@@ -755,6 +764,7 @@ fn call_tool_without_held_headers_is_made_by_the_filter() {
         panic!("{calls:?}")
     };
     assert_eq!(made.cluster, "mcp_upstream");
+    assert_eq!(made.timeout_ms, 42_000, "search.call_timeout");
     let header = |name: &str| {
         made.headers
             .iter()
@@ -803,4 +813,66 @@ fn call_tool_without_held_headers_is_made_by_the_filter() {
         .as_str()
         .unwrap()
         .contains("did not reach the server"));
+}
+
+/// Without a policy, a request over 256 KiB goes on unread (it is no list or search); but a
+/// 2026-07-28 client's `call_tool` (its `Mcp-Method`/`Mcp-Name` headers say so) is read up to
+/// `max_body_bytes` however large its arguments: only the filter can answer it, and passed on
+/// unread the server would answer "unknown tool".
+#[test]
+fn a_large_call_tool_is_read_whole_without_a_policy() {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    let config = r#"{"search":{"result_format":"summary"}}"#;
+    let mut env = env_with(config);
+    env.route = Some(("mcp_upstream".into(), "svc.local:8080".into()));
+    let seen: Rc<RefCell<Vec<mcp_tool_search_core::HttpCall>>> = Rc::default();
+    let record = Rc::clone(&seen);
+    env.upstream = Some(Rc::new(move |call| {
+        record.borrow_mut().push(call.clone());
+        (
+            Some("200".into()),
+            vec![("content-type".into(), "application/json".into())],
+            br#"{"jsonrpc":"2.0","id":"c","result":{"content":[{"type":"text","text":"posted"}]}}"#
+                .to_vec(),
+        )
+    }));
+    let parsed = mcp_tool_search_core::Config::parse(config).unwrap();
+    let head =
+        |mirrored: bool| RequestHead::from_headers(&parsed, &call_tool_headers(mirrored), || None);
+    let text = "x".repeat(400 * 1024);
+    let body = serde_json::to_vec(
+        &json!({"jsonrpc":"2.0","id":"c","method":"tools/call","params":{
+        "name":"call_tool","arguments":{"name":"slack_post_message","arguments":{"text": text}},
+        "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}),
+    )
+    .unwrap();
+    let out = exchange(
+        &mut env,
+        head(true),
+        &body,
+        ("200", "application/json", &[]),
+    );
+    assert!(out.text().contains("\"posted\""), "{}", out.text());
+    let calls = seen.borrow();
+    let [made] = calls.as_slice() else {
+        panic!("{} calls", calls.len())
+    };
+    let sent: Value = serde_json::from_slice(&made.body).unwrap();
+    assert_eq!(sent["params"]["name"], "slack_post_message");
+    assert_eq!(
+        sent["params"]["arguments"]["text"].as_str().map(str::len),
+        Some(400 * 1024)
+    );
+    drop(calls);
+    // Without the mirrored headers (no 2026-07-28 client), it goes on unread, as before.
+    let upstream_answer = br#"{"jsonrpc":"2.0","id":"c","error":{"code":-32602,"message":"Unknown tool: call_tool"}}"#;
+    let out = exchange(
+        &mut env,
+        head(false),
+        &body,
+        ("200", "application/json", &[upstream_answer]),
+    );
+    assert_eq!(out.body(), upstream_answer);
+    assert_eq!(sent_upstream().as_deref(), Some(body.as_slice()));
 }

@@ -29,6 +29,10 @@ struct Server {
     page_size: usize,
     /// Prompts, declared in `initialize` when there are any.
     prompts: RefCell<Vec<&'static str>>,
+    /// `ttlMs` on every list page (2026-07-28 "Caching").
+    ttl_ms: RefCell<Option<u64>>,
+    /// Lists shaped by the caller without saying so (a 2025-era server: no `cacheScope`).
+    unmarked: RefCell<bool>,
 }
 
 impl Server {
@@ -91,8 +95,11 @@ impl Server {
                     .map(|n| json!({"name": n, "description": format!("{} things", n.replace('_', " ")), "inputSchema": {"type": "object"}}))
                     .collect();
                 let mut result = json!({"tools": page});
-                if !private.is_empty() {
+                if !private.is_empty() && !*self.unmarked.borrow() {
                     result["cacheScope"] = json!("private");
+                }
+                if let Some(ttl) = *self.ttl_ms.borrow() {
+                    result["ttlMs"] = json!(ttl);
                 }
                 if end < tools.len() {
                     result["nextCursor"] = json!(end.to_string());
@@ -1034,4 +1041,277 @@ fn a_catalog_cluster_must_say_whether_it_is_a_loopback() {
     ] {
         mcp_tool_search_core::Config::parse(ok).unwrap();
     }
+}
+
+/// A server's `ttlMs` shortens a catalog's lifetime (2026-07-28 "Caching"), to no less than
+/// 10 s whatever it says, and never lengthens it past `catalog.max_age`.
+#[test]
+fn a_servers_ttl_shortens_a_catalogs_life_to_no_less_than_ten_seconds() {
+    for (ttl, max_age, due_ms) in [
+        (30_000, "300s", 30_000),
+        (0, "300s", 10_000),
+        (2_000, "300s", 10_000),
+        (600_000, "60s", 60_000),
+    ] {
+        let server = Server::new(&["stripe_refund_charge"]);
+        *server.ttl_ms.borrow_mut() = Some(ttl);
+        let config = format!(r#"{{"catalog":{{"max_age":"{max_age}"}}}}"#);
+        let mut env = env_for(&server, &config);
+        search(&mut env, head(&config, &[])).unwrap();
+        let start = env.host.clock_ms.get();
+        env.host.clock_ms.set(start + due_ms - 100);
+        assert_eq!(tick(&mut env), 0, "ttlMs {ttl}: refreshed early");
+        env.host.clock_ms.set(start + due_ms);
+        assert_eq!(
+            tick(&mut env),
+            1,
+            "ttlMs {ttl}: not refreshed at {due_ms} ms"
+        );
+    }
+}
+
+/// A refresh that fails is retried no sooner than `catalog.min_refresh_interval` after the
+/// attempt, then after a backoff that doubles per failure up to a minute, jittered by at most a
+/// quarter; never twice a second. The server back, one refresh succeeds and the backoff ends.
+#[test]
+fn failed_refreshes_back_off_up_to_a_minute_and_recover() {
+    let server = Server::new(&["stripe_refund_charge"]);
+    let config = r#"{"catalog":{"max_age":"60s"}}"#;
+    let mut env = env_for(&server, config);
+    search(&mut env, head(config, &[])).unwrap();
+    *server.down.borrow_mut() = Some("500");
+    let start = env.host.clock_ms.get() + 60_000;
+    let mut attempts = Vec::new();
+    // Every root tick (200 ms) for five minutes past the catalog's age.
+    for t in (0..300_000).step_by(200) {
+        env.host.clock_ms.set(start + t);
+        let before = server.seen.borrow().len();
+        env.root.plugin.on_tick(env.host.as_ref());
+        env.serve_fetches();
+        if server.seen.borrow().len() > before {
+            attempts.push(t);
+        }
+    }
+    let gaps: Vec<u64> = attempts.windows(2).map(|w| w[1] - w[0]).collect();
+    assert_eq!(attempts[0], 0, "the due refresh starts at once");
+    // Bases 5 s (the interval), doubling per failure: 10 s, 20 s, 40 s, then the one-minute cap.
+    let bases = [5_000u64, 10_000, 20_000, 40_000, 60_000, 60_000, 60_000];
+    assert!(gaps.len() >= bases.len(), "attempts at {attempts:?}");
+    for (i, (gap, base)) in gaps.iter().zip(bases).enumerate() {
+        assert!(
+            *gap >= base && *gap <= base + base / 4 + 200,
+            "retry {i} after {gap} ms, base {base} ms: attempts at {attempts:?}"
+        );
+    }
+    assert!(gaps.iter().all(|g| *g >= 1_000));
+    assert_eq!(
+        health(&mut env)["catalogs"]["upstream"]["failures"],
+        json!(attempts.len())
+    );
+    // Back: the next attempt succeeds, and the one after waits only for the catalog's age.
+    *server.down.borrow_mut() = None;
+    *server.tools.borrow_mut() = vec!["square_refund_payment"];
+    let back = start + 300_000;
+    let mut refreshed_at = None;
+    for t in (0..70_000).step_by(200) {
+        env.host.clock_ms.set(back + t);
+        if tick(&mut env) == 1 {
+            refreshed_at = Some(t);
+            break;
+        }
+    }
+    assert!(
+        refreshed_at.is_some(),
+        "never refreshed after the server came back"
+    );
+    assert_eq!(
+        search(&mut env, head(config, &[])).unwrap(),
+        ["square_refund_payment"]
+    );
+    assert_eq!(
+        health(&mut env)["catalogs"]["upstream"]["failures"],
+        json!(null)
+    );
+}
+
+/// `catalog.headers` go on every fetch, on a miss and in the background; `forward_headers`
+/// (here not `authorization`) copies only the named caller headers, only into a fetch made for
+/// that caller; `catalog.authority` is the `:authority` of every fetch.
+#[test]
+fn configured_headers_forwarded_headers_and_authority_shape_every_fetch() {
+    let server = Server::new(&["stripe_refund_charge"]);
+    let config = r#"{"catalog":{"headers":{"X-Service-Key":"svc-1"},"forward_headers":["x-tenant"],
+        "authority":"mcp.internal","max_age":"60s"}}"#;
+    let mut env = env_for(&server, config);
+    search(
+        &mut env,
+        head(
+            config,
+            &[("authorization", "Bearer caller"), ("x-tenant", "t-7")],
+        ),
+    )
+    .unwrap();
+    let on_miss = server.seen.borrow().len();
+    assert!(on_miss >= 3, "initialize, initialized, a page");
+    env.host.clock_ms.set(env.host.clock_ms.get() + 61_000);
+    assert_eq!(tick(&mut env), 1);
+    let seen = server.seen.borrow();
+    assert!(seen.len() > on_miss, "a background refresh");
+    for (i, call) in seen.iter().enumerate() {
+        let on = if i < on_miss { "miss" } else { "refresh" };
+        assert_eq!(
+            call_header(call, ":authority").as_deref(),
+            Some("mcp.internal"),
+            "{on}"
+        );
+        assert_eq!(
+            call_header(call, "x-service-key").as_deref(),
+            Some("svc-1"),
+            "{on}"
+        );
+        assert_eq!(
+            call_header(call, "authorization"),
+            None,
+            "{on}: not forwarded"
+        );
+        let tenant = call_header(call, "x-tenant");
+        if i < on_miss {
+            assert_eq!(tenant.as_deref(), Some("t-7"), "the caller's, on its miss");
+        } else {
+            assert_eq!(tenant, None, "no caller's header in the background");
+        }
+    }
+}
+
+/// The fetch marker never reaches an upstream from a client's request: this Envoy's own
+/// secret (the filter's fetch coming back through the loopback), a forged one or an empty
+/// one, on a list, a call and a GET, with a loopback configured or not.
+#[test]
+fn the_fetch_marker_is_removed_from_every_request_that_goes_upstream() {
+    for config in [
+        r#"{"catalog":{"cluster":"loopback","loopback":true}}"#,
+        "{}",
+    ] {
+        let server = Server::new(&["stripe_refund_charge"]);
+        let mut env = env_for(&server, config);
+        install_fetch_secret(env.host.as_ref(), [7; 16]);
+        let secret = fetch_secret(env.host.as_ref()).unwrap();
+        let requests: [(&str, &[u8]); 3] = [
+            ("POST", br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#),
+            (
+                "POST",
+                br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"stripe_refund_charge"}}"#,
+            ),
+            ("GET", b""),
+        ];
+        for marker in [secret.as_str(), &"0".repeat(32), ""] {
+            for (method, body) in requests {
+                let h = RequestHead {
+                    method: method.into(),
+                    ..head(config, &[("x-mcp-tool-search-fetch", marker)])
+                };
+                let request = mcp_tool_search_core::Request {
+                    headers: env.request_headers(&h, body),
+                    chunks: if body.is_empty() {
+                        vec![]
+                    } else {
+                        vec![body.to_vec()]
+                    },
+                    trailers: false,
+                };
+                assert!(request
+                    .headers
+                    .iter()
+                    .any(|(k, _)| k == "x-mcp-tool-search-fetch"));
+                let response = upstream_response(
+                    "200",
+                    "application/json",
+                    &[br#"{"jsonrpc":"2.0","id":1,"result":{}}"#],
+                );
+                let out = exchange_raw(&mut env, &request, &response);
+                let mcp_tool_search_core::Exchanged::Upstream { sent_headers, .. } = out else {
+                    panic!("{config} {method} {marker:?}: {out:?}")
+                };
+                assert!(
+                    sent_headers
+                        .iter()
+                        .all(|(k, _)| !k.eq_ignore_ascii_case("x-mcp-tool-search-fetch")),
+                    "{config} {method} {marker:?}: {sent_headers:?}"
+                );
+            }
+        }
+    }
+}
+
+/// `catalog.scope: "credential"`: a server that shapes its lists per caller without saying so
+/// (a 2025-era server cannot) has every list kept per credential, fetched or passing through,
+/// as if it were marked private; shared (the default), the first caller's list is everyone's,
+/// which is why the option exists.
+#[test]
+fn catalog_scope_credential_keeps_every_list_per_caller() {
+    let shaped = || {
+        let server = Server::new(&["github_get_issue"]);
+        *server.private.borrow_mut() = vec![
+            ("Bearer alice", "stripe_refund_charge"),
+            ("Bearer bob", "square_refund_payment"),
+        ];
+        *server.unmarked.borrow_mut() = true;
+        server
+    };
+    let alice = |config: &str| head(config, &[("authorization", "Bearer alice")]);
+    let bob = |config: &str| head(config, &[("authorization", "Bearer bob")]);
+
+    let server = shaped();
+    let mut shared = env_for(&server, "");
+    assert_eq!(
+        search(&mut shared, alice("")).unwrap(),
+        ["stripe_refund_charge"]
+    );
+    assert_eq!(
+        search(&mut shared, bob("")).unwrap(),
+        ["stripe_refund_charge"],
+        "shared: Alice's list answers Bob"
+    );
+
+    let config = r#"{"catalog":{"scope":"credential"}}"#;
+    let server = shaped();
+    let mut env = env_for(&server, config);
+    assert_eq!(
+        search(&mut env, alice(config)).unwrap(),
+        ["stripe_refund_charge"]
+    );
+    assert_eq!(
+        search(&mut env, bob(config)).unwrap(),
+        ["square_refund_payment"]
+    );
+    let anonymous = search(&mut env, head(config, &[])).unwrap();
+    assert!(
+        !anonymous.iter().any(|n| n.contains("refund")),
+        "{anonymous:?}"
+    );
+    assert_eq!(env.host.counter("catalog_fetches.ok"), 3);
+    // A list passing through, unmarked, is its caller's only.
+    let carol_list = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"carol_refund_tool","description":"refund a charge for carol","inputSchema":{"type":"object"}}]}}"#;
+    let list = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let carol = || head(config, &[("authorization", "Bearer carol")]);
+    exchange(
+        &mut env,
+        carol(),
+        list,
+        ("200", "application/json", &[carol_list]),
+    );
+    assert_eq!(search(&mut env, carol()).unwrap(), ["carol_refund_tool"]);
+    assert_eq!(
+        search(&mut env, bob(config)).unwrap(),
+        ["square_refund_payment"]
+    );
+    assert_eq!(health(&mut env)["catalogs"]["upstream"]["private"], true);
+
+    let e = mcp_tool_search_core::Config::parse(r#"{"catalog":{"scope":"user"}}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("`catalog.scope` is \"user\"") && e.contains("\"credential\""),
+        "{e}"
+    );
 }

@@ -179,3 +179,21 @@ fn the_groups_view_shows_stage_one_for_the_caller_only() {
     let (status, _) = local(&mut env, post("/mcp/search/groups?query=x"), b"{}");
     assert_eq!(status, 405);
 }
+
+/// README "Plain HTTP search and health": the groups view reads the catalog this Envoy knows,
+/// and answers 404 until one is known (it never fetches; a search does); then 200.
+#[test]
+fn the_groups_view_answers_404_until_a_catalog_is_known() {
+    let mut env = TestEnv::new(&format!("{{{HIERARCHICAL}}}"));
+    // A route whose upstream the filter could fetch from.
+    env.route = Some(("upstream".into(), "svc.local:8080".into()));
+    let path = "/mcp/search/groups?query=refund";
+    let (status, v) = local(&mut env, get(path), b"");
+    assert_eq!(status, 404, "{v}");
+    assert!(v["error"].as_str().is_some_and(|e| !e.is_empty()), "{v}");
+    assert!(env.host.take_calls().is_empty(), "the groups view fetched");
+    let mut env = learned(HIERARCHICAL);
+    let (status, v) = local(&mut env, get(path), b"");
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(group_names(&v)[0], "stripe", "{v}");
+}

@@ -39,6 +39,16 @@ fn listed(env: &mut TestEnv, head: RequestHead, body: &[u8]) -> Value {
     v["result"].clone()
 }
 
+/// The names a list result shows, in order.
+fn names_in(result: &Value) -> Vec<&str> {
+    result["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect()
+}
+
 fn search_tool_description(result: &Value) -> String {
     let tools = result["tools"].as_array().unwrap();
     let search = tools.iter().find(|t| t["name"] == "tool_search").unwrap();
@@ -112,6 +122,9 @@ fn entries_that_are_not_tools_stay_listed_and_the_first_of_a_name_wins() {
         search_tool_description(&result).contains("do. 1 more tools"),
         "{result}"
     );
+    // Hidden: the progressive hide_b and both later definitions of a name (README "What the
+    // agent sees").
+    assert_eq!(env.host.counter("tools_hidden"), 3);
     // Search returns the first definition of each name, and never an entry without a name.
     let search = br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"hidden"}}}"#;
     let out = exchange(&mut env, post("/mcp"), search, ("200", "", &[]));
@@ -285,4 +298,79 @@ fn unreadable_entries_are_withheld_from_a_restricted_caller() {
     for listed in ["t_1", "no name", r#"half a pair \ud800"#, "t_2"] {
         assert!(text.contains(listed), "{listed}: {text}");
     }
+}
+
+/// `search.tool_name` renames the injected tool in what the agent sees and in what the filter
+/// answers; the default name is then an upstream tool's like any other.
+#[test]
+fn a_renamed_search_tool_is_listed_and_answered_and_the_default_name_goes_upstream() {
+    let mut env = TestEnv::new(r#"{"search":{"tool_name":"find_tools"}}"#);
+    let upstream_search = json!({"name": "tool_search", "description": "the server's own search",
+        "inputSchema": {"type": "object"}});
+    let result = listed(
+        &mut env,
+        post("/mcp"),
+        &list_of(
+            vec![upstream_search, tool("stripe_refund_charge")],
+            json!({}),
+        ),
+    );
+    assert_eq!(names_in(&result), ["find_tools"], "{result}");
+    let call = |name: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"{name}","arguments":{{"query":"refund stripe charge"}}}}}}"#
+        )
+    };
+    let out = exchange(
+        &mut env,
+        post("/mcp"),
+        call("find_tools").as_bytes(),
+        ("200", "", &[]),
+    );
+    let (_, found) = local_result(&out);
+    assert_eq!(found[0]["name"], "stripe_refund_charge", "{found}");
+    assert_eq!(sent_upstream(), None);
+    let upstream_answer = br#"{"jsonrpc":"2.0","id":2,"result":{"content":[]}}"#;
+    let out = exchange(
+        &mut env,
+        post("/mcp"),
+        call("tool_search").as_bytes(),
+        ("200", "application/json", &[upstream_answer]),
+    );
+    assert_eq!(
+        sent_upstream().as_deref(),
+        Some(call("tool_search").as_bytes())
+    );
+    assert_eq!(out.body(), upstream_answer);
+}
+
+/// `disclosure_defaults` behind Envoy's `mcp_router`: one server's tools stay listed, the
+/// others' are found by search, without naming any tool.
+#[test]
+fn a_servers_tools_can_all_be_listed_by_one_default() {
+    let mut env = TestEnv::new(
+        r#"{"group_separator":"__","disclosure_defaults":[{"servers":["slack"],"disclosure_mode":"EAGER"}]}"#,
+    );
+    let result = listed(
+        &mut env,
+        post("/mcp"),
+        &list_of(
+            vec![
+                tool("slack__post_message"),
+                tool("stripe__refund_charge"),
+                tool("slack__list_channels"),
+            ],
+            json!({}),
+        ),
+    );
+    assert_eq!(
+        names_in(&result),
+        [
+            "tool_search",
+            "list_tool_groups",
+            "slack__post_message",
+            "slack__list_channels"
+        ],
+        "{result}"
+    );
 }

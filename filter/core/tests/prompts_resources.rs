@@ -461,6 +461,46 @@ fn progressive_prompts_are_found_by_search_not_listed() {
     assert!(bad.contains("`resources.disclosure_mode`"), "{bad}");
 }
 
+/// `resources.disclosure_mode: PROGRESSIVE`: `resources/list` (every page, JSON and SSE) and
+/// `resources/templates/list` answer empty but are still learned, and both are found by
+/// search with their type; prompts stay listed.
+#[test]
+fn progressive_resources_are_found_by_search_not_listed() {
+    let mut env = TestEnv::new(r#"{"resources":{"disclosure_mode":"PROGRESSIVE"}}"#);
+    let got = learn_all(&mut env, &post("/mcp"));
+    assert_eq!(got[0], serde_json::from_slice::<Value>(&prompts()).unwrap());
+    for (answer, member) in [
+        (&got[1], "resources"),
+        (&got[2], "resources"),
+        (&got[3], "resourceTemplates"),
+    ] {
+        assert_eq!(answer["result"][member], json!([]), "{answer}");
+    }
+    // The first page keeps its cursor: the client asks for the next, which the filter learns.
+    assert_eq!(got[1]["result"]["nextCursor"], "p2", "{}", got[1]);
+    let (found, _) = search(
+        &mut env,
+        post("/mcp"),
+        json!({"query": "shipping delays", "type": "resource"}),
+    );
+    assert_eq!(
+        found[0],
+        ("resource".into(), "file:///kb/shipping.md".into())
+    );
+    let (found, _) = search(
+        &mut env,
+        post("/mcp"),
+        json!({"query": "payslip of an employee", "type": "resource"}),
+    );
+    assert_eq!(
+        found[0],
+        (
+            "resource_template".into(),
+            "file:///hr/{employee}/payslip".into()
+        )
+    );
+}
+
 /// Health reports prompts and resources with their namespace's tools, not as namespaces.
 #[test]
 fn health_counts_prompts_and_resources_beside_the_tools() {
@@ -555,9 +595,22 @@ fn list_responses_are_matched_by_the_id_as_a_server_reads_it() {
         ("200", "application/json", &[&answered(prompts())]),
     );
     let v: Value = serde_json::from_slice(out.body()).unwrap();
-    assert_eq!(v["result"]["prompts"].as_array().unwrap().len(), 1, "{v}");
+    let prompt_names: Vec<&str> = v["result"]["prompts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        (&v["id"], prompt_names),
+        (&json!(1), vec!["triage_ticket"]),
+        "{v}"
+    );
+    // One tool the caller may use and one it may not: the answer must hold exactly the first.
+    let refund = json!({"name":"stripe_create_refund","description":"Refund a charge","inputSchema":{"type":"object"}});
     let tools = json!({"jsonrpc":"2.0","id":1,"result":{"tools":[
-        {"name":"github_get_issue","description":"Get an issue","inputSchema":{"type":"object"}}]}});
+        {"name":"github_get_issue","description":"Get an issue","inputSchema":{"type":"object"}},
+        refund]}});
     let policy_tools = format!(
         r#"{{"eager_patterns":["*"],{}}}"#,
         POLICY.replace(r#""tools":["*"],"#, r#""tools":["stripe_*"],"#)
@@ -570,7 +623,11 @@ fn list_responses_are_matched_by_the_id_as_a_server_reads_it() {
         ("200", "application/json", &[tools.to_string().as_bytes()]),
     );
     let v: Value = serde_json::from_slice(out.body()).unwrap();
-    assert!(!out.text().contains("github_get_issue"), "{v}");
+    assert_eq!(
+        v,
+        json!({"jsonrpc":"2.0","id":1,"result":{"tools":[refund],"cacheScope":"private"}}),
+        "the caller's tools, and only them"
+    );
 
     for batch in [
         r#"[{"jsonrpc":"2.0","id":1,"method":"prompts/list"},{"jsonrpc":"2.0","id":1,"method":"tools/list"}]"#,

@@ -477,3 +477,94 @@ fn a_success_on_one_worker_ends_every_workers_backoff() {
         (&json!("hybrid"), &json!(3))
     );
 }
+
+/// README "Explain": under hybrid ranking each explanation carries the vector block (the
+/// cosine, its min-max normalization over the matching tools, the search's vector share and
+/// the fused score, which is the result's), and a query that is a tool's name marks that tool
+/// `exact_name` (first whatever its score); no other explanation has the mark.
+#[test]
+fn explanations_show_the_vector_block_and_the_exact_name() {
+    let mut env = env("hybrid");
+    env.query_vectors = Some(Rc::new(|_: &str| vec![0.0, 1.0]));
+    let head = mcp_tool_search_core::RequestHead {
+        path: "/mcp/search".into(),
+        ..post("/mcp")
+    };
+    let out = exchange(
+        &mut env,
+        head,
+        br#"{"query":"stripe_refund_charge","explain":true}"#,
+        ("200", "", &[]),
+    );
+    let v: Value = serde_json::from_slice(out.body()).unwrap();
+    let why = v["explanations"].as_array().unwrap();
+    let names: Vec<&str> = why.iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["stripe_refund_charge", "slack_post_message"], "{v}");
+    let number = |e: &Value, key: &str| e["vector"][key].as_f64().unwrap() as f32;
+    // stripe: cosine 0.8 (the least of the two matching), and every query word in its name:
+    // the vector share is 0.85 - 0.5 = 0.35, fused 0.35 × 0 + 0.65 × 1.
+    let stripe = &why[0];
+    assert_eq!(stripe["exact_name"], true, "{stripe}");
+    assert_eq!(stripe["ranking"], "hybrid");
+    for (key, want) in [
+        ("cosine", 0.8),
+        ("normalized", 0.0),
+        ("cosine_min", 0.8),
+        ("cosine_max", 1.0),
+        ("weight", 0.35),
+        ("fused", 0.65),
+    ] {
+        assert!(close(number(stripe, key), want), "{key}: {stripe}");
+    }
+    assert!(
+        close(stripe["score"].as_f64().unwrap() as f32, 0.65),
+        "{stripe}"
+    );
+    // slack: by meaning only (cosine 1, no query term), fused 0.35 × 1 + 0.65 × 0.
+    let slack = &why[1];
+    assert!(slack.get("exact_name").is_none(), "{slack}");
+    for (key, want) in [
+        ("cosine", 1.0),
+        ("normalized", 1.0),
+        ("weight", 0.35),
+        ("fused", 0.35),
+    ] {
+        assert!(close(number(slack, key), want), "{key}: {slack}");
+    }
+    assert!(
+        close(slack["bm25"]["normalized"].as_f64().unwrap() as f32, 0.0),
+        "{slack}"
+    );
+}
+
+/// `search.embeddings.circuit_failures`: the circuit opens after that many query embeddings in
+/// a row failed, not before.
+#[test]
+fn the_circuit_opens_after_the_configured_number_of_failures() {
+    for failures in [1usize, 5] {
+        let mut env = TestEnv::new(&format!(
+            r#"{{"search":{{"ranking":"hybrid","embeddings":{{"cluster":"emb","model_id":"m","dimensions":2,"circuit_failures":{failures}}}}}}}"#
+        ));
+        exchange(
+            &mut env,
+            post("/mcp"),
+            LIST,
+            ("200", "application/json", &[TOOLS]),
+        );
+        env.tool_embedder = Some(Rc::new(tool_service));
+        env.embed_tools();
+        env.host.clock_ms.set(1_767_225_600_000);
+        for i in 0..failures {
+            assert_eq!(
+                env.host.counter("embeddings_circuit.opened"),
+                0,
+                "after {i}"
+            );
+            let (_, meta) = search(&mut env, "refund");
+            assert_eq!(meta["fallback"]["kind"], "unavailable", "search {i}");
+        }
+        assert_eq!(env.host.counter("embeddings_circuit.opened"), 1);
+        let (_, meta) = search(&mut env, "refund");
+        assert_eq!(meta["fallback"]["kind"], "circuit_open");
+    }
+}

@@ -6,6 +6,18 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 #[test]
+fn ci_is_required_unless_it_says_it_is_not() {
+    for ci in ["true", "1", "yes", "TRUE"] {
+        assert!(required_by(Some(ci), None), "CI={ci}");
+    }
+    for ci in [None, Some(""), Some("0"), Some("false"), Some("False")] {
+        assert!(!required_by(ci, None), "CI={ci:?}");
+        assert!(required_by(ci, Some("1")), "CI={ci:?} OCI_REQUIRED=1");
+        assert!(!required_by(ci, Some("0")), "CI={ci:?} OCI_REQUIRED=0");
+    }
+}
+
+#[test]
 fn free_ports_are_distinct() {
     let a = free_port().unwrap();
     let b = free_port().unwrap();

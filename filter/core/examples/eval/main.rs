@@ -462,11 +462,33 @@ fn floor_report(
     }
 }
 
+/// CI's quality floors: the least NDCG@10 over the whole set each ranker may score.
+#[derive(Default)]
+struct Floors {
+    bm25: Option<f64>,
+    vector: Option<f64>,
+    hybrid: Option<f64>,
+}
+
+/// A ranking change that loses NDCG@10 below the floor fails the run.
+fn at_least(ranker: &str, metrics: &Metrics, floor: Option<f64>) -> Result<(), String> {
+    let Some(floor) = floor else {
+        return Ok(());
+    };
+    let ndcg = metrics.ndcg10 / metrics.queries.max(1) as f64;
+    if ndcg < floor {
+        return Err(format!(
+            "{ranker} NDCG@10 {ndcg:.4} is below the floor {floor}"
+        ));
+    }
+    Ok(())
+}
+
 fn run(
     folder: &Path,
     embeddings_url: Option<&str>,
     sweep: bool,
-    min_ndcg: Option<f64>,
+    floors: &Floors,
     cache: Option<&Path>,
 ) -> Result<(), String> {
     let tools_path = folder.join("tools.jsonl");
@@ -508,16 +530,13 @@ fn run(
     if grouped {
         routing_report(&index, &queries, None, "bm25");
     }
-    // A quality floor for CI: a ranking change that loses NDCG@10 fails the run.
-    if let Some(floor) = min_ndcg {
-        let ndcg = bm25.ndcg10 / bm25.queries.max(1) as f64;
-        if ndcg < floor {
-            return Err(format!(
-                "BM25 NDCG@10 {ndcg:.4} is below the floor {floor} (MIN_NDCG)"
-            ));
-        }
-    }
+    at_least("BM25 (MIN_NDCG)", &bm25, floors.bm25)?;
     let Some(url) = embeddings_url else {
+        if floors.vector.is_some() || floors.hybrid.is_some() {
+            return Err(
+                "vector and hybrid floors need the embeddings service (EMBEDDINGS=1)".into(),
+            );
+        }
         return Ok(());
     };
     // The filter's own tool text and vectors, as it would embed them.
@@ -532,9 +551,9 @@ fn run(
     let query_vectors = embed_cached(url, &query_texts, cache)?;
     let vectors = Some((&tool_vectors, query_vectors.as_slice()));
     let vector = with_ranking(Ranking::Vector, 1.0);
-    report(&index, &vector, &queries, vectors, "vector");
+    let vector_metrics = report(&index, &vector, &queries, vectors, "vector");
     let hybrid = with_ranking(Ranking::Hybrid, config.search.hybrid_vector_weight);
-    report(&index, &hybrid, &queries, vectors, "hybrid");
+    let hybrid_metrics = report(&index, &hybrid, &queries, vectors, "hybrid");
     if grouped {
         routing_report(&index, &queries, vectors, "hybrid");
     }
@@ -543,6 +562,8 @@ fn run(
         &NONSENSE.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
     )?;
     floor_report(&index, &queries, &tool_vectors, &query_vectors, &nonsense);
+    at_least("vector (MIN_NDCG_VECTOR)", &vector_metrics, floors.vector)?;
+    at_least("hybrid (MIN_NDCG_HYBRID)", &hybrid_metrics, floors.hybrid)?;
     if sweep {
         // On the first half only: the weight is a parameter like any other.
         let (first, first_v) = (
@@ -565,7 +586,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(folder) = args.first() else {
         eprintln!(
-            "usage: eval <folder with tools.jsonl and queries.jsonl> [--embeddings URL] [--sweep] [--min-ndcg X]"
+            "usage: eval <folder with tools.jsonl and queries.jsonl> [--embeddings URL] [--sweep] [--min-ndcg X] [--min-ndcg-vector X] [--min-ndcg-hybrid X]"
         );
         return ExitCode::from(2);
     };
@@ -601,21 +622,35 @@ fn main() -> ExitCode {
         }
     }
     OVERRIDES.with(|o| *o.borrow_mut() = overrides);
-    let min_ndcg = match args.iter().position(|a| a == "--min-ndcg") {
-        None => None,
-        Some(i) => match args.get(i + 1).and_then(|v| v.parse::<f64>().ok()) {
-            Some(x) => Some(x),
-            None => {
-                eprintln!("eval: --min-ndcg needs a number, such as 0.56");
-                return ExitCode::from(2);
-            }
+    let floor = |flag: &str| -> Result<Option<f64>, ExitCode> {
+        match args.iter().position(|a| a == flag) {
+            None => Ok(None),
+            Some(i) => match args.get(i + 1).and_then(|v| v.parse::<f64>().ok()) {
+                Some(x) => Ok(Some(x)),
+                None => {
+                    eprintln!("eval: {flag} needs a number, such as 0.56");
+                    Err(ExitCode::from(2))
+                }
+            },
+        }
+    };
+    let floors = match (
+        floor("--min-ndcg"),
+        floor("--min-ndcg-vector"),
+        floor("--min-ndcg-hybrid"),
+    ) {
+        (Ok(bm25), Ok(vector), Ok(hybrid)) => Floors {
+            bm25,
+            vector,
+            hybrid,
         },
+        (Err(code), _, _) | (_, Err(code), _) | (_, _, Err(code)) => return code,
     };
     match run(
         Path::new(folder),
         url.map(String::as_str),
         sweep,
-        min_ndcg,
+        &floors,
         cache,
     ) {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,7 +1,9 @@
 //! `catalog`: how the filter gets a namespace's tools when no `tools/list` has passed through
 //! it (fetch on miss) and how it keeps them fresh (refresh).
 
-use super::read::{boolean, duration_ms, header_map, is_header_name, non_empty_string, Object};
+use super::read::{
+    boolean, duration_ms, duration_ms_within, header_map, is_header_name, non_empty_string, Object,
+};
 use super::ConfigError;
 use serde_json::Value;
 
@@ -10,6 +12,10 @@ use serde_json::Value;
 /// cannot, five minutes bounds how long a removed tool may still be found, for the cost of one
 /// `tools/list` per namespace per Envoy every five minutes.
 pub const DEFAULT_MAX_AGE_MS: u64 = 300_000;
+/// A day: a catalog that lives longer than one still gets refreshed by the server's
+/// `list_changed` notifications, and a static server's operator may want no more than one fetch
+/// a day per replica.
+pub const MAX_AGE_LIMIT_MS: u64 = 86_400_000;
 pub const DEFAULT_FETCH_TIMEOUT_MS: u64 = 5_000;
 /// The shortest a server's `ttlMs` makes a catalog's lifetime.
 pub const MIN_TTL_MS: u64 = 10_000;
@@ -23,6 +29,16 @@ pub const DEFAULT_MIN_REFRESH_INTERVAL_MS: u64 = 5_000;
 /// The least `catalog.min_refresh_interval` may be: a notification arriving every root tick
 /// (200 ms) must not turn into a refresh every tick.
 pub const MIN_REFRESH_INTERVAL_FLOOR_MS: u64 = 1_000;
+
+/// Whose a learned or fetched list is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CatalogScope {
+    /// One catalog per namespace, unless the server marks a list `cacheScope: "private"`.
+    Shared,
+    /// Every list is the caller's: kept per credential (the `forward_headers` values), as a
+    /// private one is. For a 2025-era server that filters its lists per user and cannot say so.
+    Credential,
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct CatalogConfig {
@@ -50,6 +66,7 @@ pub struct CatalogConfig {
     pub path: String,
     /// `:authority` of a fetch (default: the caller's, else the cluster name).
     pub authority: Option<String>,
+    pub scope: CatalogScope,
 }
 
 impl Default for CatalogConfig {
@@ -65,6 +82,7 @@ impl Default for CatalogConfig {
             min_refresh_interval_ms: DEFAULT_MIN_REFRESH_INTERVAL_MS,
             path: super::DEFAULT_MCP_PATH.to_string(),
             authority: None,
+            scope: CatalogScope::Shared,
         }
     }
 }
@@ -95,7 +113,7 @@ pub(super) fn parse(value: &Value, first_mcp_path: &str) -> Result<CatalogConfig
         c.fetch = boolean("catalog.fetch", v)?;
     }
     if let Some(v) = obj.take("max_age") {
-        c.max_age_ms = duration_ms("catalog.max_age", v)?;
+        c.max_age_ms = duration_ms_within("catalog.max_age", v, MAX_AGE_LIMIT_MS)?;
     }
     if let Some(v) = obj.take("timeout") {
         c.timeout_ms = duration_ms("catalog.timeout", v)?;
@@ -187,6 +205,19 @@ pub(super) fn parse(value: &Value, first_mcp_path: &str) -> Result<CatalogConfig
     }
     if let Some(v) = obj.take("authority") {
         c.authority = Some(non_empty_string("catalog.authority", v)?);
+    }
+    if let Some(v) = obj.take("scope") {
+        c.scope = match v.as_str() {
+            Some("shared") => CatalogScope::Shared,
+            Some("credential") => CatalogScope::Credential,
+            _ => {
+                return Err(ConfigError::invalid(
+                    "catalog.scope",
+                    v,
+                    "\"shared\" or \"credential\" (one catalog per caller's forwarded headers)",
+                ))
+            }
+        };
     }
     obj.finish()?;
     Ok(c)

@@ -9,6 +9,7 @@
 //! and silently accepted a struct written as an array (`"weights": [1, 2, 3]`).
 
 pub mod catalog;
+pub mod disclosure;
 pub mod entries;
 pub(crate) mod glob;
 pub mod metadata;
@@ -19,7 +20,7 @@ pub mod routing;
 mod search;
 
 pub use read::ConfigError;
-use read::{boolean, integer, non_empty_string, string_list, tool_name, Object};
+use read::{boolean, integer, non_empty_string, string_list, Object};
 use search::parse_search;
 pub use search::{
     EmbeddingsConfig, FieldWeights, Ranking, ResultFormat, SearchConfig, Tuning,
@@ -85,6 +86,8 @@ pub struct Config {
     pub default_disclosure_mode: DisclosureMode,
     pub eager_patterns: Vec<Glob>,
     pub tools: Vec<ToolSetting>,
+    /// Per namespace or server, after `tools` and `eager_patterns`, before the default.
+    pub disclosure_defaults: Vec<disclosure::DisclosureDefault>,
     pub search: SearchConfig,
     pub max_body_bytes: usize,
     /// Hold request headers until the body is classified. Needs Envoy's
@@ -114,6 +117,7 @@ impl Default for Config {
             default_disclosure_mode: DisclosureMode::Progressive,
             eager_patterns: Vec::new(),
             tools: Vec::new(),
+            disclosure_defaults: Vec::new(),
             search: SearchConfig::default(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             hold_request_headers: false,
@@ -195,6 +199,9 @@ impl Config {
         if let Some(v) = obj.take("group_separator") {
             config.group_separator = Some(non_empty_string("group_separator", v)?);
         }
+        if let Some(v) = obj.take("disclosure_defaults") {
+            config.disclosure_defaults = disclosure::parse(v, config.group_separator.as_deref())?;
+        }
         if let Some(v) = obj.take("authorization") {
             config.authorization = Some(crate::config::policy::Policy::parse(v)?);
         }
@@ -254,7 +261,11 @@ impl Config {
         if self.eager_patterns.iter().any(|g| g.matches(tool_name)) {
             return DisclosureMode::Eager;
         }
-        self.default_disclosure_mode
+        let separator = self.group_separator.as_deref();
+        self.disclosure_defaults
+            .iter()
+            .find(|d| d.applies(namespace, tool_name, separator))
+            .map_or(self.default_disclosure_mode, |d| d.disclosure_mode)
     }
 
     /// A tool's explicit settings: the namespace-specific entry first, then the general one.
@@ -337,7 +348,10 @@ fn parse_tools(
         let path = format!("tools[{i}]");
         let mut obj = Object::new(&path, item)?;
         let name = match obj.take("name") {
-            Some(v) => tool_name(&format!("{path}.name"), v)?,
+            // The upstream's name as it spells it: MCP allows 1 to 128 characters and suggests
+            // a charset it does not require (spec 2025-11-25 "Tool names"), and Envoy's
+            // mcp_router prefixes each server's names; the filter only compares them exactly.
+            Some(v) => non_empty_string(&format!("{path}.name"), v)?,
             None => {
                 return Err(ConfigError::missing(
                     &format!("{path}.name"),

@@ -102,8 +102,22 @@ pub(crate) fn tool_name(field: &str, value: &Value) -> Result<String, ConfigErro
     }
 }
 
-/// A duration as Envoy writes them (`"5s"`, `"250ms"`, `"1.5s"`) or a number of milliseconds.
+/// The longest duration most fields take: a wait or an interval longer than ten minutes is a
+/// mistake an operator wants to hear about at load.
+const MAX_DURATION_MS: u64 = 600_000;
+
+/// A duration as Envoy writes them (`"5s"`, `"250ms"`, `"1.5s"`) or a number of milliseconds,
+/// from 1 ms to ten minutes.
 pub(crate) fn duration_ms(field: &str, value: &Value) -> Result<u64, ConfigError> {
+    duration_ms_within(field, value, MAX_DURATION_MS)
+}
+
+/// A duration from 1 ms to `max_ms`.
+pub(crate) fn duration_ms_within(
+    field: &str,
+    value: &Value,
+    max_ms: u64,
+) -> Result<u64, ConfigError> {
     let ms = match value {
         Value::Number(n) => n.as_f64(),
         Value::String(s) => {
@@ -119,11 +133,14 @@ pub(crate) fn duration_ms(field: &str, value: &Value) -> Result<u64, ConfigError
         _ => None,
     };
     match ms {
-        Some(ms) if ms.is_finite() && (1.0..=600_000.0).contains(&ms) => Ok(ms as u64),
+        Some(ms) if ms.is_finite() && (1.0..=max_ms as f64).contains(&ms) => Ok(ms as u64),
         _ => Err(ConfigError::invalid(
             field,
             value,
-            "a duration from 1ms to 600s, such as \"5s\" or \"250ms\"",
+            &format!(
+                "a duration from 1ms to {}s, such as \"5s\" or \"250ms\"",
+                max_ms / 1000
+            ),
         )),
     }
 }

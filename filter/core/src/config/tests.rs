@@ -89,6 +89,104 @@ fn search_modes_groups_and_embeddings() {
     );
 }
 
+/// `search.min_cosine`: a cosine, or `false` for no floor (README "Configuration"); the
+/// default and range are checked against the README by tests/readme_configuration.rs.
+#[test]
+fn min_cosine_is_a_cosine_or_false() {
+    let parsed = |v: &str| Config::parse(&format!(r#"{{"search":{{"min_cosine":{v}}}}}"#));
+    assert_eq!(parsed("0.4").unwrap().search.min_cosine, Some(0.4));
+    assert_eq!(parsed("-1").unwrap().search.min_cosine, Some(-1.0));
+    assert_eq!(parsed("false").unwrap().search.min_cosine, None);
+    assert_eq!(Config::default().search.min_cosine, Some(0.25));
+    for bad in ["true", "\"0.3\"", "1.5"] {
+        let e = parsed(bad).unwrap_err().to_string();
+        assert!(
+            e.contains("`search.min_cosine`") && e.contains("or false"),
+            "{e}"
+        );
+    }
+}
+
+/// `tools[].name` is an upstream's name as it spells it, however long and whatever its
+/// characters; only the injected search tool's own name is held to the conservative charset.
+#[test]
+fn a_tool_setting_names_any_upstream_tool() {
+    let long = format!("billing__{}", "a".repeat(120));
+    for name in [
+        long.as_str(),
+        "files/read",
+        "calendar:list events",
+        "ünïcode",
+    ] {
+        let c = Config::parse(
+            &serde_json::json!({"tools": [{"name": name, "disclosure_mode": "EAGER"}]}).to_string(),
+        )
+        .unwrap();
+        assert_eq!(
+            c.disclosure_mode("ns", name),
+            DisclosureMode::Eager,
+            "{name}"
+        );
+    }
+    assert!(error(r#"{"tools":[{"name":""}]}"#).contains("`tools[0].name` is \"\""));
+    assert!(error(r#"{"search":{"tool_name":"files/read"}}"#).contains("`search.tool_name`"));
+}
+
+/// `disclosure_defaults`: after `tools` and `eager_patterns`, the first entry whose namespaces
+/// and servers (the name's prefix before `group_separator`) match decides; else the default.
+#[test]
+fn disclosure_defaults_per_namespace_and_server() {
+    let c = Config::parse(
+        r#"{"group_separator":"__","eager_patterns":["stripe__get_*"],
+            "tools":[{"name":"slack__delete_channel","disclosure_mode":"PROGRESSIVE"}],
+            "disclosure_defaults":[
+              {"servers":["slack","zen*"],"disclosure_mode":"EAGER"},
+              {"namespaces":["internal"],"disclosure_mode":"EAGER"},
+              {"namespaces":["internal"],"servers":["stripe"],"disclosure_mode":"PROGRESSIVE"}]}"#,
+    )
+    .unwrap();
+    let mode = |ns: &str, name: &str| c.disclosure_mode(ns, name);
+    assert_eq!(mode("saas", "slack__post_message"), DisclosureMode::Eager);
+    assert_eq!(mode("saas", "zendesk__get_ticket"), DisclosureMode::Eager);
+    assert_eq!(
+        mode("saas", "slack__delete_channel"),
+        DisclosureMode::Progressive,
+        "tools first"
+    );
+    assert_eq!(
+        mode("saas", "stripe__get_charge"),
+        DisclosureMode::Eager,
+        "globs next"
+    );
+    assert_eq!(
+        mode("saas", "stripe__refund"),
+        DisclosureMode::Progressive,
+        "the default"
+    );
+    assert_eq!(
+        mode("internal", "stripe__refund"),
+        DisclosureMode::Eager,
+        "the first match wins"
+    );
+    assert_eq!(mode("internal", "no_server"), DisclosureMode::Eager);
+    assert_eq!(mode("saas", "no_server"), DisclosureMode::Progressive);
+
+    assert!(
+        error(r#"{"disclosure_defaults":[{"servers":["slack"],"disclosure_mode":"EAGER"}]}"#)
+            .contains("`disclosure_defaults[0].servers`")
+    );
+    assert!(error(r#"{"disclosure_defaults":[{"namespaces":["a"]}]}"#)
+        .contains("`disclosure_defaults[0].disclosure_mode` is missing"));
+    assert!(
+        error(r#"{"disclosure_defaults":[{"disclosure_mode":"LAZY"}]}"#)
+            .contains("`disclosure_defaults[0].disclosure_mode` is \"LAZY\"")
+    );
+    assert!(
+        error(r#"{"disclosure_defaults":{"disclosure_mode":"EAGER"}}"#)
+            .contains("`disclosure_defaults` is")
+    );
+}
+
 #[test]
 fn disclosure_precedence() {
     let c = Config::parse(

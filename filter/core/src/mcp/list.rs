@@ -2,6 +2,7 @@
 //! on the first page. Everything else in the message (other result fields such as
 //! `nextCursor`, `_meta`, `resultType`, and every byte of the tools that stay) is kept.
 
+use crate::config::catalog::CatalogScope;
 use crate::config::entries::Entry;
 use crate::config::{Config, DisclosureMode, Mode};
 use crate::index::catalog::{Catalog, Page, Tool};
@@ -289,7 +290,7 @@ fn rewrite_object(
     let result_end = (result_raw.get().as_ptr() as usize)
         .saturating_sub(text.as_ptr() as usize)
         .saturating_add(tools_len);
-    let has_next = read_page_flags(&result, outcome);
+    let has_next = read_page_flags(&result, outcome, ctx.config);
 
     let whole_page = target.first_page && !has_next;
     // A definition without a string name cannot be searched or classified: it stays in place,
@@ -429,7 +430,7 @@ fn rewrite_entries(
         return Ok(None);
     };
     let items: Vec<&RawValue> = serde_json::from_str(items.get()).map_err(not_json)?;
-    let has_next = read_page_flags(&result, outcome);
+    let has_next = read_page_flags(&result, outcome, ctx.config);
     // Progressive prompts or resources are found through the search tool, never listed (but
     // for the kill switch, `mode: list`).
     let progressive = ctx.config.mode != Mode::List
@@ -478,11 +479,13 @@ fn rewrite_entries(
     with_result(message, result_text).map(Some)
 }
 
-/// Notes a `cacheScope: "private"` result in `outcome`; returns whether a page follows.
-fn read_page_flags(result: &RawObject, outcome: &mut Outcome) -> bool {
-    outcome.private |= result
-        .get("cacheScope")
-        .is_some_and(|c| c.get().trim() == "\"private\"");
+/// Notes a `cacheScope: "private"` result (or any list, when the operator says the server
+/// shapes every list per caller: `catalog.scope`) in `outcome`; returns whether a page follows.
+fn read_page_flags(result: &RawObject, outcome: &mut Outcome, config: &Config) -> bool {
+    outcome.private |= config.catalog.scope == CatalogScope::Credential
+        || result
+            .get("cacheScope")
+            .is_some_and(|c| c.get().trim() == "\"private\"");
     result
         .get("nextCursor")
         .is_some_and(|c| c.get().trim() != "null")

@@ -3,6 +3,7 @@
 //! per namespace at a time across workers, by a shared-data lease.
 
 use super::{Host, Level, Plugin};
+use crate::config::catalog::CatalogScope;
 use crate::config::entries::Entry;
 use crate::fetch::{Context, Fetch, FetchError, FetchSpec, Fetched, Origin, Step};
 use crate::index::catalog::{private_key, Page};
@@ -222,6 +223,7 @@ impl Plugin {
             entries,
             ..
         } = fetched;
+        let private = private || self.config.catalog.scope == CatalogScope::Credential;
         // Prompts and resources, whole lists, beside the tools (not when the server shapes its
         // lists per caller: there is no caller to keep them for).
         if !private {

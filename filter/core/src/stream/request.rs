@@ -130,11 +130,28 @@ impl Stream {
 
     /// The most request body the filter holds before letting the request go unread.
     pub fn request_cap(&self, config: &Config) -> usize {
-        if config.authorization.is_some() {
+        if config.authorization.is_some() || self.names_call_tool(config) {
             config.max_body_bytes
         } else {
             REQUEST_CLASSIFY_CAP.min(config.max_body_bytes)
         }
+    }
+
+    /// The request's mirrored headers name the injected `call_tool`: only the filter can answer
+    /// it (the upstream does not know it), so its arguments are read however large. 2026-07-28
+    /// clients send `Mcp-Method` and `Mcp-Name` on every request (Streamable HTTP 2026-07-28);
+    /// older clients have none to tell, and their calls are read up to `REQUEST_CLASSIFY_CAP`
+    /// only (README "Known limits"). The headers decide how much is read, never what the
+    /// request is: the body does.
+    fn names_call_tool(&self, config: &Config) -> bool {
+        let mirrored = &self.head.mcp;
+        let one = |values: &[String]| match values {
+            [value] => crate::mcp::headers::decode(value),
+            _ => None,
+        };
+        one(&mirrored.method).as_deref() == Some("tools/call")
+            && one(&mirrored.name)
+                .is_some_and(|name| Injected::of(config, &name) == Some(Injected::Call))
     }
 
     /// The request body was larger than the cap: let it go as it is (or, for the search

@@ -296,3 +296,55 @@ fn a_rule_about_servers_denies_every_resource_and_allows_none() {
     assert!(scope.allows("billing__refund"));
     assert!(!scope.allows_entry(Entry::Resource, "billing://ledger"));
 }
+
+/// README "Authorization", identity sources: `jwt_metadata` reads the payload where the
+/// operator's `filter` and `payload_key` say (jwt_authn's `payload_in_metadata`), and nowhere
+/// else; `header` puts the header's values under the configured `claim`, which rules name.
+#[test]
+fn identity_sources_read_where_they_are_configured() {
+    let jwt = policy(json!({
+        "identity": {"source": "jwt_metadata", "filter": "corp.jwt", "payload_key": "claims"},
+        "rules": [{"claim": "groups", "values": ["ops"], "tools": ["*"]}],
+        "default": "deny"
+    }));
+    let payload = json!({"sub": "u1", "groups": ["ops"]});
+    let identify = |bytes: Vec<u8>| Caller::identify(&jwt.identity, &[], || Some(bytes));
+    let ops = identify(crate::config::metadata::encode_filter_metadata(
+        "corp.jwt", "claims", &payload,
+    ));
+    assert_eq!(ops.values("groups"), ["ops"]);
+    assert!(jwt.allows(&ops, "ns", "github_get_issue"));
+    // The default places (envoy.filters.http.jwt_authn, jwt_payload), or the right filter with
+    // another key: nobody.
+    for (filter, key) in [
+        ("envoy.filters.http.jwt_authn", "jwt_payload"),
+        ("corp.jwt", "jwt_payload"),
+        ("envoy.filters.http.jwt_authn", "claims"),
+    ] {
+        let caller = identify(crate::config::metadata::encode_filter_metadata(
+            filter, key, &payload,
+        ));
+        assert_eq!(caller, Caller::anonymous(), "{filter} {key}");
+        assert!(!jwt.allows(&caller, "ns", "github_get_issue"));
+    }
+    let defaults = policy(json!({"identity": {"source": "jwt_metadata"}, "rules": []}));
+    assert_eq!(
+        defaults.identity,
+        IdentitySource::JwtMetadata {
+            filter: "envoy.filters.http.jwt_authn".into(),
+            key: "jwt_payload".into()
+        }
+    );
+
+    let header = policy(json!({
+        "identity": {"source": "header", "header": "X-Teams", "claim": "teams"},
+        "rules": [{"claim": "teams", "values": ["billing"], "tools": ["stripe_*"]}],
+        "default": "deny"
+    }));
+    let headers = vec![("x-teams".to_string(), "billing, support".to_string())];
+    let billing = Caller::identify(&header.identity, &headers, || None);
+    assert_eq!(billing.values("teams"), ["billing", "support"]);
+    assert!(billing.values("roles").is_empty());
+    assert!(header.allows(&billing, "ns", "stripe_refund_charge"));
+    assert!(!header.allows(&billing, "ns", "github_get_issue"));
+}

@@ -205,6 +205,46 @@ mod tests {
         );
     }
 
+    /// Built once per catalog version and set of visible tools: the same set gets the same
+    /// index (`Rc::ptr_eq`), another set its own, a new version of the catalog a new one; at
+    /// most `CACHED_GROUP_INDEXES` sets are kept.
+    #[test]
+    fn a_group_index_is_built_once_per_catalog_version_and_visible_set() {
+        let config = config("");
+        let index = index(&config);
+        let all = groups_of(&index, &config, None);
+        assert!(Rc::ptr_eq(&all, &groups_of(&index, &config, None)));
+        let slack = |t: &Tool| t.name.starts_with("slack_");
+        let only_slack = groups_of(&index, &config, Some(&slack));
+        assert!(!Rc::ptr_eq(&all, &only_slack));
+        assert_eq!(only_slack.groups.len(), 1);
+        // Another predicate admitting the same tools is the same set.
+        let same = |t: &Tool| t.name.contains("slack");
+        assert!(Rc::ptr_eq(
+            &only_slack,
+            &groups_of(&index, &config, Some(&same))
+        ));
+        // A new version of the catalog (a rebuilt index) builds its own.
+        let rebuilt = self::index(&config);
+        assert!(!Rc::ptr_eq(&all, &groups_of(&rebuilt, &config, None)));
+        // Past the cache's size the oldest set is built again.
+        let names: Vec<String> = index
+            .catalog
+            .tools()
+            .iter()
+            .map(|t| t.name.clone())
+            .collect();
+        for mask in 1..=CACHED_GROUP_INDEXES {
+            let subset = |t: &Tool| {
+                let position = names.iter().position(|n| *n == t.name).unwrap_or(0);
+                mask & (1 << position) != 0
+            };
+            groups_of(&index, &config, Some(&subset));
+        }
+        assert_eq!(index.group_indexes.borrow().len(), CACHED_GROUP_INDEXES);
+        assert!(!Rc::ptr_eq(&all, &groups_of(&index, &config, None)));
+    }
+
     #[test]
     fn hidden_tools_neither_make_a_group_nor_lend_it_words() {
         let config = config("");

@@ -32,6 +32,41 @@ fn tool_fields() {
     .is_err());
 }
 
+/// README "Configuration", `search.weights.input_schema`: nested properties are read four
+/// levels deep (array `items` counting as a level) and at most 4 kB a tool, cut at a character.
+#[test]
+fn schema_text_reads_four_levels_and_at_most_four_kilobytes() {
+    let mut schema = serde_json::json!({"type": "string"});
+    for level in (1..=6).rev() {
+        let inner = if level == 3 {
+            serde_json::json!({"description": format!("d{level}"), "type": "array", "items": {"properties": {format!("l{}", level + 1): schema}}})
+        } else {
+            serde_json::json!({"description": format!("d{level}"), "properties": {format!("l{}", level + 1): schema}})
+        };
+        schema = inner;
+    }
+    let def = serde_json::json!({"name": "deep", "inputSchema": {"properties": {"l1": schema}}});
+    let t = tool(&def.to_string());
+    assert_eq!(t.schema_text(), "l1 d1 l2 d2 l3 d3 l4 d4 ");
+
+    let props: serde_json::Map<String, serde_json::Value> = (0..300)
+        .map(|i| {
+            (
+                format!("p{i:03}"),
+                serde_json::json!({"description": "é".repeat(20)}),
+            )
+        })
+        .collect();
+    let def = serde_json::json!({"name": "wide", "inputSchema": {"properties": props}});
+    let text = tool(&def.to_string()).schema_text();
+    assert!(text.len() <= MAX_SCHEMA_TEXT_BYTES && text.len() > MAX_SCHEMA_TEXT_BYTES - 50);
+    assert_eq!(MAX_SCHEMA_TEXT_BYTES, 4096);
+    assert!(
+        text.starts_with("p000 éé") && !text.contains("p299"),
+        "{text}"
+    );
+}
+
 #[test]
 fn catalog_sorted_unique_and_round_trips() {
     let c = sample();
