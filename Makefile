@@ -32,7 +32,7 @@ VENV_BROWSER := .cache/venv-browser
 # Where `make embedder` puts the sidecar (cargo's target directory, wherever that is).
 EMBEDDER_BIN := $(abspath $(or $(CARGO_TARGET_DIR),target)/release/mcp-tool-search-embedder)
 
-.PHONY: help wasm oci test test-native lint fmt eval demo gateway run run-baseline validate envoy peers python-peers \
+.PHONY: help wasm oci test test-native lint fmt eval ablations demo gateway run run-baseline validate envoy peers python-peers \
 	node-peers clean model fetch-model embedder run-embedder bench-embedder bench bench-gateway soak fuzz \
 	playground playground-build test-playground browser
 
@@ -45,6 +45,7 @@ help:
 	@echo "make run UPSTREAM=host:port LISTEN=port [PLUGIN_CONFIG=file]   the filter in front of any MCP server"
 	@echo "make eval [DATA=folder] [MIN_NDCG=x]   retrieval quality (tools.jsonl + queries.jsonl); fails below the BM25 NDCG@10 floor x"
 	@echo "make eval EMBEDDINGS=1 [MIN_NDCG_VECTOR=x] [MIN_NDCG_HYBRID=y]   also vector and hybrid ranking (the sidecar), with their floors"
+	@echo "make ablations                         each ranking choice undone alone on every set: writes bench/eval/ablations.txt"
 	@echo "                [EVAL_ARGS=...]        more eval arguments: --vectors FILE (cache embeddings), --sweep, --set key=value"
 	@echo "make playground [PLAYGROUND_PORT=$(PLAYGROUND_PORT)]   the operator playground (the filter's core in the browser), served at http://127.0.0.1:PORT/"
 	@echo "make test-playground   the playground's API natively and its page in headless Chromium (make test runs it)"
@@ -158,6 +159,9 @@ ifeq ($(EMBEDDINGS),1)
 else
 	cargo run --release --quiet -p mcp-tool-search-core --example eval -- $(DATA) $(if $(MIN_NDCG),--min-ndcg $(MIN_NDCG)) $(EVAL_ARGS)
 endif
+
+ablations:
+	bench/eval/ablations.sh
 
 # demo.yaml loads the built .wasm, so its plugin configuration is checked too. Any config Envoy
 # refuses fails the target, with Envoy's own message.
@@ -364,7 +368,7 @@ $(VENV_BROWSER)/.selenium-$(SELENIUM_VERSION):
 test-playground: playground-build browser
 	cargo test -p mcp-tool-search-playground
 	cargo build -p mcp-tool-search-playground --example filter-answer
-	$(VENV_BROWSER)/bin/python playground/tests/browser_test.py --site $(PLAYGROUND_DIR) \
+	$(VENV_BROWSER)/bin/python playground/tests/browser_test.py --site $(PLAYGROUND_DIR) --make \
 		--filter-answer $(CARGO_OUT)/debug/examples/filter-answer \
 		$(if $(PLAYGROUND_SCREENSHOT),--screenshot $(PLAYGROUND_SCREENSHOT)) \
 		$(if $(PLAYGROUND_MCP_PYTHON),--mcp-python $(PLAYGROUND_MCP_PYTHON))

@@ -5,6 +5,8 @@
 #   catalog     the rmcp catalog server (wasm-tests/data/catalog-300.jsonl), 127.0.0.1:18081
 #   python      the Python SDK's FastMCP (wasm-tests/peers/fastmcp_server.py), :18082
 #   everything  the TypeScript SDK's server-everything, :18083
+# Envoy listens on 127.0.0.1:10000 (admin :9901). LISTEN, ADMIN, CATALOG_PORT, PYTHON_PORT and
+# EVERYTHING_PORT change the ports (envoy/gateway.yaml is rewritten to match).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ENVOY_BIN=${ENVOY_BIN:-.venv/bin/envoy}
@@ -13,6 +15,11 @@ SERVER_EVERYTHING=${SERVER_EVERYTHING:-.cache/node-peers/node_modules/@modelcont
 WASM=${FILTER_WASM:-target/wasm32-wasip1/release/mcp_tool_search.wasm}
 CATALOG=${CATALOG:-wasm-tests/data/catalog-300.jsonl}
 CATALOG_SERVER=${CATALOG_SERVER:-target/release/catalog-server}
+LISTEN=${LISTEN:-10000}
+ADMIN=${ADMIN:-9901}
+CATALOG_PORT=${CATALOG_PORT:-18081}
+PYTHON_PORT=${PYTHON_PORT:-18082}
+EVERYTHING_PORT=${EVERYTHING_PORT:-18083}
 logs=$(mktemp -d -t mcp-tool-search-gateway.XXXXXX)
 pids=()
 stop() {
@@ -35,24 +42,27 @@ for f in "$ENVOY_BIN" "$PYTHON" "$SERVER_EVERYTHING" "$WASM" "$CATALOG_SERVER"; 
   [ -e "$f" ] || { echo "missing $f: run 'make gateway' (it builds and installs what this needs)" >&2; exit 2; }
 done
 
-step "catalog: the rmcp catalog server ($(wc -l < "$CATALOG") tools) on 127.0.0.1:18081"
-"$CATALOG_SERVER" --tools "$CATALOG" --listen 127.0.0.1:18081 > "$logs/catalog.log" 2>&1 &
+step "catalog: the rmcp catalog server ($(wc -l < "$CATALOG") tools) on 127.0.0.1:$CATALOG_PORT"
+"$CATALOG_SERVER" --tools "$CATALOG" --listen "127.0.0.1:$CATALOG_PORT" > "$logs/catalog.log" 2>&1 &
 pids+=($!)
-step "python: FastMCP (Python SDK 1.x) on 127.0.0.1:18082"
-"$PYTHON" wasm-tests/peers/fastmcp_server.py --port 18082 --record "$logs/python.record" > "$logs/python.log" 2>&1 &
+step "python: FastMCP (Python SDK 1.x) on 127.0.0.1:$PYTHON_PORT"
+"$PYTHON" wasm-tests/peers/fastmcp_server.py --port "$PYTHON_PORT" --record "$logs/python.record" > "$logs/python.log" 2>&1 &
 pids+=($!)
-step "everything: server-everything (TypeScript SDK) on 127.0.0.1:18083"
-PORT=18083 node "$SERVER_EVERYTHING" streamableHttp > "$logs/everything.log" 2>&1 &
+step "everything: server-everything (TypeScript SDK) on 127.0.0.1:$EVERYTHING_PORT"
+PORT=$EVERYTHING_PORT node "$SERVER_EVERYTHING" streamableHttp > "$logs/everything.log" 2>&1 &
 pids+=($!)
-wait_port 18081 && wait_port 18082 && wait_port 18083
+wait_port "$CATALOG_PORT" && wait_port "$PYTHON_PORT" && wait_port "$EVERYTHING_PORT"
 
-step "Envoy $("$ENVOY_BIN" --version | grep -o '[0-9]*\.[0-9]*\.[0-9]*' | head -1): the filter, mcp, mcp_router on 127.0.0.1:10000 (admin :9901)"
-sed "s#target/wasm32-wasip1/release/mcp_tool_search.wasm#$WASM#" envoy/gateway.yaml > "$logs/gateway.yaml"
-"$ENVOY_BIN" -c "$logs/gateway.yaml" --concurrency 2 --base-id 10000 --log-level "${LOG_LEVEL:-info}" > "$logs/envoy.log" 2>&1 &
+step "Envoy $("$ENVOY_BIN" --version | grep -o '[0-9]*\.[0-9]*\.[0-9]*' | head -1): the filter, mcp, mcp_router on 127.0.0.1:$LISTEN (admin :$ADMIN)"
+sed -e "s#target/wasm32-wasip1/release/mcp_tool_search.wasm#$WASM#" \
+  -e "s#port_value: 9901}#port_value: $ADMIN}#" -e "s#port_value: 10000}#port_value: $LISTEN}#" \
+  -e "s#port_value: 18081}#port_value: $CATALOG_PORT}#" -e "s#port_value: 18082}#port_value: $PYTHON_PORT}#" \
+  -e "s#port_value: 18083}#port_value: $EVERYTHING_PORT}#" envoy/gateway.yaml > "$logs/gateway.yaml"
+"$ENVOY_BIN" -c "$logs/gateway.yaml" --concurrency 2 --base-id "$LISTEN" --log-level "${LOG_LEVEL:-info}" > "$logs/envoy.log" 2>&1 &
 pids+=($!)
-wait_port 10000
+wait_port "$LISTEN"
 
-url="http://127.0.0.1:10000/mcp"
+url="http://127.0.0.1:$LISTEN/mcp"
 accept='application/json, text/event-stream'
 step "initialize (mcp_router initializes every server and joins their sessions into one)"
 session=$(curl -sS -D - -o "$logs/init.body" -X POST "$url" -H 'content-type: application/json' -H "accept: $accept" \
@@ -101,8 +111,8 @@ Try it (this session's id is reused):
   curl -s -X POST $url -H 'content-type: application/json' -H 'accept: $accept' \\
     -H 'mcp-session-id: $session' -H 'mcp-protocol-version: 2025-06-18' \\
     -d '{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"refund a payment","group":"catalog"}}}'
-  curl -s -X POST http://127.0.0.1:10000/mcp/search -d '{"query": "github issue"}'
-  curl -s http://127.0.0.1:10000/mcp/search/health
+  curl -s -X POST $url/search -d '{"query": "github issue"}'
+  curl -s $url/search/health
 
 Or point any MCP client at $url. Ctrl-C stops Envoy and the servers.
 TXT

@@ -1,6 +1,8 @@
 """The playground page in headless Chromium (Debian's chromium and chromedriver, via Selenium).
 
-Serves the built site on a free loopback port, loads the MetaTool sample, searches, and holds
+Serves the built site on a free loopback port (with `--make`, through `make playground` as the
+README runs it: the line it prints, the page at that address, Ctrl-C stopping it), loads the
+MetaTool sample, searches, and holds
 the page to the filter: the answer the page shows must equal the one `filter-answer` computes
 natively through the core as the proxy-wasm glue drives it, for the same catalog,
 configuration and query; the ranked table must list the answer's tools in its order; and a bad
@@ -8,6 +10,7 @@ configuration must show the parser's own message. Run by `make test-playground`.
 """
 
 import argparse
+import signal
 import functools
 import http.server
 import json
@@ -44,6 +47,52 @@ def serve(site):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
+
+
+class MakePlayground:
+    """`make playground` with the site already built (`-o playground-build`) on a free port, in
+    a process group of its own as a terminal starts it."""
+
+    def __init__(self):
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            ["make", "--no-print-directory", "-o", "playground-build", "playground",
+             f"PLAYGROUND_PORT={self.port}"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+        want = f"Playground: http://127.0.0.1:{self.port}/   (Ctrl-C stops it)"
+        timer = threading.Timer(60, self.stop)
+        timer.start()
+        printed = []
+        for line in self.proc.stdout:
+            printed.append(line.rstrip("\n"))
+            if printed[-1] == want:
+                break
+        timer.cancel()
+        check(want in printed, f"make playground printed {printed}, not {want!r}")
+        self.url = want.split()[1]
+        deadline = time.monotonic() + 20
+        while not listening(self.port):
+            check(self.proc.poll() is None and time.monotonic() < deadline,
+                  f"make playground printed {self.url} and serves nothing there")
+            time.sleep(0.1)
+
+    def stop(self):
+        """Stops the group as Ctrl-C stops it: make and the server it runs. SIGTERM, whose
+        default action both take: SIGINT may be ignored here, as in any process a
+        non-interactive shell started in the background (POSIX), and stays ignored in them."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        self.proc.wait(timeout=20)
+
+    shutdown = stop
+
+
+def listening(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+        return True
+    except OSError:
+        return False
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -169,16 +218,23 @@ def check(condition, message):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--site", required=True)
+    parser.add_argument("--make", action="store_true",
+                        help="serve the site with `make playground` (already built) and check what it prints")
     parser.add_argument("--filter-answer", required=True)
     parser.add_argument("--screenshot")
     parser.add_argument("--mcp-python", help="a Python with the MCP SDK 1.x: also fetch a catalog from a server")
     args = parser.parse_args()
     started = time.monotonic()
-    server = serve(pathlib.Path(args.site))
+    if args.make:
+        server = MakePlayground()
+        page = server.url
+    else:
+        server = serve(pathlib.Path(args.site))
+        page = f"http://127.0.0.1:{server.server_address[1]}/index.html"
     driver = browser()
     try:
         wait = WebDriverWait(driver, 20)
-        driver.get(f"http://127.0.0.1:{server.server_address[1]}/index.html")
+        driver.get(page)
         wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "true")
 
         # Load a sample: the agent sees the search tool only, the whole catalog hidden.
@@ -244,6 +300,8 @@ def main():
     finally:
         driver.quit()
         server.shutdown()
+    if args.make:
+        check(not listening(server.port), f"make playground's port {server.port} still served once stopped")
     print(f"browser test: ok ({time.monotonic() - started:.1f} s)")
 
 

@@ -11,6 +11,7 @@ mod embedder;
 mod envoy;
 mod paths;
 mod process;
+mod script;
 
 pub use crate::envoy_config::{JwtAuthnOptions, JwtRequirement};
 pub use catalog_server::{CatalogOptions, CatalogServer};
@@ -28,6 +29,7 @@ pub use paths::{
     FILTER_WASM_ARTIFACT, MODEL_FILES,
 };
 pub use process::{free_port, port_open, tail, wait_until, Proc, TestDir};
+pub use script::{run_printed, Script};
 
 use process::await_listening;
 use std::sync::atomic::{AtomicU32, Ordering};

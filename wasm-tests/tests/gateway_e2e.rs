@@ -17,8 +17,8 @@
 mod support;
 
 use mcp_tool_search_wasm_tests::harness::{
-    filter_wasm, free_port, http_get, workspace_root, CatalogOptions, CatalogServer, Envoy,
-    TestDir, FILTER_WASM_ARTIFACT,
+    filter_wasm, free_port, http_get, run_printed, workspace_root, CatalogOptions, CatalogServer,
+    Envoy, Script, TestDir, FILTER_WASM_ARTIFACT,
 };
 use mcp_tool_search_wasm_tests::mcp;
 use mcp_tool_search_wasm_tests::node::ServerEverything;
@@ -556,4 +556,108 @@ async fn a_per_server_policy_holds_against_every_spelling() {
     let r = other.call("python__stripe_get_balance", json!({})).await;
     refused(&r, "python__stripe_get_balance");
     assert_eq!(gw.python().recorded().len(), python_seen);
+}
+
+fn listening(port: u16) -> bool {
+    std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+}
+
+/// README "Many servers behind one endpoint": `make gateway` (`envoy/gateway.sh`) prints the
+/// endpoint, a search across the servers and a call through the router, then a curl flow
+/// whose commands work as printed; Ctrl-C stops Envoy and the three servers.
+#[test]
+fn make_gateway_prints_what_the_readme_says_and_its_curl_flow_works() {
+    let ports: Vec<u16> = (0..5).map(|_| free_port().unwrap()).collect();
+    let [listen, admin, catalog, python, everything] = ports[..] else {
+        unreachable!()
+    };
+    let mut command = std::process::Command::new("envoy/gateway.sh");
+    command
+        .current_dir(workspace_root())
+        .env(
+            "ENVOY_BIN",
+            mcp_tool_search_wasm_tests::harness::envoy_bin().unwrap(),
+        )
+        .env("FILTER_WASM", filter_wasm().unwrap())
+        .env(
+            "MCP_PYTHON",
+            mcp_tool_search_wasm_tests::python::python().unwrap(),
+        )
+        .env(
+            "SERVER_EVERYTHING",
+            mcp_tool_search_wasm_tests::node::server_everything().unwrap(),
+        )
+        .env("CATALOG_SERVER", env!("CARGO_BIN_EXE_catalog-server"))
+        .env("LISTEN", listen.to_string())
+        .env("ADMIN", admin.to_string())
+        .env("CATALOG_PORT", catalog.to_string())
+        .env("PYTHON_PORT", python.to_string())
+        .env("EVERYTHING_PORT", everything.to_string());
+    let mut gateway = Script::start(command).unwrap();
+    gateway
+        .until("Or point any MCP client at", Duration::from_secs(180))
+        .unwrap();
+    let text = gateway.text();
+    let endpoint = format!("http://127.0.0.1:{listen}/mcp");
+    for expected in [
+        format!("==> Envoy 1.40.0: the filter, mcp, mcp_router on 127.0.0.1:{listen}"),
+        "==> tools/list through the filter".to_string(),
+        "    2 tools listed: tool_search, list_tool_groups".to_string(),
+        format!(
+            "    [{{\"group\":\"catalog\",\"tools\":{CATALOG_TOOLS}}},{{\"group\":\"everything\","
+        ),
+        format!("{{\"group\":\"python\",\"tools\":{PYTHON_TOOLS}}}]"),
+        "==> tool_search {\"query\": \"the sum of two numbers\"} across every server".to_string(),
+        "    1. everything__get-sum: Returns the sum of two numbers".to_string(),
+        "The sum of 2 and 3 is 5.".to_string(),
+        format!("MCP endpoint: {endpoint}   (servers: catalog, python, everything"),
+    ] {
+        assert!(text.contains(&expected), "no {expected:?} in:\n{text}");
+    }
+    // The flow as printed: a search in one group with the gateway's session, the plain-HTTP
+    // search across every server, and health.
+    let commands = gateway.commands();
+    assert_eq!(commands.len(), 3, "{commands:?}");
+    let grouped: Value = serde_json::from_str(&run_printed(&commands[0]).unwrap()).unwrap();
+    let text_of = |v: &Value| {
+        v["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let found: Vec<Value> = serde_json::from_str(&text_of(&grouped)).unwrap();
+    assert!(!found.is_empty(), "{grouped}");
+    assert!(
+        found
+            .iter()
+            .all(|t| t["name"].as_str().unwrap().starts_with("catalog__")),
+        "{found:?}"
+    );
+    let http: Value = serde_json::from_str(&run_printed(&commands[1]).unwrap()).unwrap();
+    assert!(
+        http["tools"][0]["name"]
+            .as_str()
+            .is_some_and(|n| n.ends_with("github_get_issue")),
+        "{http}"
+    );
+    let health: Value = serde_json::from_str(&run_printed(&commands[2]).unwrap()).unwrap();
+    assert!(health["catalogs"].is_object(), "{health}");
+
+    let rest = gateway.stop().unwrap();
+    assert!(
+        rest.iter().any(|l| l.starts_with("stopped (logs in ")),
+        "{rest:?}"
+    );
+    let gone = std::time::Instant::now() + Duration::from_secs(10);
+    let open = || {
+        ports
+            .iter()
+            .copied()
+            .filter(|&p| listening(p))
+            .collect::<Vec<_>>()
+    };
+    while !open().is_empty() && std::time::Instant::now() < gone {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(open(), Vec::<u16>::new(), "still listening after Ctrl-C");
 }

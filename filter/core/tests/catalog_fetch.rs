@@ -932,6 +932,44 @@ fn a_server_notification_marks_the_catalog_stale_in_every_form() {
     }
 }
 
+/// A 2026-07-28 client opens a `subscriptions/listen` stream (a POST, spec 2026-07-28 "Subscriptions")
+/// instead of the GET stream; the server's first event acknowledges the filter, later ones carry
+/// notifications tagged with the subscription. The list change on that stream marks the
+/// catalog stale and the next tick refreshes it, with or without a policy guarding the
+/// answers; the stream reaches the client unchanged.
+#[test]
+fn a_list_change_on_a_subscriptions_listen_stream_refreshes_the_catalog() {
+    let listen = br#"{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"notifications":{"toolsListChanged":true}}}"#;
+    let stream: &[u8] = b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/acknowledged\",\"params\":{\"notifications\":{\"toolsListChanged\":true}}}\n\n\
+event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/subscriptionId\":\"1\"}}}\n\n";
+    let policy = r#"{"authorization":{"identity":{"source":"header","header":"x-roles"},
+        "rules":[{"claim":"roles","values":["billing"],"tools":["*"]}],"default":"deny"}}"#;
+    for config in ["", policy] {
+        let server = Server::new(&["stripe_refund_charge"]);
+        let mut env = env_for(&server, config);
+        let caller = [
+            ("x-roles", "billing"),
+            ("mcp-protocol-version", "2026-07-28"),
+        ];
+        let listener = [caller[0], caller[1], ("mcp-method", "subscriptions/listen")];
+        search(&mut env, head(config, &caller)).unwrap();
+        *server.tools.borrow_mut() = vec!["square_refund_payment"];
+        let chunks: Vec<&[u8]> = stream.chunks(11).collect();
+        let out = exchange(
+            &mut env,
+            head(config, &listener),
+            listen,
+            ("200", "text/event-stream", &chunks),
+        );
+        assert_eq!(out.body(), stream, "config {config:?}");
+        assert!(env.plugin_env_meta("upstream").stale, "config {config:?}");
+        env.host.clock_ms.set(env.host.clock_ms.get() + 5_000);
+        assert_eq!(tick(&mut env), 1, "config {config:?}");
+        let found = search(&mut env, head(config, &caller)).unwrap();
+        assert_eq!(found, ["square_refund_payment"], "config {config:?}");
+    }
+}
+
 /// A server announcing changes in a burst (or one a client can make announce them, by changing
 /// what it lists for it) costs one catalog fetch per `catalog.min_refresh_interval` (5 s by
 /// default), the interval counted from the last fetch.

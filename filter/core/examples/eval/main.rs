@@ -14,7 +14,8 @@
 //! queries it never saw. `--set key=value` (repeatable) changes one parameter from the shipped
 //! default, for ablations and sweeps: `k1`, `b` (every field), `b_name`, `b_description`,
 //! `b_input_schema`, `per_field` (0/1), `name_as_written`, `vector_weight_drop`,
-//! `feedback_docs`, `feedback_terms`, `feedback_weight`, `name`, `description`,
+//! `feedback_docs`, `feedback_terms`, `feedback_weight`, `stem` and `stop_words` (0/1: the
+//! term rules), `name`, `description`,
 //! `input_schema` (field weights), `hybrid` (the vector weight). `--vectors FILE` keeps the embeddings of tools and queries in FILE and reads
 //! them from there next time (same texts only).
 
@@ -203,6 +204,8 @@ const KEYS: &[&str] = &[
     "feedback_docs",
     "feedback_terms",
     "feedback_weight",
+    "stem",
+    "stop_words",
     "name",
     "description",
     "input_schema",
@@ -226,6 +229,8 @@ fn apply(config: &mut Config, key: &str, v: f32) {
         "feedback_docs" => t.feedback_docs = v as usize,
         "feedback_terms" => t.feedback_terms = v as usize,
         "feedback_weight" => t.feedback_weight = v,
+        "stem" => t.terms.stem = v != 0.0,
+        "stop_words" => t.terms.stop_words = v != 0.0,
         "name" => config.search.weights.name = v,
         "description" => config.search.weights.description = v,
         "input_schema" => config.search.weights.input_schema = v,

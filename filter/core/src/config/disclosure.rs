@@ -4,8 +4,8 @@
 //! another's thousand searched without naming each tool.
 
 use super::glob::Glob;
-use super::policy::server_of;
-use super::read::{string_list, Object};
+use super::policy::server_matches;
+use super::read::{glob_list, server_globs, Object};
 use super::{ConfigError, DisclosureMode};
 use serde_json::Value;
 
@@ -26,12 +26,11 @@ impl DisclosureDefault {
             .namespaces
             .as_ref()
             .is_none_or(|globs| globs.iter().any(|g| g.matches(namespace)));
-        let server_matches = self.servers.as_ref().is_none_or(|globs| {
-            separator
-                .and_then(|sep| server_of(tool_name, sep))
-                .is_some_and(|server| globs.iter().any(|g| g.matches(server)))
-        });
-        namespace_matches && server_matches
+        namespace_matches
+            && self
+                .servers
+                .as_ref()
+                .is_none_or(|globs| server_matches(globs, tool_name, separator))
     }
 }
 
@@ -52,16 +51,14 @@ pub(super) fn parse(
     for (i, item) in items.iter().enumerate() {
         let path = format!("{field}[{i}]");
         let mut obj = Object::new(&path, item)?;
-        let globs = |obj: &mut Object, key: &'static str| {
-            obj.take(key)
-                .map(|v| {
-                    string_list(&format!("{path}.{key}"), v)
-                        .map(|names| names.iter().map(|n| Glob::new(n)).collect::<Vec<_>>())
-                })
-                .transpose()
-        };
-        let namespaces = globs(&mut obj, "namespaces")?;
-        let servers = globs(&mut obj, "servers")?;
+        let namespaces = obj
+            .take("namespaces")
+            .map(|v| glob_list(&format!("{path}.namespaces"), v))
+            .transpose()?;
+        let servers = obj
+            .take("servers")
+            .map(|v| server_globs(&format!("{path}.servers"), v))
+            .transpose()?;
         if servers.is_some() && separator.is_none() {
             return Err(ConfigError::invalid(
                 &format!("{path}.servers"),

@@ -23,7 +23,7 @@ pub use read::ConfigError;
 use read::{boolean, integer, non_empty_string, string_list, Object};
 use search::parse_search;
 pub use search::{
-    EmbeddingsConfig, FieldWeights, Ranking, ResultFormat, SearchConfig, Tuning,
+    EmbeddingsConfig, FieldWeights, Ranking, ResultFormat, SearchConfig, TermRules, Tuning,
     DEFAULT_HYBRID_VECTOR_WEIGHT,
 };
 

@@ -5,7 +5,9 @@
 use crate::base64::{self, Alphabet};
 use crate::config::entries::Entry;
 use crate::config::glob::Glob;
-use crate::config::read::{non_empty_string, string_list, ConfigError, Object};
+use crate::config::read::{
+    glob_list, non_empty_string, server_globs, string_list, ConfigError, Object,
+};
 use serde_json::Value;
 
 /// Where the caller's claims come from.
@@ -70,6 +72,14 @@ pub struct Policy {
 /// there, and only a rule without `servers` should decide it).
 pub fn server_of<'n>(name: &'n str, separator: &str) -> Option<&'n str> {
     name.split_once(separator).map(|(server, _)| server)
+}
+
+/// Whether the server of the prefixed name `name` matches one of `servers`; never without a
+/// separator (nothing then says where a server's name ends).
+pub fn server_matches(servers: &[Glob], name: &str, separator: Option<&str>) -> bool {
+    separator
+        .and_then(|sep| server_of(name, sep))
+        .is_some_and(|server| servers.iter().any(|g| g.matches(server)))
 }
 
 /// The caller's claim values, as read from their identity.
@@ -241,9 +251,9 @@ impl ScopedRule<'_> {
             (Some(_), Entry::Resource | Entry::ResourceTemplate) => self.effect == Effect::Deny,
             // Parsing refuses `servers` without a separator; should one get here, it matches
             // nothing rather than everything.
-            (Some(servers), Entry::Tool | Entry::Prompt) => separator
-                .and_then(|sep| server_of(name, sep))
-                .is_some_and(|server| servers.iter().any(|g| g.matches(server))),
+            (Some(servers), Entry::Tool | Entry::Prompt) => {
+                server_matches(servers, name, separator)
+            }
         };
         server_matches && self.rule.globs(entry).iter().any(|g| g.matches(name))
     }
@@ -416,32 +426,17 @@ fn parse_rule(path: &str, value: &Value) -> Result<Rule, ConfigError> {
             ))
         }
     };
-    let globs = |obj: &mut Object, key: &'static str| -> Result<Option<Vec<Glob>>, ConfigError> {
+    let globs = |obj: &mut Object, key: &'static str| {
         obj.take(key)
-            .map(|v| {
-                Ok(string_list(&format!("{path}.{key}"), v)?
-                    .iter()
-                    .map(|p| Glob::new(p))
-                    .collect())
-            })
+            .map(|v| glob_list(&format!("{path}.{key}"), v))
             .transpose()
     };
     let every = || vec![Glob::new("*")];
     let namespaces = globs(&mut obj, "namespaces")?.unwrap_or_else(every);
-    let servers = match obj.take("servers") {
-        Some(v) => {
-            let names = string_list(&format!("{path}.servers"), v)?;
-            if names.is_empty() {
-                return Err(ConfigError::invalid(
-                    &format!("{path}.servers"),
-                    v,
-                    "a non-empty list of server names or `*` globs (leave the field out for every server)",
-                ));
-            }
-            Some(names.iter().map(|p| Glob::new(p)).collect())
-        }
-        None => None,
-    };
+    let servers = obj
+        .take("servers")
+        .map(|v| server_globs(&format!("{path}.servers"), v))
+        .transpose()?;
     // A rule that names none of the kinds is about every entry; one that names some is about
     // those only.
     let (tools, prompts, resources) = match (

@@ -1,6 +1,7 @@
 //! Reading the plugin configuration's JSON field by field, and the error an operator sees: the
 //! field's path, the value found and what is allowed.
 
+use super::glob::Glob;
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -70,6 +71,28 @@ pub(crate) fn string_list(field: &str, value: &Value) -> Result<Vec<String>, Con
         .enumerate()
         .map(|(i, v)| non_empty_string(&format!("{field}[{i}]"), v))
         .collect()
+}
+
+/// A list of name globs (`*` matches any run of characters).
+pub(crate) fn glob_list(field: &str, value: &Value) -> Result<Vec<Glob>, ConfigError> {
+    Ok(string_list(field, value)?
+        .iter()
+        .map(|p| Glob::new(p))
+        .collect())
+}
+
+/// Server-name globs (`servers` behind Envoy's `mcp_router`): an empty list would name no
+/// server, so an entry holding it would never apply; leaving the field out means every server.
+pub(crate) fn server_globs(field: &str, value: &Value) -> Result<Vec<Glob>, ConfigError> {
+    let globs = glob_list(field, value)?;
+    if globs.is_empty() {
+        return Err(ConfigError::invalid(
+            field,
+            value,
+            "a non-empty list of server names or `*` globs (leave the field out for every server)",
+        ));
+    }
+    Ok(globs)
 }
 
 pub(crate) fn boolean(field: &str, value: &Value) -> Result<bool, ConfigError> {

@@ -93,6 +93,24 @@ impl Default for FieldWeights {
 /// schema set and the service groups lose 0.035 and 0.010 NDCG@10, `mcp-real`'s gains 0.012.
 pub const DEFAULT_INPUT_SCHEMA_WEIGHT: f32 = 1.0;
 
+/// How a word becomes a search term (applied by `index::tokenizer`). The shipped ranking drops
+/// English stop words and stems (Porter2); turning either off exists to measure what it brings
+/// (the eval's `--set stem=0`, `--set stop_words=0`; README "Retrieval quality").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TermRules {
+    pub stem: bool,
+    pub stop_words: bool,
+}
+
+impl Default for TermRules {
+    fn default() -> Self {
+        TermRules {
+            stem: true,
+            stop_words: true,
+        }
+    }
+}
+
 /// How BM25 scores and re-ranks, beyond the field weights. Not plugin configuration: the
 /// defaults are the measured ones (README, "Retrieval quality"); the evaluation sets the others
 /// to show what each change is worth.
@@ -122,6 +140,8 @@ pub struct Tuning {
     pub feedback_terms: usize,
     /// The lent terms' share of the score.
     pub feedback_weight: f32,
+    /// Stop words and stemming (both on).
+    pub terms: TermRules,
 }
 
 impl Default for Tuning {
@@ -150,6 +170,7 @@ impl Default for Tuning {
             feedback_docs: 0,
             feedback_terms: 0,
             feedback_weight: 0.0,
+            terms: TermRules::default(),
         }
     }
 }

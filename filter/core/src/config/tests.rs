@@ -177,6 +177,12 @@ fn disclosure_defaults_per_namespace_and_server() {
     );
     assert!(error(r#"{"disclosure_defaults":[{"namespaces":["a"]}]}"#)
         .contains("`disclosure_defaults[0].disclosure_mode` is missing"));
+    // An empty `servers` names no server: an entry that could never apply is refused, as a
+    // policy rule's is.
+    assert!(error(
+        r#"{"group_separator":"__","disclosure_defaults":[{"servers":[],"disclosure_mode":"EAGER"}]}"#
+    )
+    .contains("`disclosure_defaults[0].servers` is []; expected a non-empty list"));
     assert!(
         error(r#"{"disclosure_defaults":[{"disclosure_mode":"LAZY"}]}"#)
             .contains("`disclosure_defaults[0].disclosure_mode` is \"LAZY\"")

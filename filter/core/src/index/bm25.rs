@@ -6,10 +6,9 @@
 //! Lucene's non-negative idf. Built once per catalog; a query touches only the postings of its
 //! own terms, whose saturating input (the pseudo term frequency) is computed at build time.
 
-use crate::config::{FieldWeights, Tuning};
+use crate::config::{FieldWeights, TermRules, Tuning};
 use crate::index::fnv::FnvHashMap;
-use crate::index::stem::stem;
-use crate::index::tokenizer::{for_each_word, is_stop_word, terms, words};
+use crate::index::tokenizer::{for_each_word, words};
 use std::cmp::Ordering;
 
 pub const B: f32 = 0.75;
@@ -116,6 +115,7 @@ impl Bm25Index {
         // few hundred words across hundreds of thousands of tokens.
         let mut memo: FnvHashMap<String, Option<u32>> = FnvHashMap::default();
         let as_written = index.tuning.name_as_written > 0.0;
+        let rules = index.tuning.terms;
         let mut buf = String::new();
         for fields in docs {
             let mut tf: Vec<(u32, [f32; FIELDS])> = Vec::new();
@@ -129,7 +129,7 @@ impl Bm25Index {
                     let id = match memo.get(word) {
                         Some(&id) => id,
                         None => {
-                            let id = term_of(term_ids, word);
+                            let id = term_of(term_ids, rules, word);
                             memo.insert(word.to_string(), id);
                             id
                         }
@@ -240,7 +240,7 @@ impl Bm25Index {
     /// The query's distinct terms that the index knows, with their ids, in query order.
     pub fn query_terms(&self, query: &str) -> Vec<(String, u32)> {
         let mut seen: Vec<(String, u32)> = Vec::new();
-        for t in terms(query) {
+        for t in self.tuning.terms.terms(query) {
             if let Some(&id) = self.term_ids.get(&t) {
                 if !seen.iter().any(|(_, i)| *i == id) {
                     seen.push((t, id));
@@ -259,7 +259,7 @@ impl Bm25Index {
         }
         let mut key = String::new();
         for word in words(query) {
-            if is_stop_word(&word) {
+            if self.tuning.terms.drops(&word) {
                 continue;
             }
             key.clear();
@@ -361,10 +361,10 @@ impl Bm25Index {
                 continue;
             }
             for_each_word(text, &mut buf, |word| {
-                if is_stop_word(word) {
+                let Some(term) = self.tuning.terms.term(word) else {
                     return;
-                }
-                if let Some(&id) = self.term_ids.get(&stem(word)) {
+                };
+                if let Some(&id) = self.term_ids.get(&term) {
                     add_tf(&mut tf, id, field, 1.0);
                 }
             });
@@ -434,6 +434,11 @@ impl Bm25Index {
         self.weights.get(2).is_some_and(|&w| w > 0.0)
     }
 
+    /// How words become this index's terms.
+    pub fn term_rules(&self) -> TermRules {
+        self.tuning.terms
+    }
+
     pub fn k1(&self) -> f32 {
         self.tuning.k1
     }
@@ -500,11 +505,10 @@ fn as_written_term(term_ids: &mut FnvHashMap<String, u32>, word: &str) -> u32 {
         .or_insert(next)
 }
 
-fn term_of(term_ids: &mut FnvHashMap<String, u32>, word: &str) -> Option<u32> {
-    (!is_stop_word(word)).then(|| {
-        let next = u32::try_from(term_ids.len()).unwrap_or(u32::MAX);
-        *term_ids.entry(stem(word)).or_insert(next)
-    })
+fn term_of(term_ids: &mut FnvHashMap<String, u32>, rules: TermRules, word: &str) -> Option<u32> {
+    let term = rules.term(word)?;
+    let next = u32::try_from(term_ids.len()).unwrap_or(u32::MAX);
+    Some(*term_ids.entry(term).or_insert(next))
 }
 
 /// A tool has a few dozen distinct terms: a list searched linearly beats a map.

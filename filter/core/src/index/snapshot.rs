@@ -25,7 +25,7 @@ use std::rc::Rc;
 
 /// Names the format; a filter that writes another layout, or splits text into other terms (the
 /// terms are stored, the query is split by the loading filter), writes another magic.
-const MAGIC: &[u8; 8] = b"MTSIDX03";
+const MAGIC: &[u8; 8] = b"MTSIDX04";
 const TRAILER: usize = 4 + 4 + MAGIC.len();
 
 /// The snapshot of `index` for catalog `version`; `None` when its BM25 part is not built or a
@@ -184,6 +184,12 @@ fn write_tuning(w: &mut Writer, tuning: &Tuning) {
     w.u8(u8::from(tuning.per_field));
     w.u8(from_lengths_mask(tuning));
     w.f32(tuning.name_as_written);
+    w.u8(rules_mask(tuning));
+}
+
+/// The term rules: stored terms were made by them, and a query must be split the same way.
+fn rules_mask(tuning: &Tuning) -> u8 {
+    u8::from(tuning.terms.stem) | (u8::from(tuning.terms.stop_words) << 1)
 }
 
 fn from_lengths_mask(tuning: &Tuning) -> u8 {
@@ -195,17 +201,18 @@ fn from_lengths_mask(tuning: &Tuning) -> u8 {
 }
 
 /// The tuning the index depends on (feedback is applied at query time).
-fn read_tuning(r: &mut Reader) -> Option<(f32, [f32; 3], bool, u8, f32)> {
+fn read_tuning(r: &mut Reader) -> Option<(f32, [f32; 3], bool, u8, f32, u8)> {
     Some((
         r.f32()?,
         [r.f32()?, r.f32()?, r.f32()?],
         r.u8()? != 0,
         r.u8()?,
         r.f32()?,
+        r.u8()?,
     ))
 }
 
-fn same_tuning(stored: &(f32, [f32; 3], bool, u8, f32), tuning: &Tuning) -> bool {
+fn same_tuning(stored: &(f32, [f32; 3], bool, u8, f32, u8), tuning: &Tuning) -> bool {
     stored.0.to_bits() == tuning.k1.to_bits()
         && stored
             .1
@@ -215,6 +222,7 @@ fn same_tuning(stored: &(f32, [f32; 3], bool, u8, f32), tuning: &Tuning) -> bool
         && stored.2 == tuning.per_field
         && stored.3 == from_lengths_mask(tuning)
         && stored.4.to_bits() == tuning.name_as_written.to_bits()
+        && stored.5 == rules_mask(tuning)
 }
 
 #[cfg(test)]
@@ -286,6 +294,13 @@ mod tests {
         let mut unwritten = t;
         unwritten.name_as_written = 0.0;
         assert!(decode(bytes.clone(), b"v1", "ns", w, unwritten).is_none());
+        // Stored terms are stemmed, stop words left out: a filter splitting queries otherwise
+        // would miss them.
+        for (stem, stop_words) in [(false, true), (true, false)] {
+            let mut other_rules = t;
+            other_rules.terms = crate::config::TermRules { stem, stop_words };
+            assert!(decode(bytes.clone(), b"v1", "ns", w, other_rules).is_none());
+        }
         // Every truncation and every single-byte change of the trailer and meta either fails or
         // loads a well-formed index; none panics.
         for cut in 0..bytes.len() {

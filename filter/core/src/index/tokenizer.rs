@@ -2,6 +2,7 @@
 //! `s3.putObject`, `ipv4-lookup`), so words are split at every identifier boundary before the
 //! usual lowercase, stop-word and stemming steps.
 
+use crate::config::TermRules;
 use crate::index::stem::stem;
 
 /// Splits `text` into lowercase words at non-alphanumeric characters and camelCase humps
@@ -101,15 +102,36 @@ fn emit(word: Option<&str>, buf: &mut String, f: &mut impl FnMut(&str)) {
     f(buf);
 }
 
-/// Search terms: words without English stop words, stemmed.
+/// Search terms: words without English stop words, stemmed (the shipped `TermRules`).
 pub fn terms(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for_each_word(text, &mut String::new(), |w| {
-        if !is_stop_word(w) {
-            out.push(stem(w));
+    TermRules::default().terms(text)
+}
+
+// The rules are ranking tuning (`config::Tuning::terms`); applying them is the tokenizer's.
+impl TermRules {
+    /// The term `word` (a lowercase word from `for_each_word`) stands for; `None` for a stop
+    /// word.
+    pub fn term(self, word: &str) -> Option<String> {
+        if self.stop_words && is_stop_word(word) {
+            None
+        } else if self.stem {
+            Some(stem(word))
+        } else {
+            Some(word.to_string())
         }
-    });
-    out
+    }
+
+    /// Whether `word` is dropped as a stop word under these rules.
+    pub fn drops(self, word: &str) -> bool {
+        self.stop_words && is_stop_word(word)
+    }
+
+    /// `text`'s terms, in order.
+    pub fn terms(self, text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for_each_word(text, &mut String::new(), |w| out.extend(self.term(w)));
+        out
+    }
 }
 
 /// English function words that carry no intent in a tool request ("can you *find* me *flights*").

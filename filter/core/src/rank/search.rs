@@ -431,13 +431,13 @@ fn max_of(values: impl Iterator<Item = f32>) -> f32 {
 
 /// The share of the query's distinct terms that the entry at `doc` holds.
 pub(crate) fn coverage(index: &CatalogIndex, query: &str, doc: u32) -> f32 {
-    let mut asked = crate::index::tokenizer::terms(query);
+    let bm25 = index.bm25();
+    let mut asked = bm25.term_rules().terms(query);
     crate::sort::sort(&mut asked);
     asked.dedup();
     if asked.is_empty() {
         return 0.0;
     }
-    let bm25 = index.bm25();
     let held = bm25
         .query_terms(query)
         .iter()

@@ -304,3 +304,30 @@ fn a_terse_tool_outranks_a_manual_that_mentions_the_topic_in_passing() {
     assert!(!explained[0].fields[1].b_from_lengths);
     assert_eq!(explained[0].fields[1].b, 0.0);
 }
+
+/// The term rules decide what a query and a tool share: stemmed, "issues" finds `get_issue`;
+/// as written it does not. With stop words kept, "the" becomes a term both sides hold.
+#[test]
+fn term_rules_decide_what_a_query_shares_with_a_tool() {
+    let docs = [
+        ("get_issue", "Read one issue."),
+        ("the_weather", "Forecast for a city."),
+    ];
+    let with = |stem, stop_words| {
+        let tuning = Tuning {
+            terms: crate::config::TermRules { stem, stop_words },
+            ..Tuning::default()
+        };
+        Bm25Index::build_tuned(fields(&docs), FieldWeights::default(), tuning)
+    };
+    let shipped = with(true, true);
+    assert!(shipped.scores("issues")[0] > 0.0);
+    assert_eq!(shipped.scores("the")[1], 0.0);
+    assert!(shipped.query_terms("the").is_empty());
+    let unstemmed = with(false, true);
+    assert_eq!(unstemmed.scores("issues")[0], 0.0);
+    assert!(unstemmed.scores("issue")[0] > 0.0);
+    let unstopped = with(true, false);
+    assert!(unstopped.scores("the")[1] > 0.0);
+    assert_eq!(unstopped.query_terms("the")[0].0, "the");
+}
