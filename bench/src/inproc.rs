@@ -5,7 +5,7 @@
 use crate::native::{list_response as native_response, timed_list, NativeEnv};
 use crate::shim::{shim_list, shim_noop, shim_search, start_vm};
 use crate::vmmem;
-use host_shim::{Host, HttpMessage, WasmModule};
+use host_shim::{Host, HostcallCensus, HttpMessage, WasmModule};
 use mcp_tool_search_core::{
     search, Catalog, CatalogCache, CatalogIndex, Config, Fallback, FallbackKind, GroupIndex,
     Learned, MemoryHost, MemorySharedData, Page, Query, Tool,
@@ -64,6 +64,11 @@ pub struct SizeCosts {
     pub native_group_index_build: Duration,
     /// Rounds of the round robin (samples per figure).
     pub rounds: usize,
+    /// The host functions one search exchange calls (the first query, after the VM's first
+    /// search), and one exchange the filter lets through untouched: counts and bytes, the same
+    /// in any host.
+    pub search_hostcalls: HostcallCensus,
+    pub noop_hostcalls: HostcallCensus,
 }
 
 impl SizeCosts {
@@ -348,6 +353,14 @@ pub fn measure(
     vm.borrow_mut().tick().map_err(|e| e.to_string())?;
     costs.wasm_publish = thread_cpu().saturating_sub(before);
     shim_search(&mut vm.borrow_mut(), &first_body)?;
+    {
+        let mut vm = vm.borrow_mut();
+        vm.hostcalls();
+        shim_search(&mut vm, &first_body)?;
+        costs.search_hostcalls = vm.hostcalls();
+        shim_noop(&mut vm, &first_body, &small_response)?;
+        costs.noop_hostcalls = vm.hostcalls();
+    }
     let search_mem: RefCell<Option<u64>> = RefCell::new(None);
 
     let whole = Page {

@@ -48,4 +48,4 @@ pub use options::VmOptions;
 pub use pairs::Headers;
 pub use stream_state::{LocalReply, Peer, StreamView};
 pub use vm::Vm;
-pub use vm_state::HttpCall;
+pub use vm_state::{HostcallCensus, Hostcalls, HttpCall};

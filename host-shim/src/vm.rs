@@ -10,7 +10,7 @@ use crate::error::{HostAbort, LogLine, LogSource, ShimError};
 use crate::host::Host;
 use crate::module::WasmModule;
 use crate::options::VmOptions;
-use crate::vm_state::{property_key, HttpCall, Restriction, VmState};
+use crate::vm_state::{property_key, HostcallCensus, HttpCall, Restriction, VmState};
 use std::collections::{BTreeMap, HashMap};
 use wasmtime::{Func, Store, Val};
 
@@ -71,6 +71,7 @@ impl Vm {
             status: (0, String::new()),
             root_properties: HashMap::new(),
             random_state: 0x5EED_0000 + index as u64,
+            census: Default::default(),
         };
         let mut store = Store::new(module.engine(), state);
         let instance = pre
@@ -183,6 +184,15 @@ impl Vm {
     /// Why the VM is dead, if it trapped.
     pub fn failure(&self) -> Option<&str> {
         self.failed.as_deref()
+    }
+
+    /// The host functions the module called since the last call of this (or since the VM
+    /// started), by name, with the bytes each moved and the keys read; the census starts again
+    /// empty.
+    pub fn hostcalls(&mut self) -> HostcallCensus {
+        let mut census = self.store.data().census.borrow_mut();
+        census.current = None;
+        std::mem::take(&mut census.taken)
     }
 
     /// A counter's value by name (shared by every VM of the host, as Envoy's stats are).

@@ -8,6 +8,7 @@ use crate::host::Host;
 use crate::options::VmOptions;
 use crate::pairs::Headers;
 use crate::stream_state::{Dir, StreamState};
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use wasmtime::{Func, Memory};
 
@@ -147,6 +148,60 @@ pub(crate) struct VmState {
     pub status: (u32, String),
     pub root_properties: HashMap<Vec<u8>, Vec<u8>>,
     pub random_state: u64,
+    /// Every host function the module called, with the bytes it passed and received: what a
+    /// request costs in crossings of the ABI, the same in any host (`Vm::hostcalls`). Interior
+    /// mutability because the restriction check, which counts, sees the state read-only.
+    pub census: RefCell<Census>,
+}
+
+/// The calls of one host function since the census was last taken.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Hostcalls {
+    pub calls: u64,
+    /// Bytes the host read from the module's memory (paths, keys, values, bodies it was given).
+    pub bytes_in: u64,
+    /// Bytes the host copied into memory the module allocated (properties, headers, buffers,
+    /// shared data it returned).
+    pub bytes_out: u64,
+}
+
+/// What `Vm::hostcalls` reports: the calls of each function, and how often each key was read
+/// by the functions that read one by key (shared data, properties, single headers).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostcallCensus {
+    pub functions: BTreeMap<&'static str, Hostcalls>,
+    /// `"<function> <key>"` (a property path's segments joined by `.`) → reads.
+    pub keys: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Census {
+    pub taken: HostcallCensus,
+    /// The function being called: the one memory reads and copies are counted against.
+    pub current: Option<&'static str>,
+}
+
+impl Census {
+    pub fn call(&mut self, name: &'static str) {
+        self.taken.functions.entry(name).or_default().calls += 1;
+        self.current = Some(name);
+    }
+
+    pub fn key(&mut self, key: &str) {
+        let name = format!("{} {}", self.current.unwrap_or("?"), key.replace('\0', "."));
+        *self.taken.keys.entry(name).or_default() += 1;
+    }
+
+    pub fn bytes(&mut self, into_module: bool, n: usize) {
+        if let Some(entry) = self.current.and_then(|f| self.taken.functions.get_mut(f)) {
+            let n = n as u64;
+            if into_module {
+                entry.bytes_out += n;
+            } else {
+                entry.bytes_in += n;
+            }
+        }
+    }
 }
 
 pub(crate) fn property_key(path: &[String]) -> Vec<u8> {

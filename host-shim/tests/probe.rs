@@ -374,3 +374,28 @@ fn the_probe_imports_only_what_envoy_provides() {
         .iter()
         .any(|i| i.module == "env" && i.name == "proxy_http_call"));
 }
+
+/// The census of host functions: each call counted under its ABI name, with the bytes the host
+/// read from the module (keys, values) and copied into it (results); taking it empties it.
+#[test]
+fn every_hostcall_is_counted_with_the_bytes_it_moved() {
+    let mut vm = probe("queue");
+    vm.hostcalls();
+    vm.exchange(&HttpMessage::get("/queued"), &ok_response())
+        .unwrap();
+    let census = vm.hostcalls();
+    let of = |name: &str| {
+        let h = census
+            .functions
+            .get(name)
+            .unwrap_or_else(|| panic!("no {name} in {census:?}"));
+        (h.calls, h.bytes_in, h.bytes_out)
+    };
+    // ":path" read, "/queued" returned.
+    assert_eq!(of("proxy_get_header_map_value"), (1, 5, 7));
+    // The VM id "" and the queue's name "probe".
+    assert_eq!(of("proxy_resolve_shared_queue"), (1, 5, 0));
+    assert_eq!(of("proxy_enqueue_shared_queue"), (1, 7, 0));
+    assert_eq!(census.keys["proxy_get_header_map_value :path"], 1);
+    assert_eq!(vm.hostcalls(), Default::default());
+}

@@ -171,6 +171,7 @@ pub fn render(inp: &Inputs) -> String {
     if let Some(ip) = inp.inproc {
         vm::write_costs(&mut o, ip);
         vm::write_breakdown(&mut o, ip);
+        vm::write_hostcalls(&mut o, ip);
     }
 
     quality::write(&mut o, a);

@@ -208,3 +208,81 @@ pub fn write_breakdown(o: &mut String, ip: &InprocResults) {
         let _ = writeln!(o);
     }
 }
+
+/// *Host functions a request calls*: the census of ABI crossings of one search and of one
+/// exchange the filter lets through, at every size (the same calls in any host; what each costs
+/// is the host's).
+pub fn write_hostcalls(o: &mut String, ip: &InprocResults) {
+    let Some(first) = ip.sizes.first() else {
+        return;
+    };
+    let mut names: Vec<&'static str> = ip
+        .sizes
+        .iter()
+        .flat_map(|s| {
+            s.search_hostcalls
+                .functions
+                .keys()
+                .chain(s.noop_hostcalls.functions.keys())
+        })
+        .copied()
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let _ = writeln!(o, "### Host functions a request calls\n");
+    let _ = writeln!(
+        o,
+        "Every proxy-wasm and WASI function the `.wasm` called in the host-shim during one `tool_search` exchange \
+         (the first query, after the VM's first search) and during one exchange the filter lets through untouched \
+         (a small POST to a path that is not MCP): calls, bytes the host read from the module's memory, bytes it \
+         copied into the module. These are the same in Envoy; what each costs is the host's.\n"
+    );
+    let sizes: Vec<String> = ip.sizes.iter().map(|s| thousands(s.tools)).collect();
+    let _ = writeln!(
+        o,
+        "| function | pass-through: calls | search at {} tools: calls / bytes in / bytes out |\n|---|---|---|",
+        sizes.join(" · ")
+    );
+    for name in &names {
+        let through = first
+            .noop_hostcalls
+            .functions
+            .get(name)
+            .map_or(0, |h| h.calls);
+        let searches: Vec<String> = ip
+            .sizes
+            .iter()
+            .map(|s| {
+                s.search_hostcalls.functions.get(name).map_or_else(
+                    || "–".to_owned(),
+                    |h| format!("{} / {} / {}", h.calls, h.bytes_in, h.bytes_out),
+                )
+            })
+            .collect();
+        let _ = writeln!(o, "| `{name}` | {through} | {} |", searches.join(" · "));
+    }
+    let total = |c: &host_shim::HostcallCensus| c.functions.values().map(|h| h.calls).sum::<u64>();
+    let totals: Vec<String> = ip
+        .sizes
+        .iter()
+        .map(|s| total(&s.search_hostcalls).to_string())
+        .collect();
+    let _ = writeln!(
+        o,
+        "| **all** | **{}** | **{}** |\n",
+        total(&first.noop_hostcalls),
+        totals.join(" · ")
+    );
+    let keys: Vec<String> = first
+        .search_hostcalls
+        .keys
+        .iter()
+        .map(|(key, n)| format!("`{key}` ×{n}"))
+        .collect();
+    let _ = writeln!(
+        o,
+        "What the search read by key at {} tools (shared-data keys, property paths, header names): {}.\n",
+        thousands(first.tools),
+        keys.join(", ")
+    );
+}

@@ -15,7 +15,8 @@ pub(super) type R = wasmtime::Result<i32>;
 
 /// Traps the module (as proxy-wasm-cpp-host does) when it calls a function the current phase
 /// does not allow: during `_initialize`, or inside its allocator while the host copies a result.
-pub(super) fn guard(c: &C, name: &str) -> wasmtime::Result<()> {
+pub(super) fn guard(c: &C, name: &'static str) -> wasmtime::Result<()> {
+    c.data().census.borrow_mut().call(name);
     if let Some(r) = c.data().restriction {
         if !r.allows(name) {
             return Err(wasmtime::Error::new(HostAbort::Restricted(
@@ -24,6 +25,11 @@ pub(super) fn guard(c: &C, name: &str) -> wasmtime::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Counts a read of `key` by the function being called (`Vm::hostcalls`).
+pub(super) fn note_key(c: &C, key: &str) {
+    c.data().census.borrow_mut().key(key);
 }
 
 /// An `i32` pointer or size from the module, read as the unsigned wasm32 value it is.
@@ -40,8 +46,9 @@ pub(super) fn read(c: &C, ptr: i32, len: i32) -> Option<Vec<u8>> {
     let mem = c.data().memory?;
     let data = mem.data(c);
     let start = u(ptr);
-    data.get(start..start.checked_add(u(len))?)
-        .map(<[u8]>::to_vec)
+    let bytes = data.get(start..start.checked_add(u(len))?)?.to_vec();
+    c.data().census.borrow_mut().bytes(false, bytes.len());
+    Some(bytes)
 }
 
 pub(super) fn read_str(c: &C, ptr: i32, len: i32) -> Option<String> {
@@ -107,6 +114,7 @@ pub(super) fn copy_out(
         if ptr == 0 || !write(c, ptr, bytes) {
             return Ok(false);
         }
+        c.data().census.borrow_mut().bytes(true, bytes.len());
     }
     Ok(put_u32(c, ptr_ptr, u32::from_ne_bytes(ptr.to_ne_bytes()))
         && put_u32(c, size_ptr, len_u32(bytes.len())))

@@ -2,7 +2,7 @@
 //! while the filter holds them, and the callout response's maps during its callback. Keys are
 //! lower-cased on the way in, as Envoy's header maps are.
 
-use super::guest::{copy_out_status, guard, len_u32, ok, put_u32, read, read_str, C, R};
+use super::guest::{copy_out_status, guard, len_u32, note_key, ok, put_u32, read, read_str, C, R};
 use crate::abi::{map, Status};
 use crate::pairs::{self, Headers};
 use crate::vm_state::VmState;
@@ -34,6 +34,7 @@ pub(super) fn define(l: &mut Linker<VmState>) -> wasmtime::Result<()> {
             let Some(key) = read_str(&c, key_ptr, key_size) else {
                 return ok(Status::InvalidMemoryAccess);
             };
+            note_key(&c, &key);
             let Some(headers) = const_map(c.data(), ty) else {
                 // Envoy: "Requested map type is not currently available" (NotFound while
                 // access logging).

@@ -2,7 +2,7 @@
 //! A stream's properties come first, then the root context's, then the few Envoy answers
 //! itself from the plugin and the stream's headers.
 
-use super::guest::{copy_out_status, guard, ok, read, C, R};
+use super::guest::{copy_out_status, guard, note_key, ok, read, C, R};
 use crate::abi::Status;
 use crate::pairs::{self, Headers};
 use crate::vm_state::VmState;
@@ -17,6 +17,7 @@ pub(super) fn define(l: &mut Linker<VmState>) -> wasmtime::Result<()> {
             let Some(path) = read(&c, path_ptr, path_size) else {
                 return ok(Status::InvalidMemoryAccess);
             };
+            note_key(&c, &String::from_utf8_lossy(&path));
             let value = {
                 let s = c.data();
                 s.stream()

@@ -2,7 +2,7 @@
 //! host sees, as every worker of one Envoy process does. A queue's readiness goes to the root
 //! context that registered it.
 
-use super::guest::{copy_out, copy_out_status, guard, ok, put_u32, read, read_str, C, R};
+use super::guest::{copy_out, copy_out_status, guard, note_key, ok, put_u32, read, read_str, C, R};
 use crate::abi::Status;
 use crate::vm_state::VmState;
 use wasmtime::Linker;
@@ -16,6 +16,7 @@ pub(super) fn define(l: &mut Linker<VmState>) -> wasmtime::Result<()> {
             let Some(key) = read_str(&c, key_ptr, key_size) else {
                 return ok(Status::InvalidMemoryAccess);
             };
+            note_key(&c, &key);
             let found = {
                 let s = c.data();
                 s.host.lock().get_shared(&s.opts.vm_id, &key)

@@ -499,7 +499,10 @@ impl State {
             self.response_held = true;
             return Action::Pause;
         }
-        if end_of_stream || !self.stream.awaiting_response() {
+        // After a local reply the headers are that reply's (Envoy runs a filter's own local
+        // reply through its encode path): built here from what the caller may see, they are
+        // neither read nor guarded again.
+        if self.replied || end_of_stream || !self.stream.awaiting_response() {
             return Action::Continue;
         }
         let header = |name: &str| {
