@@ -29,7 +29,7 @@ pub use paths::{
     FILTER_WASM_ARTIFACT, MODEL_FILES,
 };
 pub use process::{free_port, port_open, tail, wait_until, Proc, TestDir};
-pub use script::{run_printed, Script};
+pub use script::{run_printed, still_listening, Script};
 
 use process::await_listening;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -12,16 +12,13 @@
     clippy::indexing_slicing
 )]
 
-use mcp_tool_search_wasm_tests::harness::{free_port, run_printed, workspace_root, Script};
-use std::net::TcpStream;
+use mcp_tool_search_wasm_tests::harness::{
+    free_port, run_printed, still_listening, workspace_root, Script,
+};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const CATALOG_SERVER: &str = env!("CARGO_BIN_EXE_catalog-server");
-
-fn listening(port: u16) -> bool {
-    TcpStream::connect(("127.0.0.1", port)).is_ok()
-}
 
 #[test]
 fn make_demo_prints_what_the_readme_says_and_its_curl_flow_works() {
@@ -72,13 +69,9 @@ fn make_demo_prints_what_the_readme_says_and_its_curl_flow_works() {
         rest.iter().any(|l| l.starts_with("stopped (logs in ")),
         "{rest:?}"
     );
-    let gone = Instant::now() + Duration::from_secs(10);
-    while (listening(listen) || listening(upstream)) && Instant::now() < gone {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert!(!listening(listen), "Envoy still listens on {listen}");
+    let left = still_listening(&[listen, upstream], Duration::from_secs(10));
     assert!(
-        !listening(upstream),
-        "the catalog server still listens on {upstream}"
+        left.is_empty(),
+        "still listening after Ctrl-C: {left:?} (Envoy {listen}, the catalog server {upstream})"
     );
 }

@@ -17,8 +17,8 @@
 mod support;
 
 use mcp_tool_search_wasm_tests::harness::{
-    filter_wasm, free_port, http_get, run_printed, workspace_root, CatalogOptions, CatalogServer,
-    Envoy, Script, TestDir, FILTER_WASM_ARTIFACT,
+    filter_wasm, free_port, http_get, run_printed, still_listening, workspace_root, CatalogOptions,
+    CatalogServer, Envoy, Script, TestDir, FILTER_WASM_ARTIFACT,
 };
 use mcp_tool_search_wasm_tests::mcp;
 use mcp_tool_search_wasm_tests::node::ServerEverything;
@@ -558,10 +558,6 @@ async fn a_per_server_policy_holds_against_every_spelling() {
     assert_eq!(gw.python().recorded().len(), python_seen);
 }
 
-fn listening(port: u16) -> bool {
-    std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-}
-
 /// README "Many servers behind one endpoint": `make gateway` (`envoy/gateway.sh`) prints the
 /// endpoint, a search across the servers and a call through the router, then a curl flow
 /// whose commands work as printed; Ctrl-C stops Envoy and the three servers.
@@ -648,16 +644,9 @@ fn make_gateway_prints_what_the_readme_says_and_its_curl_flow_works() {
         rest.iter().any(|l| l.starts_with("stopped (logs in ")),
         "{rest:?}"
     );
-    let gone = std::time::Instant::now() + Duration::from_secs(10);
-    let open = || {
-        ports
-            .iter()
-            .copied()
-            .filter(|&p| listening(p))
-            .collect::<Vec<_>>()
-    };
-    while !open().is_empty() && std::time::Instant::now() < gone {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert_eq!(open(), Vec::<u16>::new(), "still listening after Ctrl-C");
+    assert_eq!(
+        still_listening(&ports, Duration::from_secs(10)),
+        Vec::<u16>::new(),
+        "still listening after Ctrl-C"
+    );
 }

@@ -3,7 +3,7 @@
 //! read line by line, the commands they print run as printed, and stopped the way a terminal
 //! stops them.
 
-use super::{err, Result};
+use super::{err, port_open, Result};
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
@@ -125,4 +125,23 @@ pub fn run_printed(command: &str) -> Result<String> {
         return err(format!("{command}\nexited {}: {stdout}", out.status));
     }
     Ok(stdout)
+}
+
+/// The loopback `ports` something still listens on once `within` has passed (none: all closed,
+/// as they must be after a script is stopped).
+pub fn still_listening(ports: &[u16], within: Duration) -> Vec<u16> {
+    let open = || {
+        ports
+            .iter()
+            .copied()
+            .filter(|&p| port_open(([127, 0, 0, 1], p).into()))
+            .collect::<Vec<_>>()
+    };
+    let deadline = Instant::now() + within;
+    let mut left = open();
+    while !left.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        left = open();
+    }
+    left
 }

@@ -112,7 +112,7 @@ impl TermRules {
     /// The term `word` (a lowercase word from `for_each_word`) stands for; `None` for a stop
     /// word.
     pub fn term(self, word: &str) -> Option<String> {
-        if self.stop_words && is_stop_word(word) {
+        if self.drops(word) {
             None
         } else if self.stem {
             Some(stem(word))
