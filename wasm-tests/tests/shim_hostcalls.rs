@@ -81,11 +81,22 @@ fn a_steady_search_makes_these_hostcalls_and_no_more() {
             // The clock (catalog age) and one counter (`searches.bm25`).
             ("proxy_get_current_time_nanoseconds", 1),
             ("proxy_increment_metric", 1),
-            // The catalog's meta (three reads) and version (two): one view would do.
-            ("proxy_get_shared_data", 5),
+            // The catalog's meta and version, each read once per callback.
+            ("proxy_get_shared_data", 2),
             ("proxy_send_local_response", 1),
         ]),
         "{keys:?}"
+    );
+    let read = |key: String| format!("proxy_get_shared_data {key}");
+    assert_eq!(
+        keys.keys()
+            .filter(|k| k.starts_with("proxy_get_shared_data"))
+            .cloned()
+            .collect::<Vec<_>>(),
+        [
+            read(mcp_tool_search_core::keys::meta("upstream")),
+            read(mcp_tool_search_core::keys::version("upstream"))
+        ]
     );
     // Its own local reply passes its response callbacks unread.
     assert!(

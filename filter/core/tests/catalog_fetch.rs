@@ -608,6 +608,71 @@ fn a_private_list_is_kept_per_credential_and_never_searched_for_another_caller()
     assert_eq!(search(&mut env, bob()).unwrap(), ["square_refund_payment"]);
 }
 
+/// What a stream learns of the shared catalogs lasts one callback: two callers whose lists the
+/// server marks private, their callbacks interleaved on one worker (Alice's headers, Bob's
+/// headers, Bob's body, Alice's body), each searches only the catalog of their own credentials.
+#[test]
+fn interleaved_callers_on_one_worker_each_search_only_their_own_private_catalog() {
+    let server = Server::new(&["github_get_issue"]);
+    *server.private.borrow_mut() = vec![
+        ("Bearer alice", "stripe_refund_charge"),
+        ("Bearer bob", "square_refund_payment"),
+    ];
+    let mut env = env_for(&server, "");
+    let alice = || head("", &[("authorization", "Bearer alice")]);
+    let bob = || head("", &[("authorization", "Bearer bob")]);
+    assert_eq!(search(&mut env, alice()).unwrap(), ["stripe_refund_charge"]);
+    assert_eq!(search(&mut env, bob()).unwrap(), ["square_refund_payment"]);
+    let names = |env: &TestEnv, id: u32| -> Vec<String> {
+        let reply = env.host.stream(id).reply.expect("answered here");
+        let body: Value = serde_json::from_slice(&reply.body).unwrap();
+        let found: Value =
+            serde_json::from_str(body["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+        found
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    for _ in 0..2 {
+        let (mut a, ida) = env.start_headers(alice(), SEARCH);
+        let (mut b, idb) = env.start_headers(bob(), SEARCH);
+        env.send_body(&mut b, idb, SEARCH);
+        env.send_body(&mut a, ida, SEARCH);
+        assert_eq!(names(&env, idb), ["square_refund_payment"]);
+        assert_eq!(names(&env, ida), ["stripe_refund_charge"]);
+    }
+    assert_eq!(env.host.counter("catalog_fetches.ok"), 2, "no fetch more");
+}
+
+/// A server that starts shaping its lists per caller: once another worker learned a list marked
+/// `cacheScope: "private"`, this worker's next search for Bob is answered from Bob's own list,
+/// never from the shared catalog this worker searched a moment before (nothing a worker read
+/// of the shared data outlives the callback that read it).
+#[test]
+fn a_list_turned_private_on_another_worker_is_seen_by_the_next_search_here() {
+    let server = Server::new(&["github_get_issue", "stripe_refund_charge"]);
+    let host = Rc::new(fresh_host());
+    let mut here = env_on(&server, "", Rc::clone(&host));
+    let mut other = env_on(&server, "", Rc::clone(&host));
+    let bob = || head("", &[("authorization", "Bearer bob")]);
+    assert_eq!(search(&mut here, bob()).unwrap(), ["stripe_refund_charge"]);
+    *server.tools.borrow_mut() = vec!["github_get_issue"];
+    *server.private.borrow_mut() = vec![
+        ("Bearer alice", "stripe_refund_charge"),
+        ("Bearer bob", "square_refund_payment"),
+    ];
+    let alice_list = br#"{"jsonrpc":"2.0","id":1,"result":{"cacheScope":"private","tools":[{"name":"stripe_refund_charge","description":"refund a charge","inputSchema":{"type":"object"}}]}}"#;
+    exchange(
+        &mut other,
+        head("", &[("authorization", "Bearer alice")]),
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+        ("200", "application/json", &[alice_list]),
+    );
+    assert_eq!(search(&mut here, bob()).unwrap(), ["square_refund_payment"]);
+}
+
 /// Issue 30, contract D: under a policy of ours too, a list the server marks private is kept
 /// per credential, and the policy filters that credential's catalog.
 #[test]

@@ -122,15 +122,22 @@ pub fn to_json<T: Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".to_string())
 }
 
+/// [`to_json`] as raw JSON to embed in a larger message: written once, never parsed back.
+pub fn to_raw_json<T: Serialize>(value: &T) -> Box<RawValue> {
+    serde_json::value::to_raw_value(value).unwrap_or_else(|_| null())
+}
+
+fn null() -> Box<RawValue> {
+    RawValue::from_string("null".to_string()).unwrap_or_default()
+}
+
 fn result<M: Serialize>(
     texts: &[&str],
-    structured: Option<&str>,
+    structured_content: Option<&RawValue>,
     is_error: bool,
     meta: Option<M>,
     modern: bool,
 ) -> String {
-    // `structured` is JSON this crate wrote; were it not, the text still carries the answer.
-    let structured_content = structured.and_then(|s| serde_json::from_str::<&RawValue>(s).ok());
     to_json(&ToolResult {
         content: texts
             .iter()
@@ -153,7 +160,7 @@ pub fn text(texts: &[&str], is_error: bool, modern: bool) -> String {
 pub fn search(
     texts: &[&str],
     meta: SearchMeta<'_>,
-    structured: Option<&str>,
+    structured: Option<&RawValue>,
     modern: bool,
 ) -> String {
     result(
@@ -322,7 +329,12 @@ pub fn http_mixed(results: &RawValue, meta: MixedMeta) -> String {
 }
 
 /// The search tool's answer to a search over prompts and resources.
-pub fn mixed(texts: &[&str], meta: MixedMeta, structured: Option<&str>, modern: bool) -> String {
+pub fn mixed(
+    texts: &[&str],
+    meta: MixedMeta,
+    structured: Option<&RawValue>,
+    modern: bool,
+) -> String {
     #[derive(Serialize)]
     struct Envelope {
         #[serde(rename = "mcp-tool-search/search")]

@@ -1,12 +1,12 @@
 //! The stream's view of its VM's plugin (`Env`): the one boundary between a stream's decisions
 //! (`stream`) and what the VM shares (catalog cache, store, embedding health, stats).
 
-use super::{catalogs, Host, Level, Plugin};
+use super::{catalogs, view, Host, Level, Plugin};
 use crate::config::entries::Entry;
 use crate::fetch::{FetchSpec, Origin};
 use crate::index::catalog::CatalogIndex;
 use crate::stats::Event;
-use crate::store::{self, circuit, CatalogMeta, Learned, StoreError};
+use crate::store::{self, circuit, CatalogMeta, Learned, SharedData, StoreError};
 use crate::vector::ToolVectors;
 use std::rc::Rc;
 
@@ -14,7 +14,7 @@ use std::rc::Rc;
 /// the namespace the stream's route names.
 pub struct Env<'a> {
     pub(super) plugin: &'a Plugin,
-    pub(super) host: &'a dyn Host,
+    pub(super) host: view::CallbackView<'a>,
     pub(super) namespace: String,
     pub(super) origin: Option<Origin>,
 }
@@ -45,7 +45,7 @@ impl Env<'_> {
         let now = self.host.now_ms();
         let origin = self.origin.clone();
         let private = key != self.namespace;
-        let _ = store::update_meta(self.host, key, |meta| {
+        let _ = store::update_meta(&self.host, key, |meta| {
             let moved = origin
                 .as_ref()
                 .is_some_and(|o| meta.origin() != Some(o.clone()));
@@ -75,7 +75,7 @@ impl Env<'_> {
             .cache
             .try_borrow_mut()
             .map_err(|_| StoreError::Host("catalog cache busy".into()))?
-            .index(self.host, namespace, &self.plugin.config)
+            .index(&self.host, namespace, &self.plugin.config)
     }
 
     /// Whether a catalog was ever stored under `key` (an empty one counts: the server has none
@@ -85,7 +85,7 @@ impl Env<'_> {
     }
 
     pub(crate) fn namespaces(&mut self) -> Vec<String> {
-        store::namespaces(self.host).unwrap_or_default()
+        store::namespaces(&self.host).unwrap_or_default()
     }
 
     pub(crate) fn tool_vectors(&mut self, index: &CatalogIndex) -> Option<Rc<ToolVectors>> {
@@ -94,10 +94,10 @@ impl Env<'_> {
             let mut cache = self.plugin.cache.try_borrow_mut().ok()?;
             // Vectors are resolved against the cached index (the same Rc a search holds).
             let shared_index = cache
-                .index(self.host, &index.namespace, &self.plugin.config)
+                .index(&self.host, &index.namespace, &self.plugin.config)
                 .ok()?;
             cache
-                .vectors(self.host, &shared_index, &self.plugin.config)
+                .vectors(&self.host, &shared_index, &self.plugin.config)
                 .ok()?
         };
         if !missing.is_empty() {
@@ -107,12 +107,12 @@ impl Env<'_> {
     }
 
     pub(crate) fn embeddings_degraded(&mut self) -> Option<String> {
-        self.plugin.health.degraded(self.host)
+        self.plugin.health.degraded(&self.host)
     }
 
     pub(crate) fn embeddings_circuit(&mut self) -> Option<circuit::Circuit> {
         self.plugin.config.search.embeddings.as_ref()?;
-        Some(circuit::read(self.host))
+        Some(circuit::read(&self.host))
     }
 
     pub(crate) fn learn(&mut self, learned: Learned) -> Result<bool, StoreError> {
@@ -126,18 +126,18 @@ impl Env<'_> {
                 .cache
                 .try_borrow_mut()
                 .map_err(|_| StoreError::Host("catalog cache busy".into()))?
-                .learn(self.host, &key, learned);
+                .learn(&self.host, &key, learned);
         }
         let last = learned.page.last;
         let key = self
             .plugin
-            .learned_key(self.host, &self.namespace, &learned);
+            .learned_key(&self.host, &self.namespace, &learned);
         let changed = self
             .plugin
             .cache
             .try_borrow_mut()
             .map_err(|_| StoreError::Host("catalog cache busy".into()))?
-            .learn(self.host, &key, learned)?;
+            .learn(&self.host, &key, learned)?;
         self.plugin.mark_for_embedding(&key);
         if last {
             self.listed(&key, changed);
@@ -154,7 +154,7 @@ impl Env<'_> {
     }
 
     pub(crate) fn catalog_meta(&mut self, namespace: &str) -> CatalogMeta {
-        store::read_meta(self.host, namespace).unwrap_or_default()
+        self.host.meta(namespace)
     }
 
     pub(crate) fn fetch_spec(
@@ -164,7 +164,7 @@ impl Env<'_> {
         forwarded: Vec<(String, String)>,
     ) -> FetchSpec {
         self.plugin
-            .fetch_spec(self.host, origin, context, forwarded)
+            .fetch_spec(&self.host, origin, context, forwarded)
     }
 
     /// A server's `notifications/tools/list_changed` passed (only `mcp::notify` decides that):
@@ -174,7 +174,7 @@ impl Env<'_> {
     /// created by a notification), is left as it is.
     pub(crate) fn mark_stale(&mut self, namespace: &str) {
         let mut marked = false;
-        let _ = store::update_meta(self.host, namespace, |meta| {
+        let _ = store::update_meta(&self.host, namespace, |meta| {
             marked = meta.updated_ms != 0 && !meta.stale;
             meta.stale |= marked;
             marked
@@ -188,7 +188,7 @@ impl Env<'_> {
     }
 
     pub(crate) fn is_own_fetch(&mut self, marker: &str) -> bool {
-        catalogs::is_own_fetch(self.host, marker)
+        catalogs::is_own_fetch(&self.host, marker)
     }
 
     pub(crate) fn record(&mut self, event: Event) {

@@ -8,6 +8,7 @@ mod env;
 mod health;
 pub mod host;
 mod scheduler;
+mod view;
 
 pub use catalogs::{
     fetch_secret, install_fetch_secret, FetchProgress, FetchStart, FETCH_MARKER_HEADER,
@@ -121,7 +122,7 @@ impl Plugin {
     pub(crate) fn env<'a>(&'a self, host: &'a dyn Host, namespace: String) -> Env<'a> {
         Env {
             plugin: self,
-            host,
+            host: view::CallbackView::new(host),
             namespace,
             origin: None,
         }

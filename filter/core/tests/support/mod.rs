@@ -232,14 +232,25 @@ impl TestEnv {
     /// A stream given the request's headers and whole body, left where the filter leaves it
     /// (waiting on a call or another worker's fetch, say); the calls it made are not answered.
     pub fn start(&mut self, head: RequestHead, body: &[u8]) -> (Context, u32) {
+        let (mut stream, id) = self.start_headers(head, body);
+        self.send_body(&mut stream, id, body);
+        (stream, id)
+    }
+
+    /// A fresh stream given only its request headers (the body `body` announced by them).
+    pub fn start_headers(&mut self, head: RequestHead, body: &[u8]) -> (Context, u32) {
         let (mut stream, id) = self.open(&head, body);
         let _ = stream.on_request_headers(&self.root, self.host.as_ref(), false);
+        (stream, id)
+    }
+
+    /// The whole request body of stream `id`, started with [`TestEnv::start_headers`].
+    pub fn send_body(&mut self, stream: &mut Context, id: u32, body: &[u8]) {
         if let Some(s) = self.host.streams.borrow_mut().get_mut(&id) {
             s.request_body = body.to_vec();
         }
         self.host.enter(id);
         let _ = stream.on_request_body(&self.root, self.host.as_ref(), body.len(), true);
-        (stream, id)
     }
 
     /// Answers every call this worker's streams and root have made with its services.

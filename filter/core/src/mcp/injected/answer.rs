@@ -147,8 +147,12 @@ fn entry_cost(name: &str, structured: bool) -> usize {
 }
 
 /// `structuredContent` for `entries`.
-pub fn structured(entries: &[StructuredEntry<'_>], matches: usize, offset: usize) -> String {
-    result::to_json(&Structured {
+pub fn structured(
+    entries: &[StructuredEntry<'_>],
+    matches: usize,
+    offset: usize,
+) -> Box<serde_json::value::RawValue> {
+    result::to_raw_json(&Structured {
         results: entries,
         matches,
         offset,
@@ -311,8 +315,8 @@ fn write(
         })
         .collect();
     let structured = structured.then(|| self::structured(&entries, ranked.matches, query.offset));
-    let read =
-        texts.iter().map(String::len).sum::<usize>() + structured.as_ref().map_or(0, String::len);
+    let read = texts.iter().map(String::len).sum::<usize>()
+        + structured.as_ref().map_or(0, |s| s.get().len());
     let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
     let meta = SearchMeta::of(ranked, query.offset).showing(shown);
     (
@@ -388,7 +392,8 @@ pub fn mixed_result(items: &[Typed], mut meta: MixedMeta, shape: Shape) -> Strin
             })
             .collect();
         let structured = structured.then(|| self::structured(&entries, matches, offset));
-        let read = definitions.len() + note.len() + structured.as_ref().map_or(0, String::len);
+        let read =
+            definitions.len() + note.len() + structured.as_ref().map_or(0, |s| s.get().len());
         if tokens(read) <= max_tokens || shown == 0 {
             meta.returned = page.len();
             return result::mixed(&[&definitions, &note], meta, structured.as_deref(), modern);
