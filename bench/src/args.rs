@@ -40,7 +40,7 @@ pub fn parse_args() -> Result<Args, String> {
         floor_wasm: None,
         catalog_server: None,
         out: PathBuf::from("BENCHMARKS.md"),
-        sizes: vec![100, 1000, 10_000],
+        sizes: vec![100, 1000, 10_000, 100_000],
         round: Duration::from_millis(750),
         rounds: 8,
         change_rounds: 8,
@@ -118,7 +118,7 @@ pub fn parse_args() -> Result<Args, String> {
 }
 
 /// The usage line printed when the arguments are wrong.
-pub const USAGE: &str = "usage: mcp-tool-search-bench --envoy BIN --wasm FILE --floor-wasm FILE --catalog-server BIN [--out FILE] [--sizes 100,1000,10000] [--round-secs S] [--rounds N] [--change-rounds N] [--budget-secs S] [--eval FILE]... [--notes FILE] [--commands FILE] [--skip-http] [--skip-inproc] [--quick] [--no-spin] [--perf list|list-fresh|list-sse|build|load|search] [--gateway SERVERSxTOOLS] [--skip-gateway]";
+pub const USAGE: &str = "usage: mcp-tool-search-bench --envoy BIN --wasm FILE --floor-wasm FILE --catalog-server BIN [--out FILE] [--sizes 100,1000,10000,100000] [--round-secs S] [--rounds N] [--change-rounds N] [--budget-secs S] [--eval FILE]... [--notes FILE] [--commands FILE] [--skip-http] [--skip-inproc] [--quick] [--no-spin] [--perf list|list-fresh|list-sse|build|load|search] [--gateway SERVERSxTOOLS] [--skip-gateway]";
 
 /// What `--floor-wasm` is for, when it is missing.
 pub const FLOOR_WASM_MISSING: &str = "--floor-wasm is required for the HTTP benchmarks: the proxy-wasm floor, \

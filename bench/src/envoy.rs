@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 pub type Result<T> = std::result::Result<T, String>;
 
-/// Large enough for a 10,000-tool list (about 8 MB) held whole.
-pub const BUFFER_LIMIT: u64 = 64 << 20;
+/// Large enough for a 100,000-tool list (about 60 MB) held whole.
+pub const BUFFER_LIMIT: u64 = 256 << 20;
 
 /// One upstream MCP server and the path that reaches it.
 #[derive(Debug, Clone)]

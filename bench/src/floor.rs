@@ -2,15 +2,15 @@
 //! replay them byte for byte.
 
 use crate::client::{self, Request};
-use crate::http::search_requests;
-use crate::{inproc, QUERIES};
+use crate::http::requests_of;
+use crate::inproc;
 use mcp_tool_search_bench::envoy;
 
 /// Response headers the proxy-wasm floor does not need to replay: it sends the content-type it
 /// learned, and Envoy writes these on every local reply (the filter's and the floor's alike).
 const ENVOY_REPLY_HEADERS: &[&str] = &["content-length", "date", "server", "connection"];
 
-/// Teaches the proxy-wasm floor the filter's answer to each search request the runs send to
+/// Teaches the proxy-wasm floor the filter's answer to each search of `queries` the runs send to
 /// `path` (the catalog at that path; the floor's answers are keyed by the request body alone, so
 /// a size's lessons replace the last size's), then checks that it answers every one with the
 /// filter's status, headers and body, byte for byte.
@@ -18,11 +18,12 @@ pub fn teach_floor(
     filtered: std::net::SocketAddr,
     floor: std::net::SocketAddr,
     path: &str,
+    queries: &[&str],
 ) -> Result<(), String> {
     let mut fc = client::Conn::open(filtered).map_err(|e| e.to_string())?;
     let mut lc = client::Conn::open(floor).map_err(|e| e.to_string())?;
-    let to_filter = search_requests(&filtered.to_string(), path);
-    let to_floor = search_requests(&floor.to_string(), path);
+    let to_filter = requests_of(queries, &filtered.to_string(), path);
+    let to_floor = requests_of(queries, &floor.to_string(), path);
     let mut answers = Vec::new();
     for (i, req) in to_filter.iter().enumerate() {
         let resp = fc.round_trip(req).map_err(|e| e.to_string())?;
@@ -39,7 +40,7 @@ pub fn teach_floor(
         let content_type = resp
             .header("content-type")
             .ok_or_else(|| format!("the filter's search answer at {path} has no content-type"))?;
-        let query = QUERIES.get(i).copied().unwrap_or_default();
+        let query = queries.get(i).copied().unwrap_or_default();
         let mut lesson = inproc::search_request(i + 1, query).into_bytes();
         lesson.push(0);
         lesson.extend_from_slice(content_type.as_bytes());

@@ -8,7 +8,7 @@ use crate::client::{self, Request, Samples};
 use crate::floor::teach_floor;
 use crate::rounds::{interleaved, round_figures};
 use crate::spinners::Spinners;
-use crate::{inproc, log, QUERIES};
+use crate::{inproc, log, QUERIES, WORDS_17};
 use mcp_tool_search_bench::envoy;
 use mcp_tool_search_wasm_tests::harness::TestDir;
 use std::time::{Duration, Instant};
@@ -39,6 +39,11 @@ pub struct SearchRun {
     pub ratio: f64,
     /// search p50 / proxy-wasm floor p50, round by round: the median.
     pub wasm_ratio: f64,
+    /// The same with queries of 17 words or more (`WORDS_17`), beside the proxy-wasm floor
+    /// taught their answers.
+    pub search_long: Samples,
+    pub wasm_floor_long: Samples,
+    pub long_ratio: f64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -69,7 +74,12 @@ pub struct HttpResults {
 }
 
 pub fn search_requests(authority: &str, path: &str) -> Vec<Request> {
-    QUERIES
+    requests_of(QUERIES, authority, path)
+}
+
+/// `tool_search` requests of `queries`, one each, ids from 1.
+pub fn requests_of(queries: &[&str], authority: &str, path: &str) -> Vec<Request> {
+    queries
         .iter()
         .enumerate()
         .map(|(i, q)| Request::post_json(authority, path, &inproc::search_request(i + 1, q)))
@@ -195,11 +205,13 @@ fn measure_http(
         log(&format!(
             "HTTP: teaching the proxy-wasm floor the filter's answers at {n} tools"
         ));
-        teach_floor(fa, wa, &path)?;
+        teach_floor(fa, wa, &path, QUERIES)?;
+        teach_floor(fa, wa, &path, WORDS_17)?;
         log(&format!("HTTP: tool_search at {n} tools"));
         const SEARCH: Option<&str> = Some("mcp-tool-search/search");
         // Latency runs: every target; throughput runs: the first four.
         let (floor, search, wasm_floor, baseline, floor_nofilter) = (0, 1, 2, 3, 4);
+        let (search_long, wasm_floor_long) = (5, 6);
         let targets = vec![
             (fa, search_requests(&auth(fa), "/direct"), None),
             (fa, search_requests(&auth(fa), &path), SEARCH),
@@ -207,6 +219,8 @@ fn measure_http(
             (wa, search_requests(&auth(wa), &path), SEARCH),
             (ba, search_requests(&auth(ba), &path), None),
             (ba, search_requests(&auth(ba), "/direct"), None),
+            (fa, requests_of(WORDS_17, &auth(fa), &path), SEARCH),
+            (wa, requests_of(WORDS_17, &auth(wa), &path), SEARCH),
         ];
         let (lat, p50s) = interleaved(&targets, args.rounds, args.round, 1, 20)?;
         let tp_targets: Vec<_> = targets.iter().take(4).cloned().collect();
@@ -223,8 +237,11 @@ fn measure_http(
             search_tp: at(&tp, search),
             wasm_floor_tp: at(&tp, wasm_floor),
             baseline_tp: at(&tp, baseline),
+            search_long: at(&lat, search_long),
+            wasm_floor_long: at(&lat, wasm_floor_long),
             ..SearchRun::default()
         };
+        run.long_ratio = round_figures(p50s.get(search_long), p50s.get(wasm_floor_long)).0;
         run.search_bytes = run.search.body_bytes;
         run.ratio = round_figures(p50s.get(search), p50s.get(floor)).0;
         run.wasm_ratio = round_figures(p50s.get(search), p50s.get(wasm_floor)).0;

@@ -69,6 +69,8 @@ pub struct SizeCosts {
     /// in any host.
     pub search_hostcalls: HostcallCensus,
     pub noop_hostcalls: HostcallCensus,
+    /// A search exchange by query length (`QUERY_CLASSES`), natively and in the VM.
+    pub by_length: Vec<crate::lengths::LengthCosts>,
 }
 
 impl SizeCosts {
@@ -99,7 +101,7 @@ impl SizeCosts {
 pub fn plugin_config(mcp_paths: &[String]) -> String {
     let paths: Vec<String> = mcp_paths.iter().map(|p| format!("\"{p}\"")).collect();
     format!(
-        "{{\"mcp_paths\":[{}],\"hold_request_headers\":true,\"max_body_bytes\":33554432,\"eager_patterns\":[\"github_get_*\"]}}",
+        "{{\"mcp_paths\":[{}],\"hold_request_headers\":true,\"max_body_bytes\":134217728,\"eager_patterns\":[\"github_get_*\"]}}",
         paths.join(",")
     )
 }
@@ -241,7 +243,7 @@ pub struct Breakdown {
 
 // ---- all of it, round robin ---------------------------------------------------------------------
 
-type Item<'a> = (&'static str, Box<dyn FnMut() -> Result<Duration> + 'a>);
+pub(crate) type Item<'a> = (&'static str, Box<dyn FnMut() -> Result<Duration> + 'a>);
 
 /// Runs every item once per round, rounds until `budget` is spent (at least `min_rounds`, at
 /// most `max_rounds`): every item sees the same machine, so their ratios hold while the
@@ -288,6 +290,7 @@ pub fn measure(
         .map(|(i, q)| search_request(i + 1, q))
         .collect();
     let first_body = bodies.first().ok_or("no queries")?.clone();
+    let classes = crate::lengths::bodies();
     let per_query = |d: Duration| d / u32::try_from(queries.len().max(1)).unwrap_or(1);
     let mut costs = SizeCosts {
         tools: catalog.len(),
@@ -512,6 +515,8 @@ pub fn measure(
             Ok(d)
         }),
     ));
+    let by_length_at = items.len();
+    items.extend(crate::lengths::items(&env, &vm, &classes));
     let core = items.len();
     if with_breakdown {
         items.push((
@@ -610,30 +615,11 @@ pub fn measure(
     costs.wasm_search_exchange = m(12);
     costs.native_hierarchical_search = m(13);
     costs.native_group_index_build = m(14);
+    costs.by_length = crate::lengths::costs(&index, &config, &samples, by_length_at);
     costs.rounds = samples.first().map(Vec::len).unwrap_or(0);
     costs.mem_list_vm = mem.and_then(vmmem::size_of);
     costs.mem_search_vm = search_mem.into_inner();
     let breakdown = with_breakdown.then(|| {
-        let mut matches: Vec<usize> = queries
-            .iter()
-            .map(|text| {
-                let q = Query {
-                    text: (*text).to_owned(),
-                    limit: 5,
-                    offset: 0,
-                    group: None,
-                };
-                search(
-                    &index,
-                    &config,
-                    &q,
-                    None,
-                    Err(Fallback::new(FallbackKind::Unavailable, "-")),
-                )
-                .matches
-            })
-            .collect();
-        matches.sort_unstable();
         let mut distinct = std::collections::HashSet::new();
         for (name, about) in &texts {
             distinct.extend(mcp_tool_search_core::words(name));
@@ -653,7 +639,7 @@ pub fn measure(
             distinct_tokens: distinct.len(),
             search: costs.native_search,
             scores: m(core + 6),
-            matches: matches.get(matches.len() / 2).copied().unwrap_or(0),
+            matches: crate::lengths::median_matches(&index, &config, queries),
         }
     });
     Ok((costs, breakdown))

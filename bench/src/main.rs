@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! mcp-tool-search-bench --envoy BIN --wasm FILE --floor-wasm FILE --catalog-server BIN
-//!     [--out BENCHMARKS.md] [--sizes 100,1000,10000] [--round-secs 1.5] [--rounds 4]
+//!     [--out BENCHMARKS.md] [--sizes 100,1000,10000,100000] [--round-secs 1.5] [--rounds 4]
 //!     [--change-rounds 8] [--eval FILE]...
 //!     [--notes FILE] [--commands FILE] [--skip-http] [--skip-inproc] [--quick] [--no-spin]
 //!     [--budget-secs S] [--perf list|list-fresh|list-sse|build|load|search]
@@ -31,6 +31,7 @@ mod floor;
 mod gateway;
 mod http;
 mod inproc;
+mod lengths;
 mod native;
 mod report;
 mod rounds;
@@ -59,6 +60,57 @@ pub const QUERIES: &[&str] = &[
     "create a support ticket",
     "run a sql query",
     "acknowledge a pagerduty incident",
+];
+
+/// Queries by length (words as written, stop words included), as the bench ranks them: two
+/// words as a person types them, eight and seventeen or more as agents write their tasks. The
+/// in-VM section times each class; section 1 runs the longest through Envoy beside its floor.
+pub const QUERY_CLASSES: &[(usize, &[&str])] = &[(2, WORDS_2), (8, WORDS_8), (17, WORDS_17)];
+
+const WORDS_2: &[&str] = &[
+    "refund charge",
+    "slack message",
+    "github issue",
+    "calendar meeting",
+    "dropbox upload",
+    "jira tickets",
+    "pull requests",
+    "spreadsheet row",
+    "send email",
+    "support ticket",
+    "sql query",
+    "pagerduty incident",
+];
+
+const WORDS_8: &[&str] = &[
+    "refund the last stripe charge for this customer",
+    "post the release notes to the slack channel",
+    "open a github issue about the failing build",
+    "schedule a calendar meeting with the design team",
+    "upload the quarterly report file to shared dropbox",
+    "find every jira ticket assigned to the team",
+    "list the open pull requests waiting for review",
+    "add a row with these totals to spreadsheet",
+    "send an email to the customer about delays",
+    "create a support ticket for the login problem",
+    "run a sql query against the orders database",
+    "acknowledge the pagerduty incident and add a note",
+];
+
+/// Seventeen words or more each.
+pub const WORDS_17: &[&str] = &[
+    "the customer was charged twice for the same order last week so refund the duplicate stripe charge and tell them",
+    "post a short summary of the deployment that just finished to the engineering slack channel and mention the on call engineer",
+    "open a new github issue in the web repository describing the flaky login test and assign it to the frontend team",
+    "find a free slot next tuesday afternoon and schedule a calendar meeting with the design team to review the new onboarding flow",
+    "take the quarterly finance report that was generated this morning and upload the file to the shared dropbox folder for the board",
+    "search jira for every open ticket about the payment outage that is assigned to the backend team and list their current status",
+    "list the open pull requests in the api repository that have been waiting for a review for more than three days",
+    "append a new row to the sales spreadsheet with the totals for each region from this month and last month side by side",
+    "send an email to the customer who reported the broken invoice explaining that the fix ships tomorrow and apologising for the delay",
+    "create a support ticket for the enterprise customer who cannot log in since the password reset and mark it as high priority",
+    "run a sql query against the orders database to count how many orders were placed per day over the last two weeks",
+    "acknowledge the pagerduty incident that fired for the checkout service a few minutes ago and add a note that we are investigating",
 ];
 
 /// The `## Chaos soak` section `make soak` wrote into an earlier BENCHMARKS.md, kept.
@@ -98,12 +150,18 @@ fn run_inproc(args: &Args, catalogs: &[(usize, String)]) -> Result<InprocResults
         module_compile: compile,
         ..InprocResults::default()
     };
-    let last = catalogs.len().saturating_sub(1);
+    // Where the time goes is broken down at 10,000 tools (the size most targets name), else at
+    // the largest size.
+    let broken_down = catalogs
+        .iter()
+        .position(|(n, _)| *n == 10_000)
+        .unwrap_or(catalogs.len().saturating_sub(1));
     for (i, (n, jsonl)) in catalogs.iter().enumerate() {
         log(&format!(
             "in-process: {n} tools, native and .wasm in host-shim, interleaved"
         ));
-        let (costs, breakdown) = inproc::measure(&module, jsonl, QUERIES, args.budget, i == last)?;
+        let (costs, breakdown) =
+            inproc::measure(&module, jsonl, QUERIES, args.budget, i == broken_down)?;
         out.sizes.push(costs);
         if breakdown.is_some() {
             out.breakdown = breakdown;

@@ -11,7 +11,7 @@ pub fn vm_options(config: &str) -> VmOptions {
         .allow_on_headers_stop_iteration(true)
         .log_level(LogLevel::Warn)
         .strict(false)
-        .buffer_limit(64 << 20)
+        .buffer_limit(256 << 20)
         .stream_property(&["xds", "cluster_name"], "bench".as_bytes().to_vec())
 }
 

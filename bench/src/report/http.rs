@@ -81,6 +81,24 @@ pub fn write_search(o: &mut String, http: &HttpResults) {
     );
     let _ = writeln!(
         o,
+        "**Queries as agents write them.** The same runs, interleaved with the above, with the 12 queries of 17 words \
+         or more of `WORDS_17` (20 to 23 words; `bench/src/main.rs`), beside the proxy-wasm floor taught their answers:\n\n\
+         | tools | proxy-wasm floor p50 / p99 | search p50 / p99 | **search / proxy-wasm floor (p50)** | the search adds (p50) |\n|---|---|---|---|---|"
+    );
+    for r in &http.searches {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | **{:.2}×** | {} |",
+            thousands(r.tools),
+            lat(&r.wasm_floor_long),
+            lat(&r.search_long),
+            r.long_ratio,
+            ms(r.search_long.p50().saturating_sub(r.wasm_floor_long.p50()))
+        );
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
         "**Index build in Envoy (V8).** The first `tool_search` right after the first `tools/list` builds the worker's \
          index from the catalog the list taught it (the worker's tick has not yet published it for the other workers): \
          its round trip, once per namespace (JSON, SSE upstream), minus the steady search p50:\n"

@@ -131,7 +131,7 @@ pub fn render(inp: &Inputs) -> String {
          `bench/floor/`, see section 1; with `--concurrency 1` its one worker VM holds every answer it was taught). \
          *filtered* and *baseline* have a `direct_response` route `/direct`; all three have the MCP routes. The `/direct` route runs Envoy's buffer filter first (disabled on the MCP routes): a \
          `direct_response` sent before the request body is read closes an HTTP/1.1 connection, so the floor is: read the \
-         request, answer it locally (what the filter does for a search). `per_connection_buffer_limit_bytes` 64 MiB on \
+         request, answer it locally (what the filter does for a search). `per_connection_buffer_limit_bytes` 256 MiB on \
          listeners and clusters. Log level warning.",
         crate::inproc::plugin_config(&["/mcp".to_owned()])
     );

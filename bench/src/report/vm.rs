@@ -102,6 +102,7 @@ pub fn write_costs(o: &mut String, ip: &InprocResults) {
         );
     }
     let _ = writeln!(o);
+    write_by_length(o, ip);
     let _ = writeln!(o, "Shim cost of an untouched exchange (subtracted for *net*): small request {}, list-sized response {} at the largest size.\n",
         ip.sizes.last().map(|s| ms(s.wasm_noop_small)).unwrap_or_default(),
         ip.sizes.last().map(|s| ms(s.wasm_noop_list)).unwrap_or_default());
@@ -117,6 +118,51 @@ pub fn write_costs(o: &mut String, ip: &InprocResults) {
             opt(s.mem_search_vm),
             bytes(s.stored_bytes)
         );
+    }
+    let _ = writeln!(o);
+}
+
+/// A search exchange by query length: what a longer query costs, natively and in the VM, and
+/// how many tools its words match.
+fn write_by_length(o: &mut String, ip: &InprocResults) {
+    let classes: Vec<usize> = ip
+        .sizes
+        .first()
+        .map(|s| s.by_length.iter().map(|c| c.words).collect())
+        .unwrap_or_default();
+    if classes.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "A search exchange by query length (12 queries per class, `bench/src/main.rs` `QUERY_CLASSES`: \
+         two words as a person types them, eight, and seventeen or more, 20 to 23 here, as agents write \
+         tasks; stop words included), native / wasm (not net), and the median number of tools a query \
+         of the class matches:\n"
+    );
+    let mut head = String::from("| tools |");
+    let mut rule = String::from("|---|");
+    for words in &classes {
+        let label = if *words >= 17 {
+            format!("{words}+ words")
+        } else {
+            format!("{words} words")
+        };
+        head.push_str(&format!(" {label}: native / wasm | matched |"));
+        rule.push_str("---|---|");
+    }
+    let _ = writeln!(o, "{head}\n{rule}");
+    for s in &ip.sizes {
+        let mut row = format!("| {} |", thousands(s.tools));
+        for c in &s.by_length {
+            row.push_str(&format!(
+                " {} / {} | {} |",
+                ms(c.native),
+                ms(c.wasm),
+                thousands(c.matches)
+            ));
+        }
+        let _ = writeln!(o, "{row}");
     }
     let _ = writeln!(o);
 }
