@@ -19,10 +19,12 @@ fn eval_rows(files: &[std::path::PathBuf]) -> Vec<(String, String)> {
             if rows.iter().any(|(r, _): &(String, String)| *r == ranker) {
                 continue;
             }
-            let how = if ranker == "bm25" {
-                "`make eval`"
-            } else {
-                "`make eval EMBEDDINGS=1`, all-MiniLM-L6-v2 sidecar"
+            let how = match ranker.as_str() {
+                "vector" | "hybrid" => "`make eval EMBEDDINGS=1`, all-MiniLM-L6-v2 sidecar",
+                "reference-bm25" => {
+                    "`make eval`: a textbook BM25 beside ours, `filter/core/examples/eval/reference.rs`"
+                }
+                _ => "`make eval`",
             };
             rows.push((
                 ranker.clone(),
