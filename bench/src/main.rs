@@ -17,7 +17,8 @@
 //! `mcp_router`, `gateway.rs`). `--gateway 20x500` measures only the filter in front of Envoy's `mcp_router` over that many
 //! generated servers (see `gateway.rs`) and replaces only that section of `--out`.
 //!
-//! `args.rs` reads the command line; `inproc.rs` measures inside the VM; `http.rs` runs the
+//! `args.rs` reads the command line; `inproc.rs` measures inside the VM (`lengths.rs`: searches
+//! by query length); `http.rs` runs the
 //! benchmarks through Envoy, with `floor.rs` (the proxy-wasm floor taught the filter's answers),
 //! `changes.rs` (the first list after a catalog change), `rounds.rs` (interleaved rounds and
 //! their medians), `spinners.rs` and `client.rs` (the load client); `gateway.rs` the
