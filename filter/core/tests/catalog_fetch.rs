@@ -570,16 +570,23 @@ fn only_this_envoys_secret_marks_a_fetch_the_filter_lets_through_untouched() {
     assert_eq!(env.count(Event::ListRewritten), 1);
 }
 
+/// A list shaped per caller: one more tool for each of Alice and Bob (`Server::private`).
+const ALICE_AND_BOB: [(&str, &str); 2] = [
+    ("Bearer alice", "stripe_refund_charge"),
+    ("Bearer bob", "square_refund_payment"),
+];
+
+/// A request with the caller's `authorization`.
+fn bearer(credential: &str) -> RequestHead {
+    head("", &[("authorization", credential)])
+}
+
 #[test]
 fn a_private_list_is_kept_per_credential_and_never_searched_for_another_caller() {
     let server = Server::new(&["github_get_issue"]);
-    *server.private.borrow_mut() = vec![
-        ("Bearer alice", "stripe_refund_charge"),
-        ("Bearer bob", "square_refund_payment"),
-    ];
+    *server.private.borrow_mut() = ALICE_AND_BOB.to_vec();
     let mut env = env_for(&server, "");
-    let alice = || head("", &[("authorization", "Bearer alice")]);
-    let bob = || head("", &[("authorization", "Bearer bob")]);
+    let (alice, bob) = (|| bearer("Bearer alice"), || bearer("Bearer bob"));
     assert_eq!(search(&mut env, alice()).unwrap(), ["stripe_refund_charge"]);
     // Bob's first search fetches with his credentials: Alice's list is not his.
     let found = search(&mut env, bob()).unwrap();
@@ -614,13 +621,9 @@ fn a_private_list_is_kept_per_credential_and_never_searched_for_another_caller()
 #[test]
 fn interleaved_callers_on_one_worker_each_search_only_their_own_private_catalog() {
     let server = Server::new(&["github_get_issue"]);
-    *server.private.borrow_mut() = vec![
-        ("Bearer alice", "stripe_refund_charge"),
-        ("Bearer bob", "square_refund_payment"),
-    ];
+    *server.private.borrow_mut() = ALICE_AND_BOB.to_vec();
     let mut env = env_for(&server, "");
-    let alice = || head("", &[("authorization", "Bearer alice")]);
-    let bob = || head("", &[("authorization", "Bearer bob")]);
+    let (alice, bob) = (|| bearer("Bearer alice"), || bearer("Bearer bob"));
     assert_eq!(search(&mut env, alice()).unwrap(), ["stripe_refund_charge"]);
     assert_eq!(search(&mut env, bob()).unwrap(), ["square_refund_payment"]);
     let names = |env: &TestEnv, id: u32| -> Vec<String> {
@@ -656,13 +659,10 @@ fn a_list_turned_private_on_another_worker_is_seen_by_the_next_search_here() {
     let host = Rc::new(fresh_host());
     let mut here = env_on(&server, "", Rc::clone(&host));
     let mut other = env_on(&server, "", Rc::clone(&host));
-    let bob = || head("", &[("authorization", "Bearer bob")]);
+    let bob = || bearer("Bearer bob");
     assert_eq!(search(&mut here, bob()).unwrap(), ["stripe_refund_charge"]);
     *server.tools.borrow_mut() = vec!["github_get_issue"];
-    *server.private.borrow_mut() = vec![
-        ("Bearer alice", "stripe_refund_charge"),
-        ("Bearer bob", "square_refund_payment"),
-    ];
+    *server.private.borrow_mut() = ALICE_AND_BOB.to_vec();
     let alice_list = br#"{"jsonrpc":"2.0","id":1,"result":{"cacheScope":"private","tools":[{"name":"stripe_refund_charge","description":"refund a charge","inputSchema":{"type":"object"}}]}}"#;
     exchange(
         &mut other,
@@ -729,26 +729,7 @@ impl mcp_tool_search_core::SharedData for Interleaved<'_> {
     }
 }
 
-impl mcp_tool_search_core::Host for Interleaved<'_> {
-    fn now_ms(&self) -> u64 {
-        self.host.now_ms()
-    }
-    fn log(&self, level: mcp_tool_search_core::Level, message: &str) {
-        self.host.log(level, message)
-    }
-    fn increment(&self, stat: &'static str, by: u64) {
-        self.host.increment(stat, by)
-    }
-    fn http_call(&self, call: HttpCall) -> Result<u32, String> {
-        self.host.http_call(call)
-    }
-    fn random_u64(&self) -> u64 {
-        self.host.random_u64()
-    }
-    fn fill_random(&self, out: &mut [u8]) -> Result<(), String> {
-        self.host.fill_random(out)
-    }
-}
+mcp_tool_search_core::host_beside_shared_data!(Interleaved<'_>, host);
 
 /// A `list_changed` makes two workers' ticks find the catalog due. One refreshes it; the other
 /// read the meta before that refresh ended and takes the lease after it: it must see the

@@ -30,3 +30,44 @@ pub trait Host: SharedData {
     /// Fills `out` with unpredictable bytes (names and secrets); `Err`: the host has none.
     fn fill_random(&self, out: &mut [u8]) -> Result<(), String>;
 }
+
+/// `Host` for a wrapper that keeps or watches a host's shared data (it implements `SharedData`
+/// itself) and hands every other function to the host in its field `$field`: a callback's view
+/// of shared data (`plugin::view`), and tests that interleave another worker's writes.
+#[macro_export]
+macro_rules! host_beside_shared_data {
+    ($wrapper:ty, $field:ident) => {
+        impl $crate::Host for $wrapper {
+            fn now_ms(&self) -> u64 {
+                #[allow(unused_imports)]
+                use $crate::Host as _;
+                self.$field.now_ms()
+            }
+            fn log(&self, level: $crate::Level, message: &str) {
+                #[allow(unused_imports)]
+                use $crate::Host as _;
+                self.$field.log(level, message)
+            }
+            fn increment(&self, stat: &'static str, by: u64) {
+                #[allow(unused_imports)]
+                use $crate::Host as _;
+                self.$field.increment(stat, by)
+            }
+            fn http_call(&self, call: $crate::HttpCall) -> Result<u32, String> {
+                #[allow(unused_imports)]
+                use $crate::Host as _;
+                self.$field.http_call(call)
+            }
+            fn random_u64(&self) -> u64 {
+                #[allow(unused_imports)]
+                use $crate::Host as _;
+                self.$field.random_u64()
+            }
+            fn fill_random(&self, out: &mut [u8]) -> Result<(), String> {
+                #[allow(unused_imports)]
+                use $crate::Host as _;
+                self.$field.fill_random(out)
+            }
+        }
+    };
+}

@@ -9,7 +9,7 @@
 //! callback a worker runs alone on its VM, so the values agree with one another as of the
 //! callback's first read of each.
 
-use super::{Host, HttpCall, Level};
+use super::Host;
 use crate::keys;
 use crate::store::{self, CatalogMeta, SharedData, StoreError};
 use std::cell::RefCell;
@@ -85,26 +85,7 @@ impl SharedData for CallbackView<'_> {
     }
 }
 
-impl Host for CallbackView<'_> {
-    fn now_ms(&self) -> u64 {
-        self.host.now_ms()
-    }
-    fn log(&self, level: Level, message: &str) {
-        self.host.log(level, message)
-    }
-    fn increment(&self, stat: &'static str, by: u64) {
-        self.host.increment(stat, by)
-    }
-    fn http_call(&self, call: HttpCall) -> Result<u32, String> {
-        self.host.http_call(call)
-    }
-    fn random_u64(&self) -> u64 {
-        self.host.random_u64()
-    }
-    fn fill_random(&self, out: &mut [u8]) -> Result<(), String> {
-        self.host.fill_random(out)
-    }
-}
+crate::host_beside_shared_data!(CallbackView<'_>, host);
 
 #[cfg(test)]
 mod tests {
@@ -136,26 +117,7 @@ mod tests {
         }
     }
 
-    impl Host for Counting {
-        fn now_ms(&self) -> u64 {
-            self.host.now_ms()
-        }
-        fn log(&self, level: Level, message: &str) {
-            self.host.log(level, message)
-        }
-        fn increment(&self, stat: &'static str, by: u64) {
-            self.host.increment(stat, by)
-        }
-        fn http_call(&self, call: HttpCall) -> Result<u32, String> {
-            self.host.http_call(call)
-        }
-        fn random_u64(&self) -> u64 {
-            self.host.random_u64()
-        }
-        fn fill_random(&self, out: &mut [u8]) -> Result<(), String> {
-            self.host.fill_random(out)
-        }
-    }
+    crate::host_beside_shared_data!(Counting, host);
 
     fn counting() -> Counting {
         Counting {
