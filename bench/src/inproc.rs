@@ -5,12 +5,13 @@
 use crate::native::{list_response as native_response, timed_list, NativeEnv};
 use crate::shim::{shim_list, shim_noop, shim_search, start_vm};
 use crate::vmmem;
-use host_shim::{Host, HostcallCensus, HttpMessage, WasmModule};
+use host_shim::{Host, HostcallCensus, HttpMessage, Vm, WasmModule};
 use mcp_tool_search_core::{
     search, Catalog, CatalogCache, CatalogIndex, Config, Fallback, FallbackKind, GroupIndex,
-    Learned, MemoryHost, MemorySharedData, Page, Query, Tool,
+    Learned, MemoryHost, MemorySharedData, Page, Query, Tool, Vectors,
 };
 use serde_json::value::RawValue;
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -185,31 +186,62 @@ pub fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
     (r, thread_cpu().saturating_sub(t))
 }
 
+/// A query as the bench asks it (`limit` 5).
+pub fn query(text: &str) -> Query {
+    Query {
+        text: text.to_owned(),
+        limit: 5,
+        offset: 0,
+        group: None,
+    }
+}
+
+/// What `search` is given for vectors when the bench ranks by BM25 alone.
+pub fn bm25_only() -> std::result::Result<Vectors<'static>, Fallback> {
+    Err(Fallback::new(FallbackKind::Unavailable, "bm25 only"))
+}
+
 /// `search` (BM25, `limit` 5) of every query, timed together (CPU time).
 fn search_kernel(index: &CatalogIndex, config: &Config, queries: &[&str]) -> Result<Duration> {
     let mut total = Duration::ZERO;
     for text in queries {
-        let q = Query {
-            text: (*text).to_owned(),
-            limit: 5,
-            offset: 0,
-            group: None,
-        };
-        let (r, d) = timed(|| {
-            search(
-                index,
-                config,
-                &q,
-                None,
-                Err(Fallback::new(FallbackKind::Unavailable, "bm25 only")),
-            )
-        });
+        let q = query(text);
+        let (r, d) = timed(|| search(index, config, &q, None, bm25_only()));
         if r.found.is_empty() {
             return Err(format!("no result for {text:?}"));
         }
         total += d;
     }
     Ok(total)
+}
+
+/// The `tool_search` request bodies of `queries`, ids from 1.
+pub fn search_bodies(queries: &[&str]) -> Vec<String> {
+    queries
+        .iter()
+        .enumerate()
+        .map(|(i, q)| search_request(i + 1, q))
+        .collect()
+}
+
+/// The mean search exchange of `bodies`, natively (CPU time).
+pub fn native_mean(env: &NativeEnv, bodies: &[String]) -> Result<Duration> {
+    let mut total = Duration::ZERO;
+    for body in bodies {
+        let (out, d) = timed(|| env.search(body.as_bytes()));
+        out?;
+        total += d;
+    }
+    Ok(total / u32::try_from(bodies.len().max(1)).unwrap_or(1))
+}
+
+/// The mean search exchange of `bodies` in the VM.
+pub fn wasm_mean(vm: &RefCell<Vm>, bodies: &[String]) -> Result<Duration> {
+    let mut total = Duration::ZERO;
+    for body in bodies {
+        total += shim_search(&mut vm.borrow_mut(), body)?;
+    }
+    Ok(total / u32::try_from(bodies.len().max(1)).unwrap_or(1))
 }
 
 /// Where the native time goes at one size (CPU time, medians): the filter's own functions.
@@ -275,7 +307,6 @@ pub fn measure(
     budget: Duration,
     with_breakdown: bool,
 ) -> Result<(SizeCosts, Option<Breakdown>)> {
-    use std::cell::RefCell;
     let config = Config::parse(&plugin_config(&["/mcp".to_owned()])).map_err(|e| e.to_string())?;
     let plugin = plugin_config(&["/mcp".to_owned()]);
     let tools = parse_tools(jsonl)?;
@@ -284,11 +315,7 @@ pub fn measure(
     let index = CatalogIndex::build("bench", catalog.clone(), &config);
     let (list_json, list_sse) = list_response(jsonl);
     let request = list_request();
-    let bodies: Vec<String> = queries
-        .iter()
-        .enumerate()
-        .map(|(i, q)| search_request(i + 1, q))
-        .collect();
+    let bodies = search_bodies(queries);
     let first_body = bodies.first().ok_or("no queries")?.clone();
     let classes = crate::lengths::bodies();
     let per_query = |d: Duration| d / u32::try_from(queries.len().max(1)).unwrap_or(1);
@@ -305,13 +332,7 @@ pub fn measure(
             offset: 0,
             group: None,
         };
-        let r = search(
-            &index,
-            &config,
-            &q,
-            None,
-            Err(Fallback::new(FallbackKind::Unavailable, "-")),
-        );
+        let r = search(&index, &config, &q, None, bm25_only());
         costs.found_first = r
             .found
             .first()
@@ -443,18 +464,7 @@ pub fn measure(
                 Ok(d)
             }),
         ),
-        (
-            "native search",
-            Box::new(|| {
-                let mut total = Duration::ZERO;
-                for body in &bodies {
-                    let (out, d) = timed(|| env.search(body.as_bytes()));
-                    out?;
-                    total += d;
-                }
-                Ok(per_query(total))
-            }),
-        ),
+        ("native search", Box::new(|| native_mean(&env, &bodies))),
         (
             "wasm no-op small",
             Box::new(|| {
@@ -492,16 +502,7 @@ pub fn measure(
                 Ok(d)
             }),
         ),
-        (
-            "wasm search",
-            Box::new(|| {
-                let mut total = Duration::ZERO;
-                for body in &bodies {
-                    total += shim_search(&mut vm.borrow_mut(), body)?;
-                }
-                Ok(per_query(total))
-            }),
-        ),
+        ("wasm search", Box::new(|| wasm_mean(&vm, &bodies))),
     ];
     items.push((
         "native hierarchical search kernel",

@@ -2,11 +2,10 @@
 //! and in the VM, in the same round robin as the rest of section 3, with how many tools its
 //! queries match (a long query's cost is its matches).
 
-use crate::inproc::{search_request, timed, Item};
+use crate::inproc::{bm25_only, native_mean, query, search_bodies, wasm_mean, Item};
 use crate::native::NativeEnv;
-use crate::shim::shim_search;
 use host_shim::Vm;
-use mcp_tool_search_core::{search, CatalogIndex, Config, Fallback, FallbackKind, Query};
+use mcp_tool_search_core::{search, CatalogIndex, Config};
 use std::cell::RefCell;
 use std::time::Duration;
 
@@ -24,14 +23,7 @@ pub struct LengthCosts {
 pub fn bodies() -> Vec<(usize, Vec<String>)> {
     crate::QUERY_CLASSES
         .iter()
-        .map(|(words, queries)| {
-            let bodies = queries
-                .iter()
-                .enumerate()
-                .map(|(i, q)| search_request(i + 1, q))
-                .collect();
-            (*words, bodies)
-        })
+        .map(|(words, queries)| (*words, search_bodies(queries)))
         .collect()
 }
 
@@ -43,28 +35,13 @@ pub fn items<'a>(
 ) -> Vec<Item<'a>> {
     let mut items: Vec<Item<'a>> = Vec::new();
     for (_, class) in classes {
-        let per_class = |d: Duration| d / u32::try_from(class.len().max(1)).unwrap_or(1);
         items.push((
             "native search by length",
-            Box::new(move || {
-                let mut total = Duration::ZERO;
-                for body in class {
-                    let (out, d) = timed(|| env.search(body.as_bytes()));
-                    out?;
-                    total += d;
-                }
-                Ok(per_class(total))
-            }),
+            Box::new(move || native_mean(env, class)),
         ));
         items.push((
             "wasm search by length",
-            Box::new(move || {
-                let mut total = Duration::ZERO;
-                for body in class {
-                    total += shim_search(&mut vm.borrow_mut(), body)?;
-                }
-                Ok(per_class(total))
-            }),
+            Box::new(move || wasm_mean(vm, class)),
         ));
     }
     items
@@ -99,22 +76,7 @@ pub fn costs(
 pub fn median_matches(index: &CatalogIndex, config: &Config, queries: &[&str]) -> usize {
     let mut matches: Vec<usize> = queries
         .iter()
-        .map(|text| {
-            let q = Query {
-                text: (*text).to_owned(),
-                limit: 5,
-                offset: 0,
-                group: None,
-            };
-            search(
-                index,
-                config,
-                &q,
-                None,
-                Err(Fallback::new(FallbackKind::Unavailable, "-")),
-            )
-            .matches
-        })
+        .map(|text| search(index, config, &query(text), None, bm25_only()).matches)
         .collect();
     matches.sort_unstable();
     matches.get(matches.len() / 2).copied().unwrap_or(0)

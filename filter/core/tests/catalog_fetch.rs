@@ -176,7 +176,12 @@ const SEARCH: &[u8] =
 /// The names a search answered with, or its error text.
 fn search(env: &mut TestEnv, head: RequestHead) -> Result<Vec<String>, String> {
     let out = exchange(env, head, SEARCH, ("200", "application/json", &[]));
-    let (reply, parsed) = local_result(&out);
+    found(&out)
+}
+
+/// The names a search's answer holds, or its error text.
+fn found(out: &Outcome) -> Result<Vec<String>, String> {
+    let (reply, parsed) = local_result(out);
     if reply["result"]["isError"] == json!(true) {
         return Err(reply["result"]["content"][0]["text"]
             .as_str()
@@ -626,17 +631,14 @@ fn interleaved_callers_on_one_worker_each_search_only_their_own_private_catalog(
     let (alice, bob) = (|| bearer("Bearer alice"), || bearer("Bearer bob"));
     assert_eq!(search(&mut env, alice()).unwrap(), ["stripe_refund_charge"]);
     assert_eq!(search(&mut env, bob()).unwrap(), ["square_refund_payment"]);
-    let names = |env: &TestEnv, id: u32| -> Vec<String> {
+    let names = |env: &TestEnv, id: u32| {
         let reply = env.host.stream(id).reply.expect("answered here");
-        let body: Value = serde_json::from_slice(&reply.body).unwrap();
-        let found: Value =
-            serde_json::from_str(body["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
-        found
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["name"].as_str().unwrap().to_string())
-            .collect()
+        found(&Outcome::Local {
+            status: reply.status,
+            headers: reply.headers,
+            body: reply.body,
+        })
+        .unwrap()
     };
     for _ in 0..2 {
         let (mut a, ida) = env.start_headers(alice(), SEARCH);
@@ -666,7 +668,7 @@ fn a_list_turned_private_on_another_worker_is_seen_by_the_next_search_here() {
     let alice_list = br#"{"jsonrpc":"2.0","id":1,"result":{"cacheScope":"private","tools":[{"name":"stripe_refund_charge","description":"refund a charge","inputSchema":{"type":"object"}}]}}"#;
     exchange(
         &mut other,
-        head("", &[("authorization", "Bearer alice")]),
+        bearer("Bearer alice"),
         br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
         ("200", "application/json", &[alice_list]),
     );

@@ -122,13 +122,10 @@ pub fn to_json<T: Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".to_string())
 }
 
-/// [`to_json`] as raw JSON to embed in a larger message: written once, never parsed back.
+/// [`to_json`] as raw JSON to embed in a larger message: written once, never parsed back
+/// (`null`, the default, if it could not be written).
 pub fn to_raw_json<T: Serialize>(value: &T) -> Box<RawValue> {
-    serde_json::value::to_raw_value(value).unwrap_or_else(|_| null())
-}
-
-fn null() -> Box<RawValue> {
-    RawValue::from_string("null".to_string()).unwrap_or_default()
+    serde_json::value::to_raw_value(value).unwrap_or_default()
 }
 
 fn result<M: Serialize>(
