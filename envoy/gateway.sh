@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 ENVOY_BIN=${ENVOY_BIN:-.venv/bin/envoy}
 PYTHON=${MCP_PYTHON:-.venv/bin/python}
 SERVER_EVERYTHING=${SERVER_EVERYTHING:-.cache/node-peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js}
-WASM=${FILTER_WASM:-target/wasm32-wasip1/release/mcp_tool_search.wasm}
+WASM=${FILTER_WASM:-target/dist/mcp_tool_search.wasm}
 CATALOG=${CATALOG:-wasm-tests/data/catalog-300.jsonl}
 CATALOG_SERVER=${CATALOG_SERVER:-target/release/catalog-server}
 LISTEN=${LISTEN:-10000}
@@ -54,7 +54,7 @@ pids+=($!)
 wait_port "$CATALOG_PORT" && wait_port "$PYTHON_PORT" && wait_port "$EVERYTHING_PORT"
 
 step "Envoy $("$ENVOY_BIN" --version | grep -o '[0-9]*\.[0-9]*\.[0-9]*' | head -1): the filter, mcp, mcp_router on 127.0.0.1:$LISTEN (admin :$ADMIN)"
-sed -e "s#target/wasm32-wasip1/release/mcp_tool_search.wasm#$WASM#" \
+sed -e "s#target/dist/mcp_tool_search.wasm#$WASM#" \
   -e "s#port_value: 9901}#port_value: $ADMIN}#" -e "s#port_value: 10000}#port_value: $LISTEN}#" \
   -e "s#port_value: 18081}#port_value: $CATALOG_PORT}#" -e "s#port_value: 18082}#port_value: $PYTHON_PORT}#" \
   -e "s#port_value: 18083}#port_value: $EVERYTHING_PORT}#" envoy/gateway.yaml > "$logs/gateway.yaml"

@@ -14,7 +14,7 @@ host=${upstream%:*}
 port=${upstream##*:}
 [[ "$host" != "$upstream" && "$port" =~ ^[0-9]+$ ]] || { echo "UPSTREAM must be HOST:PORT, got '$upstream'" >&2; exit 2; }
 [[ "$listen" =~ ^[0-9]+$ ]] || { echo "LISTEN must be a port number, got '$listen'" >&2; exit 2; }
-[ -f target/wasm32-wasip1/release/mcp_tool_search.wasm ] || { echo "no .wasm: run 'make wasm' first" >&2; exit 2; }
+[ -f target/dist/mcp_tool_search.wasm ] || { echo "no .wasm: run 'make wasm' first" >&2; exit 2; }
 config_json=""
 if [ -n "$plugin_config" ]; then
   # Validate as JSON here; the filter itself reports anything it does not accept.

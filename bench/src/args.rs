@@ -122,5 +122,5 @@ pub const USAGE: &str = "usage: mcp-tool-search-bench --envoy BIN --wasm FILE --
 
 /// What `--floor-wasm` is for, when it is missing.
 pub const FLOOR_WASM_MISSING: &str = "--floor-wasm is required for the HTTP benchmarks: the proxy-wasm floor, \
-     target/wasm32-wasip1/release/mcp_tool_search_bench_floor.wasm \
-     (cargo build --release --target wasm32-wasip1 -p mcp-tool-search-bench-floor; `make bench` builds it)";
+     target/dist/mcp_tool_search_bench_floor.wasm \
+     (`make bench` builds it: cargo build --release --target wasm32-wasip1 -p mcp-tool-search-bench-floor, then wasm-opt)";

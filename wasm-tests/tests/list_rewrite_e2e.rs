@@ -3,7 +3,7 @@
 //! baseline: Envoy must pass MCP through untouched) and with the mcp-tool-search `.wasm`.
 //!
 //! Needs Envoy (`ENVOY_BIN`, else `.venv/bin/envoy`) and, for the `filter_*` tests, the built
-//! filter (`FILTER_WASM`, else `target/wasm32-wasip1/release/mcp_tool_search.wasm`: `make wasm`).
+//! filter (`FILTER_WASM`, else `target/dist/mcp_tool_search.wasm`: `make wasm`).
 //! Every test starts its own processes (ports chosen by the kernel) and kills them on exit.
 
 #![allow(

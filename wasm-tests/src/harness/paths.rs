@@ -32,9 +32,9 @@ pub fn envoy_bin() -> Result<PathBuf> {
     ))
 }
 
-/// Where `make wasm` (`cargo build --release --target wasm32-wasip1 -p mcp-tool-search`) writes
-/// the filter, relative to the workspace root.
-pub const FILTER_WASM_ARTIFACT: &str = "target/wasm32-wasip1/release/mcp_tool_search.wasm";
+/// Where `make wasm` writes the filter (cargo's release build, then `wasm-opt`), relative to the
+/// workspace root.
+pub const FILTER_WASM_ARTIFACT: &str = "target/dist/mcp_tool_search.wasm";
 
 /// The filter's `.wasm`, whether built or not: `$FILTER_WASM`, else [`FILTER_WASM_ARTIFACT`] at
 /// the workspace root.
@@ -53,7 +53,7 @@ pub fn filter_wasm() -> Result<PathBuf> {
         return Ok(std::fs::canonicalize(&p).unwrap_or(p));
     }
     err(format!(
-        "filter .wasm not found at {}: run `make wasm` (or `cargo build --release --target wasm32-wasip1 -p mcp-tool-search`), or set FILTER_WASM",
+        "filter .wasm not found at {}: run `make wasm`, or set FILTER_WASM",
         p.display()
     ))
 }
