@@ -280,7 +280,7 @@ pub(crate) type Item<'a> = (&'static str, Box<dyn FnMut() -> Result<Duration> + 
 /// Runs every item once per round, rounds until `budget` is spent (at least `min_rounds`, at
 /// most `max_rounds`): every item sees the same machine, so their ratios hold while the
 /// machine's speed drifts. The samples of each item, in order.
-fn round_robin(
+pub(crate) fn round_robin(
     items: &mut [Item<'_>],
     min_rounds: usize,
     max_rounds: usize,

@@ -32,6 +32,7 @@ mod floor;
 mod gateway;
 mod http;
 mod inproc;
+mod insights;
 mod lengths;
 mod native;
 mod report;
@@ -126,6 +127,8 @@ pub struct InprocResults {
     pub sizes: Vec<SizeCosts>,
     pub breakdown: Option<inproc::Breakdown>,
     pub module_compile: Duration,
+    /// A search in the VM with search insights on and off, by size.
+    pub insights: Vec<insights::InsightsCost>,
 }
 
 fn log(msg: &str) {
@@ -166,6 +169,16 @@ fn run_inproc(args: &Args, catalogs: &[(usize, String)]) -> Result<InprocResults
         out.sizes.push(costs);
         if breakdown.is_some() {
             out.breakdown = breakdown;
+        }
+        // At the sizes a deployment serves most (the catalog does not change what insights
+        // do per search, only what the search around them costs).
+        if *n <= 10_000 {
+            log(&format!(
+                "in-process: {n} tools, search insights on and off"
+            ));
+            let budget = args.budget / 4;
+            out.insights
+                .push(insights::measure(&module, *n, jsonl, QUERIES, budget)?);
         }
     }
     Ok(out)

@@ -22,7 +22,15 @@ pub fn post(path: &str, body: &str) -> HttpMessage {
 }
 
 pub fn shim_search(vm: &mut Vm, body: &str) -> Result<Duration> {
-    let req = post("/mcp", body);
+    shim_search_in(vm, body, None)
+}
+
+/// [`shim_search`] in an MCP session (`Mcp-Session-Id`).
+pub fn shim_search_in(vm: &mut Vm, body: &str, session: Option<&str>) -> Result<Duration> {
+    let mut req = post("/mcp", body);
+    if let Some(session) = session {
+        req = req.header("mcp-session-id", session);
+    }
     let resp = HttpMessage::response(500);
     let (ex, d) = timed(|| vm.exchange(&req, &resp));
     let ex = ex.map_err(|e| format!("shim search: {e}"))?;

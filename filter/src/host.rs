@@ -3,35 +3,56 @@
 //! local reply, resume, properties).
 
 use mcp_tool_search_core::{
-    Body, Direction, Headers, Host, HttpCall, HttpHost, Level, SharedData, StoreError, STATS,
+    Body, Direction, Headers, Host, HttpCall, HttpHost, Level, SharedData, StoreError, HISTOGRAMS,
+    STATS,
 };
 use proxy_wasm::hostcalls;
 use proxy_wasm::types::{BufferType, MapType, MetricType, Status};
+use std::cell::RefCell;
 use std::time::{Duration, UNIX_EPOCH};
 
-/// Envoy through proxy-wasm. Counters are defined once per VM (Envoy shares a name's counter
+/// Envoy through proxy-wasm. Metrics are defined once per VM (Envoy shares a name's metric
 /// across VMs); the ids are looked up by name.
 pub(crate) struct ProxyHost {
     counters: Vec<(&'static str, u32)>,
+    histograms: Vec<(&'static str, u32)>,
+    /// Counters named at run time (a namespace's), defined on first use.
+    named: RefCell<Vec<(String, u32)>>,
+}
+
+fn define(kind: MetricType, name: &str) -> Option<u32> {
+    match hostcalls::define_metric(kind, &format!("mcp_tool_search.{name}")) {
+        Ok(id) => Some(id),
+        Err(status) => {
+            log::warn!("could not define stat {name}: {status:?}");
+            None
+        }
+    }
+}
+
+fn define_all(kind: MetricType, names: &[&'static str]) -> Vec<(&'static str, u32)> {
+    names
+        .iter()
+        .filter_map(|&name| Some((name, define(kind, name)?)))
+        .collect()
 }
 
 impl ProxyHost {
     pub(crate) fn new() -> Self {
-        let counters = STATS
-            .iter()
-            .filter_map(|&name| {
-                let full = format!("mcp_tool_search.{name}");
-                match hostcalls::define_metric(MetricType::Counter, &full) {
-                    Ok(id) => Some((name, id)),
-                    Err(status) => {
-                        log::warn!("could not define stat {name}: {status:?}");
-                        None
-                    }
-                }
-            })
-            .collect();
-        ProxyHost { counters }
+        ProxyHost {
+            counters: define_all(MetricType::Counter, STATS),
+            histograms: define_all(MetricType::Histogram, HISTOGRAMS),
+            named: RefCell::new(Vec::new()),
+        }
     }
+}
+
+fn id_of(metrics: &[(&'static str, u32)], name: &str) -> Option<u32> {
+    metrics.iter().find(|(n, _)| *n == name).map(|(_, id)| *id)
+}
+
+fn count(id: u32, by: u64) {
+    let _ = hostcalls::increment_metric(id, i64::try_from(by).unwrap_or(i64::MAX));
 }
 
 fn map_type(map: Headers) -> MapType {
@@ -87,9 +108,38 @@ impl Host for ProxyHost {
     }
 
     fn increment(&self, stat: &'static str, by: u64) {
-        if let Some((_, id)) = self.counters.iter().find(|(name, _)| *name == stat) {
-            let _ = hostcalls::increment_metric(*id, i64::try_from(by).unwrap_or(i64::MAX));
+        if let Some(id) = id_of(&self.counters, stat) {
+            count(id, by);
         }
+    }
+
+    fn increment_named(&self, stat: &str, by: u64) {
+        let mut named = self.named.borrow_mut();
+        let id = match named.iter().find(|(n, _)| n == stat) {
+            Some((_, id)) => *id,
+            None => {
+                let Some(id) = define(MetricType::Counter, stat) else {
+                    return;
+                };
+                named.push((stat.to_string(), id));
+                id
+            }
+        };
+        count(id, by);
+    }
+
+    fn record(&self, histogram: &'static str, value: u64) {
+        if let Some(id) = id_of(&self.histograms, histogram) {
+            let _ = hostcalls::record_metric(id, value);
+        }
+    }
+
+    fn now_ns(&self) -> u64 {
+        hostcalls::get_current_time()
+            .ok()
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+            .unwrap_or(0)
     }
 
     fn http_call(&self, call: HttpCall) -> Result<u32, String> {
@@ -178,5 +228,9 @@ impl HttpHost for ProxyHost {
 
     fn set_effective_context(&self, context_id: u32) -> Result<(), String> {
         hostcalls::set_effective_context(context_id).map_err(reason)
+    }
+
+    fn set_property(&self, path: &[&str], value: &[u8]) -> Result<(), String> {
+        hostcalls::set_property(path.to_vec(), Some(value)).map_err(reason)
     }
 }

@@ -44,4 +44,8 @@ impl Session {
     pub fn search(&self, caller: &str, arguments: &str) -> Result<String, JsError> {
         to_json(&self.0.search(caller, arguments).map_err(js)?)
     }
+
+    pub fn insights(&self, text: &str) -> Result<String, JsError> {
+        to_json(&self.0.insights(text).map_err(js)?)
+    }
 }

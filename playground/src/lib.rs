@@ -11,6 +11,7 @@
 #[cfg(target_arch = "wasm32")]
 mod bindings;
 pub mod input;
+pub mod insights;
 
 use mcp_tool_search_core::{
     exchange, explain, keys, normalize, parse_search, search, tool_text, Asker, CallResponse,
@@ -41,6 +42,8 @@ pub enum Error {
     Caller(String),
     /// The filter did something the playground cannot show (it would have gone upstream).
     Filter(String),
+    /// A pasted insights answer that cannot be read.
+    Insights(String),
 }
 
 impl fmt::Display for Error {
@@ -51,6 +54,7 @@ impl fmt::Display for Error {
             Error::Vectors(m) => write!(f, "vectors: {m}"),
             Error::Caller(m) => write!(f, "caller: {m}"),
             Error::Filter(m) => write!(f, "{m}"),
+            Error::Insights(m) => write!(f, "insights: {m}"),
         }
     }
 }
@@ -192,6 +196,10 @@ pub struct SearchView {
 /// One catalog under one configuration, learned by the filter's plugin.
 pub struct Playground {
     config: Config,
+    /// The configuration as pasted (the insights' eager suggestion edits it).
+    config_text: String,
+    /// The upstream tools' names, in the list's order.
+    tool_names: Vec<String>,
     namespace: String,
     host: MemoryHost,
     root: Root,
@@ -236,6 +244,8 @@ impl Playground {
         let playground = Playground {
             root,
             config,
+            config_text: config_text.to_string(),
+            tool_names: upstream_tools.iter().map(|t| t.name.clone()).collect(),
             namespace,
             host,
             list,
@@ -482,6 +492,18 @@ impl Playground {
                 "the filter would not answer this call itself (it holds it)".into(),
             )),
         }
+    }
+
+    /// A pasted insights answer (`GET <http_path>/insights`) beside this catalog and
+    /// configuration (see `insights::view`).
+    pub fn insights(&self, text: &str) -> Result<insights::InsightsView, Error> {
+        insights::view(
+            &self.config_text,
+            &self.config,
+            &self.namespace,
+            &self.tool_names,
+            text,
+        )
     }
 
     /// What `caller` (see `caller`) sees when listing tools.

@@ -21,6 +21,18 @@ fn testdata(path: &str) -> String {
     std::fs::read_to_string(root.join(path)).unwrap()
 }
 
+/// A search's reply without its `search_id`: the playground and the filter are different VMs.
+fn unidentified(reply: &Value) -> Value {
+    let mut reply = reply.clone();
+    if let Some(meta) = reply
+        .pointer_mut("/result/_meta/mcp-tool-search~1search")
+        .and_then(Value::as_object_mut)
+    {
+        meta.remove("search_id");
+    }
+    reply
+}
+
 /// The filter after it has seen the list once (it learns the catalog from it).
 fn filter(config: &str, list: &str) -> Filter {
     let f = Filter::new(config, "upstream").unwrap();
@@ -51,7 +63,11 @@ fn searches_answer_as_the_filter_does_on_metatool() {
             let args = serde_json::json!({"query": q["query"]}).to_string();
             let page = playground.search("", &args).unwrap();
             let want = native.call(&[], "tool_search", &args).unwrap();
-            assert_eq!(page.answer, want, "{config} {args}");
+            assert_eq!(
+                unidentified(&page.answer),
+                unidentified(&want),
+                "{config} {args}"
+            );
             let names = page.answer_names.clone().unwrap();
             let rows: Vec<&str> = page.rows.iter().map(|r| r.name.as_str()).collect();
             assert_eq!(rows, names, "{config} {args}");
@@ -164,7 +180,11 @@ fn callers_see_what_the_policy_gives_them() {
         ] {
             let page = playground.search(caller, args).unwrap();
             let want = native.call(&headers, "tool_search", args).unwrap();
-            assert_eq!(page.answer, want, "{caller} {args}");
+            assert_eq!(
+                unidentified(&page.answer),
+                unidentified(&want),
+                "{caller} {args}"
+            );
             if page.refused.is_none() {
                 let rows: Vec<&str> = page.rows.iter().map(|r| r.name.as_str()).collect();
                 let names = page.answer_names.clone().unwrap_or_default();
@@ -267,5 +287,76 @@ fn wire_samples_load_as_captured() {
         let view = playground.agent_view("").unwrap();
         assert!(view.upstream_tools > 0, "{name}");
         assert_eq!(view.tools[0].name, "tool_search", "{name}");
+    }
+}
+
+/// An insights answer as the filter's endpoint gives it (README "Search insights").
+const INSIGHTS: &str = r#"{"insights":{"upstream":{
+ "searches":40,"zero_results":3,
+ "calls":{"total":30,"after_search":20,"without_search":10,"after_describe":0,"rank_1":15,"rank_2_5":5,"rank_over_5":0},
+ "zero_result_queries":[{"group":"aa11","count":2,"query":"rotate the api keys"},{"group":"bb22","count":1}],
+ "called_after_search":[{"name":"github_create_issue","calls":12,"median_rank":1}],
+ "called_without_search":[{"name":"slack_post_message","calls":10,"eager":false}],
+ "never_returned":{"count":1,"tools":["stripe_refund_charge"]},
+ "suggested_eager":{"share":0.8,"tools":[
+   {"name":"github_create_issue","calls":12,"share":0.4,"eager":false},
+   {"name":"slack_post_message","calls":10,"share":0.333,"eager":false},
+   {"name":"jira_create_ticket","calls":2,"share":0.067,"eager":false}]},
+ "auto_mode":{"mode":"search","search_threshold":40,"tools":5,"decides":"list"}}}}"#;
+
+#[test]
+fn pasted_insights_show_what_to_make_eager_and_the_suggestion_is_tried_at_once() {
+    let config = r#"{"eager_patterns":["github_get_*"]}"#;
+    let playground = Playground::new(config, SMALL, "", "").unwrap();
+    let view = playground.insights(INSIGHTS).unwrap();
+    assert_eq!(view.namespace, "upstream");
+    let suggested: Vec<(&str, bool, bool)> = view
+        .suggested
+        .iter()
+        .map(|t| (t.name.as_str(), t.eager, t.in_catalog))
+        .collect();
+    assert_eq!(
+        suggested,
+        [
+            ("github_create_issue", false, true),
+            ("slack_post_message", false, true),
+            // Named by the insights of another catalog: never added to this configuration.
+            ("jira_create_ticket", false, false)
+        ]
+    );
+    assert_eq!(view.zero_queries[0].query.as_deref(), Some("rotate the api keys"));
+    assert_eq!(view.zero_queries[1].query, None);
+    assert_eq!(view.never_returned, ["stripe_refund_charge"]);
+
+    // The suggestion, tried: both tools are listed now, the eager pattern kept.
+    let eager = view.eager_config.unwrap();
+    let tried = Playground::new(&eager, SMALL, "", "").unwrap();
+    let listed: Vec<String> = tried
+        .agent_view("")
+        .unwrap()
+        .tools
+        .iter()
+        .filter(|t| !t.injected)
+        .map(|t| t.name.clone())
+        .collect();
+    assert_eq!(
+        listed,
+        ["github_create_issue", "github_get_issue", "slack_post_message"]
+    );
+    let again = tried.insights(INSIGHTS).unwrap();
+    assert!(again.suggested.iter().take(2).all(|t| t.eager));
+    assert_eq!(again.eager_config, None, "nothing left to make eager");
+}
+
+#[test]
+fn insights_that_cannot_be_read_say_why() {
+    let playground = Playground::new("{}", SMALL, "", "").unwrap();
+    for (text, why) in [
+        ("not json", "not JSON"),
+        (r#"{"tools":[]}"#, "GET <http_path>/insights"),
+        (r#"{"insights":{"a":{},"b":{}}}"#, "no insights for namespace \"upstream\""),
+    ] {
+        let e = playground.insights(text).unwrap_err().to_string();
+        assert!(e.starts_with("insights: ") && e.contains(why), "{e}");
     }
 }

@@ -42,6 +42,15 @@ POLICY_CONFIG = {
 }
 
 
+def unidentified(reply):
+    """A search's reply without its `search_id`: the page and the filter are different VMs."""
+    reply = json.loads(json.dumps(reply))
+    meta = (reply.get("result") or {}).get("_meta", {}).get("mcp-tool-search/search")
+    if isinstance(meta, dict):
+        meta.pop("search_id", None)
+    return reply
+
+
 def serve(site):
     handler = functools.partial(QuietHandler, directory=str(site))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -180,7 +189,7 @@ def fetch_from_endpoint(driver, wait, args):
             want = native_answer(args.filter_answer, "{}", {"query": "weather in Paris"}, list_path=f.name)
         finally:
             os.unlink(f.name)
-        check(answer == want, f"fetched catalog: page differs from the filter:\n{answer}\n{want}")
+        check(unidentified(answer) == unidentified(want), f"fetched catalog: page differs from the filter:\n{answer}\n{want}")
         check(rows(driver)[:1] == ["weather_forecast"], f"fetched catalog: {rows(driver)}")
     finally:
         peer.terminate()
@@ -250,7 +259,7 @@ def main():
         driver.find_element(By.ID, "query").send_keys(QUERY)
         answer = wait_for_answer(driver, wait)
         want = native_answer(args.filter_answer, "{}", {"query": QUERY})
-        check(answer == want, f"page answer differs from the filter's:\n{answer}\n{want}")
+        check(unidentified(answer) == unidentified(want), f"page answer differs from the filter's:\n{answer}\n{want}")
         names = [t["name"] for t in json.loads(answer["result"]["content"][0]["text"])]
         check(rows(driver) == names, f"table {rows(driver)} vs answer {names}")
         check(names[0] == TOP, f"top result {names[0]}, expected {TOP}")
@@ -262,8 +271,31 @@ def main():
         set_text(driver, "offset", "5")
         answer = wait_for_answer(driver, wait, previous)
         want = native_answer(args.filter_answer, "{}", {"query": QUERY, "offset": 5})
-        check(answer == want, f"offset 5: page differs from the filter:\n{answer}\n{want}")
+        check(unidentified(answer) == unidentified(want), f"offset 5: page differs from the filter:\n{answer}\n{want}")
         set_text(driver, "offset", "")
+
+        # Insights pasted beside the catalog: what agents called most, and one click that makes
+        # the suggested tool eager; the agent's list then shows it.
+        insights = {"insights": {"upstream": {
+            "zero_result_queries": [{"group": "aa11", "count": 2, "query": "rotate the api keys"}],
+            "called_without_search": [], "never_returned": {"count": 0, "tools": []},
+            "suggested_eager": {"share": 0.8, "tools": [
+                {"name": TOP, "calls": 8, "share": 0.8, "eager": False}]},
+            "auto_mode": {"mode": "search", "search_threshold": 40, "tools": 199, "decides": "search"}}}}
+        driver.execute_script("document.getElementById('insights-box').open = true;")
+        set_text(driver, "insights", json.dumps(insights))
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#insights-view table.suggested tbody tr"))
+        cells = [td.text for td in
+                 driver.find_elements(By.CSS_SELECTOR, "#insights-view table.suggested tbody tr td")]
+        check(cells[:1] == [TOP] and cells[3:5] == ["no", "yes"], f"suggested: {cells}")
+        driver.find_element(By.ID, "make-eager").click()
+        listed_names = lambda d: [r.find_elements(By.TAG_NAME, "td")[0].text
+                                  for r in d.find_elements(By.CSS_SELECTOR, "#agent table.listed tbody tr")]
+        wait.until(lambda d: TOP in listed_names(d))
+        config = json.loads(driver.find_element(By.ID, "config").get_attribute("value"))
+        check(config == {"tools": [{"name": TOP, "disclosure_mode": "EAGER"}]}, f"config: {config}")
+        set_text(driver, "insights", "")
+        set_text(driver, "config", "{}")
 
         # Per caller under a policy.
         policy = json.dumps(POLICY_CONFIG, indent=2)
@@ -275,7 +307,7 @@ def main():
         time.sleep(0.5)
         answer = page_answer(driver)
         want = native_answer(args.filter_answer, policy, {"query": QUERY}, ["x-user-roles: support"])
-        check(answer == want, f"support: page differs from the filter:\n{answer}\n{want}")
+        check(unidentified(answer) == unidentified(want), f"support: page differs from the filter:\n{answer}\n{want}")
 
         if args.screenshot:
             set_text(driver, "callers", "")

@@ -81,6 +81,7 @@ function rebuild() {
   }
   renderAgent();
   runSearch();
+  renderInsights();
 }
 
 function clearOutputs() {
@@ -152,6 +153,69 @@ function renderAgent() {
     box.append(part);
   }
   if ([...select.options].some((o) => o.value === chosen)) select.value = chosen;
+}
+
+let eagerConfig = null;
+
+// The pasted insights beside this catalog and configuration (the core reads them).
+function renderInsights() {
+  const box = $("insights-view");
+  box.replaceChildren();
+  show("insights-error", "");
+  $("make-eager").hidden = true;
+  eagerConfig = null;
+  if (!session || !$("insights").value.trim()) return;
+  let view;
+  try {
+    view = JSON.parse(session.insights($("insights").value));
+  } catch (e) {
+    show("insights-error", messageOf(e));
+    return;
+  }
+  const yes = (b) => (b ? "yes" : "no");
+  const table = (caption, headers, rows) => {
+    const t = el("table");
+    t.className = caption.id;
+    const head = t.createTHead().insertRow();
+    for (const h of headers) head.append(el("th", h));
+    const body = t.createTBody();
+    for (const cells of rows) {
+      const row = body.insertRow();
+      for (const c of cells) row.append(typeof c === "object" ? c : el("td", c));
+    }
+    box.append(el("h3", caption.text));
+    box.append(t);
+  };
+  table({ id: "suggested", text: `Called most (${Math.round(view.share * 100)}% of the calls of ${view.namespace})` },
+    ["tool", "calls", "share", "eager here", "in this catalog"],
+    view.suggested.map((t) => [t.name, t.calls, t.share ?? "", yes(t.eager), yes(t.in_catalog)]));
+  table({ id: "without-search", text: "Called without a search" },
+    ["tool", "calls", "eager here"],
+    view.without_search.map((t) => [t.name, t.calls, yes(t.eager)]));
+  table({ id: "zero-queries", text: "Searches that found nothing" },
+    ["query", "count"],
+    view.zero_queries.map((q) => {
+      const cell = el("td");
+      if (q.query) {
+        // Try it here: the query goes into the search box.
+        const button = el("button", q.query, "link");
+        button.addEventListener("click", () => {
+          $("query").value = q.query;
+          runSearch();
+        });
+        cell.append(button);
+      } else {
+        cell.textContent = `group ${q.group} (text not recorded)`;
+      }
+      return [cell, q.count];
+    }));
+  box.append(el("p",
+    `${view.never_returned_count} tools no search returned` +
+    (view.never_returned.length ? `: ${view.never_returned.join(", ")}` : "."), "note"));
+  if (view.eager_config) {
+    eagerConfig = view.eager_config;
+    $("make-eager").hidden = false;
+  }
 }
 
 function searchArguments() {
@@ -289,6 +353,12 @@ async function main() {
     $(id).addEventListener("input", () => later(runSearch));
   }
   $("search-caller").addEventListener("change", runSearch);
+  $("insights").addEventListener("input", () => later(renderInsights));
+  $("make-eager").addEventListener("click", () => {
+    if (!eagerConfig) return;
+    $("config").value = eagerConfig;
+    rebuild();
+  });
   $("sample").addEventListener("change", loadSample);
   $("fetch").addEventListener("click", fetchEndpoint);
   $("copy-envoy").addEventListener("click", () => copy("envoy"));

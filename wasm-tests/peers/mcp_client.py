@@ -4,7 +4,9 @@ prints what it saw as one JSON object on stdout, for the test to judge:
 
 1. lists the tools, following nextCursor page by page;
 2. calls the search tool with --query (and --limit), then again with the next offset;
-3. calls the first tool the first search found, by name, with --arguments.
+3. calls the first tool the first search found (or the one at --call-rank), by name, with
+   --arguments;
+4. runs each of --extra-queries as one more search, then calls each of --direct-calls by name.
 
     python mcp_client.py --url http://127.0.0.1:10000/mcp --query "refund a charge"
 
@@ -32,6 +34,9 @@ parser.add_argument(
 parser.add_argument(
     "--search-arguments", default="{}", help="JSON: more arguments of each search (detail, max_tokens)"
 )
+parser.add_argument("--call-rank", type=int, default=1, help="which result of the first search to call")
+parser.add_argument("--extra-queries", default="[]", help="JSON: more searches, after the call")
+parser.add_argument("--direct-calls", default="[]", help="JSON: tools called by name at the end")
 args = parser.parse_args()
 
 SDK = version("mcp")
@@ -78,9 +83,20 @@ async def flow(list_tools, call_tool, report):
     if not found and structured:
         found = [{"name": r["name"]} for r in structured["results"]]
     report["found"] = [t.get("name") for t in found]
-    if found:
-        result = await call_tool(found[0]["name"], json.loads(args.arguments))
-        report["call"] = dump(result) | {"name": found[0]["name"], "texts": texts(result)}
+    if len(found) >= args.call_rank:
+        name = found[args.call_rank - 1]["name"]
+        result = await call_tool(name, json.loads(args.arguments))
+        report["call"] = dump(result) | {"name": name, "texts": texts(result)}
+    extra = []
+    for query in json.loads(args.extra_queries):
+        result = await call_tool(args.search_tool, {"query": query})
+        extra.append(dump(result) | {"texts": texts(result)})
+    report["extra_searches"] = extra
+    direct = []
+    for name in json.loads(args.direct_calls):
+        result = await call_tool(name, {})
+        direct.append(dump(result) | {"name": name, "texts": texts(result)})
+    report["direct_calls"] = direct
 
 
 async def main():

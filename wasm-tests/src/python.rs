@@ -183,6 +183,12 @@ pub struct ClientFlow {
     pub search_arguments: String,
     /// 1.x only: the protocol version the client asks for (its latest when `None`).
     pub protocol: Option<String>,
+    /// Which result of the first search is called (1: the first).
+    pub call_rank: usize,
+    /// More searches after the call, as a JSON list of queries.
+    pub extra_queries: String,
+    /// Tools called by name at the end, as a JSON list.
+    pub direct_calls: String,
 }
 
 impl ClientFlow {
@@ -195,6 +201,9 @@ impl ClientFlow {
             mode: "auto".to_owned(),
             search_arguments: "{}".to_owned(),
             protocol: None,
+            call_rank: 1,
+            extra_queries: "[]".to_owned(),
+            direct_calls: "[]".to_owned(),
         }
     }
 }
@@ -203,8 +212,8 @@ impl ClientFlow {
 /// `server`, `pages` (the listed tools, page by page), `searches` (two calls of the search tool,
 /// offsets 0 and `limit`, each a `CallToolResult` with its `texts` and, where the listed search
 /// tool declares an `outputSchema`, `validated`: its `structuredContent` checked against it),
-/// `found` (the names the first search returned) and `call` (the first found tool's result, with
-/// its `name`).
+/// `found` (the names the first search returned), `call` (the result of the found tool at
+/// `call_rank`, with its `name`), `extra_searches` and `direct_calls`.
 pub fn run_client(python: &Path, flow: &ClientFlow, dir: &TestDir) -> Result<Value> {
     static RUNS: AtomicUsize = AtomicUsize::new(0);
     let n = RUNS.fetch_add(1, Ordering::Relaxed);
@@ -217,6 +226,9 @@ pub fn run_client(python: &Path, flow: &ClientFlow, dir: &TestDir) -> Result<Val
         .args(["--limit", &flow.limit.to_string()])
         .args(["--arguments", &flow.arguments, "--mode", &flow.mode])
         .args(["--search-arguments", &flow.search_arguments])
+        .args(["--call-rank", &flow.call_rank.to_string()])
+        .args(["--extra-queries", &flow.extra_queries])
+        .args(["--direct-calls", &flow.direct_calls])
         .args(
             flow.protocol
                 .iter()

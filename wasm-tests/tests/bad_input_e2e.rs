@@ -1020,7 +1020,8 @@ fn bad_inputs_never_break_the_client_or_the_worker() {
 
     // 15. 10,000 levels of nesting in a request. The filter reads a request's `params` as raw
     //     JSON (no depth limit, no recursion): a `tools/call` of an upstream tool goes upstream
-    //     byte for byte and its answer comes back, nothing counted; a `tool_search` whose
+    //     byte for byte and its answer comes back, counted only as a call no search preceded
+    //     (search insights); a `tool_search` whose
     //     arguments nest that deep is refused by the filter itself with `isError` (its arguments
     //     are read with serde's 128-level limit), `searches_rejected`.
     {
@@ -1038,7 +1039,7 @@ fn bad_inputs_never_break_the_client_or_the_worker() {
         assert_eq!(seen.body, answer, "{row}");
         let got = rig.upstream.take_received();
         assert!(got.len() == 1 && got[0].body == request, "{row}");
-        rig.assert_delta(row, &before, &[]);
+        rig.assert_delta(row, &before, &[("namespace.saas.calls_without_search", 1)]);
         let search = format!(
             r#"{{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{{"name":"tool_search","arguments":{{"query":"refund","deep":{}}}}}}}"#,
             nested(10_000)

@@ -1,6 +1,7 @@
 //! README "Quick start": `make demo` (`envoy/demo.sh`) prints its progress, then the MCP
 //! endpoint, a sample `tool_search` result and a curl flow to paste that reuses the demo's real
-//! `mcp-session-id`; the flow works as printed, and Ctrl-C stops everything the demo started.
+//! `mcp-session-id`; the flow works as printed, Envoy's access log says what the filter did with
+//! the demo's search, and Ctrl-C stops everything the demo started.
 //!
 //! Needs Envoy in `.venv` and the built filter (`make test` provides both); the catalog server
 //! is this crate's.
@@ -65,9 +66,31 @@ fn make_demo_prints_what_the_readme_says_and_its_curl_flow_works() {
 
     // Ctrl-C: the script stops what it started and says so.
     let rest = demo.stop().unwrap();
-    assert!(
-        rest.iter().any(|l| l.starts_with("stopped (logs in ")),
-        "{rest:?}"
+    let logs = rest
+        .iter()
+        .find_map(|l| l.strip_prefix("stopped (logs in "))
+        .and_then(|l| l.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{rest:?}"));
+    // Envoy's access log says what the filter did with each request: the demo's search, how it
+    // was ranked and how many tools it returned (README "Search insights").
+    let log = std::fs::read_to_string(format!("{logs}/envoy.log")).unwrap();
+    let searches: Vec<serde_json::Value> = log
+        .lines()
+        .filter_map(|l| l.split_once("mcp_tool_search=").map(|(_, r)| r))
+        .filter_map(|r| serde_json::from_str(r).ok())
+        .filter(|r: &serde_json::Value| r["action"] == "search")
+        .collect();
+    let first = searches
+        .first()
+        .unwrap_or_else(|| panic!("no search in the access log:\n{log}"));
+    assert_eq!(
+        (&first["ranking"], &first["results"], &first["namespace"]),
+        (
+            &serde_json::json!("bm25"),
+            &serde_json::json!(3),
+            &serde_json::json!("demo")
+        ),
+        "{log}"
     );
     let left = still_listening(&[listen, upstream], Duration::from_secs(10));
     assert!(

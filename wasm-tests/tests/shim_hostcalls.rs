@@ -23,6 +23,14 @@ const POLICY: &str = r#"{"authorization":{"identity":{"source":"header","header"
 /// A worker that listed the tools and published the index, then searched once: the census of
 /// its next search (calls by function, reads by key).
 fn steady_search(config: &str) -> (BTreeMap<&'static str, u64>, BTreeMap<String, u64>) {
+    steady_search_in(config, None)
+}
+
+/// [`steady_search`], its searches in MCP session `session`.
+fn steady_search_in(
+    config: &str,
+    session: Option<&str>,
+) -> (BTreeMap<&'static str, u64>, BTreeMap<String, u64>) {
     let mut env = ShimEnv::new(config);
     let post = || request(&native::post("/mcp"), LIST).header("x-roles", "support");
     let (out, _) = exchange_full(
@@ -41,7 +49,10 @@ fn steady_search(config: &str) -> (BTreeMap<&'static str, u64>, BTreeMap<String,
         "{out:?}"
     );
     assert!(env.vm.tick().unwrap());
-    let search = request(&native::post("/mcp"), SEARCH).header("x-roles", "support");
+    let mut search = request(&native::post("/mcp"), SEARCH).header("x-roles", "support");
+    if let Some(session) = session {
+        search = search.header("mcp-session-id", session);
+    }
     let unused = response("500", "", &[]);
     for _ in 0..2 {
         env.vm.hostcalls();
@@ -64,6 +75,45 @@ fn expected(pairs: &[(&'static str, u64)]) -> BTreeMap<&'static str, u64> {
     pairs.iter().copied().collect()
 }
 
+/// The census with search insights off.
+const WITHOUT_INSIGHTS: &[(&str, u64)] = &[
+    // The request's headers, once, as pairs; its body.
+    ("proxy_get_header_map_pairs", 1),
+    // Its `accept-encoding`, removed before the body says what the request is: the answer to a
+    // list must come uncompressed to be rewritten.
+    ("proxy_remove_header_map_value", 1),
+    ("proxy_get_buffer_bytes", 1),
+    // The route's namespace and the cluster (what a catalog is keyed by).
+    ("proxy_get_property", 2),
+    // The clock (catalog age) and one counter (`searches.bm25`).
+    ("proxy_get_current_time_nanoseconds", 1),
+    ("proxy_increment_metric", 1),
+    // The catalog's meta and version, each read once per callback.
+    ("proxy_get_shared_data", 2),
+    ("proxy_send_local_response", 1),
+];
+
+#[test]
+fn without_insights_a_steady_search_makes_these_hostcalls_and_no_more() {
+    let (calls, _) = steady_search(r#"{"search":{"insights":{"enabled":false}}}"#);
+    assert_eq!(calls, expected(WITHOUT_INSIGHTS));
+}
+
+#[test]
+fn in_a_session_a_search_makes_the_same_hostcalls() {
+    // What the session's search returned is kept in the worker and written on its tick, off
+    // the search's path.
+    let (with, keys) = steady_search_in("{}", Some("session-1"));
+    let (without, _) = steady_search("{}");
+    assert_eq!(with, without, "{keys:?}");
+    assert!(
+        !keys
+            .keys()
+            .any(|k| k.contains(mcp_tool_search_core::keys::LINK)),
+        "{keys:?}"
+    );
+}
+
 #[test]
 fn a_steady_search_makes_these_hostcalls_and_no_more() {
     let (calls, keys) = steady_search("{}");
@@ -78,9 +128,14 @@ fn a_steady_search_makes_these_hostcalls_and_no_more() {
             ("proxy_get_buffer_bytes", 1),
             // The route's namespace and the cluster (what a catalog is keyed by).
             ("proxy_get_property", 2),
-            // The clock (catalog age) and one counter (`searches.bm25`).
-            ("proxy_get_current_time_nanoseconds", 1),
+            // The clock: once when the callback decides (the catalog's age, and the search's
+            // start), once at the search's end (search insights, `search_time_us`). One
+            // counter (`searches.bm25`), two histograms (the time and `search_results`).
+            ("proxy_get_current_time_nanoseconds", 2),
             ("proxy_increment_metric", 1),
+            ("proxy_record_metric", 2),
+            // What the filter did, for the access log (filter state `wasm.mcp_tool_search`).
+            ("proxy_set_property", 1),
             // The catalog's meta and version, each read once per callback.
             ("proxy_get_shared_data", 2),
             ("proxy_send_local_response", 1),

@@ -170,6 +170,7 @@ pub fn render(inp: &Inputs) -> String {
 
     if let Some(ip) = inp.inproc {
         vm::write_costs(&mut o, ip);
+        vm::write_insights(&mut o, ip);
         vm::write_breakdown(&mut o, ip);
         vm::write_hostcalls(&mut o, ip);
     }
@@ -182,7 +183,7 @@ pub fn render(inp: &Inputs) -> String {
     let size = std::fs::metadata(&a.wasm).map(|m| m.len()).unwrap_or(0);
     let _ = writeln!(
         o,
-        "`{}`: {} bytes ({}), built by `make wasm` (release: LTO, one codegen unit, `opt-level = 3`, `panic = \"abort\"`, stripped).\n",
+        "`{}`: {} bytes ({}), built by `make wasm` (release: LTO, one codegen unit, `opt-level = 3`, `panic = \"abort\"`, stripped, then binaryen's `wasm-opt -O3`).\n",
         a.wasm.display(),
         thousands(size as usize),
         mib(size)

@@ -50,6 +50,15 @@ pub const FETCH_LEASE: &str = "/fetch-lease";
 /// Suffix of the catalog's meta, JSON (`store::CatalogMeta`: age, source, origin, last error).
 pub const META: &str = "/meta";
 
+/// Suffix (before a slot number) of what the searches of the sessions of one slot returned
+/// (`insights::link`).
+pub const LINK: &str = "/link/";
+
+/// Suffix of a namespace's search insights, JSON (`insights::Tally`), every worker's merged.
+pub const INSIGHTS: &str = "/insights-tally";
+/// Suffix of the names of the tools a search of the namespace ever returned, one per line.
+pub const INSIGHTS_RETURNED: &str = "/insights-returned";
+
 /// Marks the catalog key of a namespace's prompts.
 pub const PROMPTS_MARK: &str = "#prompts";
 /// Marks the catalog key of a namespace's resources.
@@ -104,6 +113,21 @@ pub fn fetch_lease(catalog_key: &str) -> String {
 /// The key of a catalog's meta.
 pub fn meta(catalog_key: &str) -> String {
     of(catalog_key, META)
+}
+
+/// The key of a namespace's search insights.
+pub fn insights(namespace: &str) -> String {
+    of(namespace, INSIGHTS)
+}
+
+/// The key of the tools a namespace's searches ever returned.
+pub fn insights_returned(namespace: &str) -> String {
+    of(namespace, INSIGHTS_RETURNED)
+}
+
+/// The key of one slot of a namespace's search links.
+pub fn link(namespace: &str, slot: usize) -> String {
+    format!("{PREFIX}{namespace}{LINK}{slot}")
 }
 
 // The kinds of entry are configuration (`config` sits below `store`); their catalog keys are

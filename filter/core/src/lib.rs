@@ -25,6 +25,7 @@ mod config;
 mod fetch;
 mod http;
 mod index;
+mod insights;
 pub mod keys;
 mod mcp;
 mod plugin;
@@ -39,10 +40,11 @@ mod vector;
 pub use call::{CallResponse, HttpCall};
 pub use config::{Config, ConfigError};
 pub use http::{
-    Action, Body, Context, Direction, Headers, HttpHost, Root, StartError, METADATA_KEY,
+    Action, Body, Context, Direction, Headers, HttpHost, Root, StartError, ACCESS_PROPERTY,
+    METADATA_KEY,
 };
 pub use plugin::{Host, Level, Plugin, CATALOG_TICK_MS, EMBED_TICK_MS, MAX_BACKOFF_MS};
-pub use stats::{Event, PassReason, Refusal, HELP, STATS};
+pub use stats::{Event, PassReason, Refusal, HELP, HISTOGRAMS, STATS};
 pub use store::{SharedData, StoreError};
 pub use stream::RequestHead;
 

@@ -51,6 +51,62 @@ stats! {
     LISTS_NOT_LEARNED = "lists_not_learned": "lists answered but not learned (another authority than `catalog.authority`)",
 }
 
+/// Declares each per-namespace counter once, as [`stats!`] does the others: the host defines
+/// `namespace.<ns>.<stat>` the first time a namespace counts in it (see [`in_namespace`]).
+macro_rules! namespace_stats {
+    ($($name:ident = $stat:literal: $help:literal,)*) => {
+        $(#[doc = $help] pub const $name: &str = $stat;)*
+        /// Every per-namespace counter.
+        pub const NAMESPACE_STATS: &[&str] = &[$($name),*];
+        /// What each per-namespace counter counts, in the order of [`NAMESPACE_STATS`].
+        pub const NAMESPACE_HELP: &[(&str, &str)] = &[$(($name, $help)),*];
+    };
+}
+
+namespace_stats! {
+    SEARCH_ZERO_RESULTS = "search_zero_results": "tool searches that matched no tool",
+    SEARCH_CALLS_AFTER_RANK_1 = "search_calls_after.rank_1": "tool calls of the first result of a recent search of the same session or caller",
+    SEARCH_CALLS_AFTER_RANK_2_5 = "search_calls_after.rank_2_5": "... of its 2nd to 5th result",
+    SEARCH_CALLS_AFTER_RANK_OVER_5 = "search_calls_after.rank_over_5": "... of a result ranked below 5th",
+    CALLS_WITHOUT_SEARCH = "calls_without_search": "tool calls of a tool no recent search of the same session or caller returned",
+    CALLS_AFTER_DESCRIBE = "calls_after_describe": "tool calls of a tool `describe_tool` gave the same session or caller",
+}
+
+/// The stat name of a per-namespace counter: `namespace.<ns>.<stat>`, the namespace with every
+/// character but ASCII letters, digits, `_` and `-` written `_`, since Envoy reads dots in a stat
+/// name as its hierarchy (and Prometheus allows no others).
+pub fn in_namespace(namespace: &str, stat: &str) -> String {
+    let ns: String = namespace
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("namespace.{ns}.{stat}")
+}
+
+/// Declares each histogram once, as [`stats!`] does the counters.
+macro_rules! histograms {
+    ($($name:ident = $stat:literal: $help:literal,)*) => {
+        $(#[doc = $help] pub const $name: &str = $stat;)*
+        /// Every histogram, as the host defines them at start.
+        pub const HISTOGRAMS: &[&str] = &[$($name),*];
+        /// What each histogram records, in the order of [`HISTOGRAMS`].
+        pub const HISTOGRAM_HELP: &[(&str, &str)] = &[$(($name, $help)),*];
+    };
+}
+
+histograms! {
+    SEARCH_TIME_US = "search_time_us": "microseconds a tool search took inside the filter (ranking and writing the answer)",
+    SEARCH_RESULTS = "search_results": "tools a search answer returned",
+    LIST_REWRITE_TIME_US = "list_rewrite_time_us": "microseconds a `tools/list` rewrite took",
+    LIST_BYTES_SAVED = "list_bytes_saved": "bytes a `tools/list` rewrite removed from the result",
+}
+
 /// Why a body the filter meant to change went through unchanged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PassReason {
@@ -250,5 +306,20 @@ mod tests {
             assert!(STATS.contains(&e.stat().0), "{e:?}");
         }
         assert_eq!(Event::ToolsHidden(3).stat(), ("tools_hidden", 3));
+    }
+
+    #[test]
+    fn a_namespace_is_one_segment_of_its_stat_names() {
+        assert_eq!(
+            in_namespace(
+                "outbound|8080||svc.ns.svc.cluster.local",
+                SEARCH_ZERO_RESULTS
+            ),
+            "namespace.outbound_8080__svc_ns_svc_cluster_local.search_zero_results"
+        );
+        assert_eq!(
+            in_namespace("git-hub_2", CALLS_WITHOUT_SEARCH),
+            "namespace.git-hub_2.calls_without_search"
+        );
     }
 }

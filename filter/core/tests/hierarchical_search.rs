@@ -113,7 +113,14 @@ fn stage_one_picks_the_group_and_the_metadata_says_so_over_mcp_and_http() {
     let body = json!({"query": query, "limit": 5}).to_string();
     let (status, v) = local(&mut env, post("/mcp/search"), body.as_bytes());
     assert_eq!(status, 200);
-    assert_eq!(v["metadata"], meta, "one metadata for both interfaces");
+    // The same but for what links an agent's search to its calls (HTTP has no session).
+    let mut linked = meta.as_object().unwrap().clone();
+    assert!(linked.remove("search_id").is_some() && linked.remove("results").is_some());
+    assert_eq!(
+        v["metadata"],
+        Value::Object(linked),
+        "one metadata for both interfaces"
+    );
 
     // A flat search of the same catalog lists every group's tools, and no routing fields.
     let mut flat = learned(r#""group_separator":"_""#);

@@ -41,6 +41,7 @@ pub(super) fn define(l: &mut Linker<VmState>) -> wasmtime::Result<()> {
             ) else {
                 return ok(Status::InvalidMemoryAccess);
             };
+            note_key(&c, &key);
             let s = c.data();
             let status = s.host.lock().set_shared(
                 &s.opts.vm_id,

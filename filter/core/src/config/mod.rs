@@ -12,6 +12,7 @@ pub mod catalog;
 pub mod disclosure;
 pub mod entries;
 pub(crate) mod glob;
+mod insights;
 pub mod metadata;
 pub mod paths;
 pub mod policy;
@@ -19,6 +20,7 @@ mod read;
 pub mod routing;
 mod search;
 
+pub use insights::InsightsConfig;
 pub use read::ConfigError;
 use read::{boolean, integer, non_empty_string, string_list, Object};
 use search::parse_search;

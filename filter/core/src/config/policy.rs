@@ -124,6 +124,11 @@ impl Caller {
         }
     }
 
+    /// The identity as one text (its claims as JSON, keys sorted), `None` when there is none.
+    pub fn identity_text(&self) -> Option<String> {
+        self.claims.as_ref().map(Value::to_string)
+    }
+
     pub fn from_payload(payload: Value) -> Self {
         Caller {
             claims: Some(payload),

@@ -217,6 +217,8 @@ pub struct SearchConfig {
     /// Flat or hierarchical (groups first) search, and stage 1's limits.
     pub strategy: routing::Strategy,
     pub routing: routing::RoutingConfig,
+    /// What is kept of searches and the calls after them, for the operator.
+    pub insights: super::InsightsConfig,
     /// Scorer parameters (not read from the plugin configuration).
     pub tuning: Tuning,
 }
@@ -261,6 +263,7 @@ impl Default for SearchConfig {
             embeddings: None,
             strategy: routing::Strategy::Flat,
             routing: routing::RoutingConfig::default(),
+            insights: super::InsightsConfig::default(),
             tuning: Tuning::default(),
         }
     }
@@ -355,6 +358,9 @@ pub(super) fn parse_search(value: &Value) -> Result<SearchConfig, ConfigError> {
     }
     if let Some(v) = obj.take("routing") {
         search.routing = routing::parse_routing(v)?;
+    }
+    if let Some(v) = obj.take("insights") {
+        search.insights = super::insights::parse_insights(v)?;
     }
     if let Some(v) = obj.take("list_query") {
         search.list_query = boolean("search.list_query", v)?;

@@ -243,6 +243,19 @@ fn http_namespaces_are_names_never_internal_keys() {
 }
 
 #[test]
+fn insights_turn_off_and_refuse_what_they_do_not_know() {
+    assert!(Config::parse("{}").unwrap().search.insights.enabled);
+    let off = Config::parse(r#"{"search":{"insights":{"enabled":false}}}"#).unwrap();
+    assert!(!off.search.insights.enabled);
+    assert_eq!(
+        error(r#"{"search":{"insights":{"enabled":"no"}}}"#),
+        "plugin configuration field `search.insights.enabled` is \"no\"; expected true or false"
+    );
+    assert!(error(r#"{"search":{"insights":{"record":true}}}"#)
+        .contains("`search.insights.record` is not known; allowed here: enabled"));
+}
+
+#[test]
 fn errors_name_field_value_and_allowed() {
     assert_eq!(
         error(r#"{"default_disclosure_mode":"LAZY"}"#),
@@ -254,7 +267,7 @@ fn errors_name_field_value_and_allowed() {
     );
     assert_eq!(
         error(r#"{"search":{"max_results":3}}"#),
-        "plugin configuration field `search.max_results` is not known; allowed here: call_timeout, embeddings, http_namespaces, http_path, hybrid_vector_weight, list_query, max_allowable_results, max_description_chars, max_description_tokens, max_result_tokens, min_cosine, ranking, require_all_vectors, result_format, routing, score_threshold, strategy, tool_name, weights"
+        "plugin configuration field `search.max_results` is not known; allowed here: call_timeout, embeddings, http_namespaces, http_path, hybrid_vector_weight, insights, list_query, max_allowable_results, max_description_chars, max_description_tokens, max_result_tokens, min_cosine, ranking, require_all_vectors, result_format, routing, score_threshold, strategy, tool_name, weights"
     );
     assert_eq!(
         error(r#"{"tools":[{"disclosure_mode":"EAGER"}]}"#),

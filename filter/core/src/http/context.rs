@@ -17,6 +17,11 @@ use std::rc::Rc;
 /// `metadata.filter_metadata.mcp_tool_search.namespace` on the route.
 pub const METADATA_KEY: &str = "mcp_tool_search";
 
+/// The stream property that says what the filter did with a request (a search answered, a list
+/// rewritten, a call linked, a refusal), one JSON object: Envoy keeps it as filter state
+/// `wasm.mcp_tool_search`, which `%FILTER_STATE(wasm.mcp_tool_search:PLAIN)%` logs.
+pub const ACCESS_PROPERTY: &str = "mcp_tool_search";
+
 /// One HTTP stream through the filter.
 pub struct Context {
     state: Rc<RefCell<State>>,
@@ -195,7 +200,13 @@ impl State {
             .plugin
             .env(host, namespace)
             .with_route(cluster, self.authority.clone());
-        f(&mut self.stream, &root.plugin.config, &mut env)
+        let out = f(&mut self.stream, &root.plugin.config, &mut env);
+        if let Some(record) = env.take_access() {
+            if let Err(status) = host.set_property(&[ACCESS_PROPERTY], record.as_bytes()) {
+                Self::hostcall_failed(host, &format!("could not set the access record: {status}"));
+            }
+        }
+        out
     }
 
     /// A hostcall the stream needed failed: logged and counted in `errors`.

@@ -58,6 +58,9 @@ pub trait HttpHost {
     fn property(&self, path: &[&str]) -> Option<Vec<u8>>;
     /// Makes later hostcalls act on stream `context_id` (from the root's tick).
     fn set_effective_context(&self, context_id: u32) -> Result<(), String>;
+    /// Sets a property of the stream: Envoy keeps it as filter state `wasm.<path>` (the
+    /// `wasm.` prefix is Envoy's), which access logs read.
+    fn set_property(&self, path: &[&str], value: &[u8]) -> Result<(), String>;
 }
 
 /// The answer to a call the stream or the root made: its `:status` (if any), headers and body.

@@ -24,6 +24,10 @@ pub struct MemoryHost {
     pub counters: RefCell<BTreeMap<&'static str, u64>>,
     /// Every increment, in order: what the filter counted, event by event.
     pub increments: RefCell<Vec<(&'static str, u64)>>,
+    /// Counters named at run time (a namespace's), by name.
+    pub named: RefCell<BTreeMap<String, u64>>,
+    /// Every value recorded, by histogram, in order.
+    pub histograms: RefCell<BTreeMap<&'static str, Vec<u64>>>,
     /// Calls made and not yet answered, with their tokens.
     pub calls: RefCell<Vec<(u32, HttpCall)>>,
     /// The context that made each call (0: a root), by token.
@@ -42,6 +46,9 @@ pub struct MemoryHost {
     next_context: Cell<u32>,
     /// Make `send_reply` fail (as Envoy refuses a reply after the response started).
     pub refuse_replies: Cell<bool>,
+    /// Every stream property the filter set (`set_property`), in order: the stream's context
+    /// id, the path joined by `.`, the value.
+    pub properties_set: RefCell<Vec<(u32, String, Vec<u8>)>>,
 }
 
 /// What the host holds for one stream.
@@ -81,6 +88,21 @@ impl MemoryHost {
 
     pub fn counter(&self, stat: &str) -> u64 {
         self.counters.borrow().get(stat).copied().unwrap_or(0)
+    }
+
+    /// A namespace's counter (`stats::in_namespace`).
+    pub fn namespace_counter(&self, namespace: &str, stat: &str) -> u64 {
+        let name = crate::stats::in_namespace(namespace, stat);
+        self.named.borrow().get(&name).copied().unwrap_or(0)
+    }
+
+    /// The values recorded in `histogram`, in order.
+    pub fn histogram(&self, histogram: &str) -> Vec<u64> {
+        self.histograms
+            .borrow()
+            .get(histogram)
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// How many times the filter recorded `event`.
@@ -227,6 +249,22 @@ impl Host for MemoryHost {
         self.increments.borrow_mut().push((stat, by));
     }
 
+    fn increment_named(&self, stat: &str, by: u64) {
+        *self.named.borrow_mut().entry(stat.to_string()).or_default() += by;
+    }
+
+    fn record(&self, histogram: &'static str, value: u64) {
+        self.histograms
+            .borrow_mut()
+            .entry(histogram)
+            .or_default()
+            .push(value);
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.clock_ms.get().saturating_mul(1_000_000)
+    }
+
     fn http_call(&self, call: HttpCall) -> Result<u32, String> {
         if let Some(reason) = self.refuse_calls.borrow().clone() {
             return Err(reason);
@@ -359,6 +397,12 @@ impl HttpHost for MemoryHost {
 
     fn set_effective_context(&self, context_id: u32) -> Result<(), String> {
         self.enter(context_id);
+        Ok(())
+    }
+
+    fn set_property(&self, path: &[&str], value: &[u8]) -> Result<(), String> {
+        let set = (self.effective.get(), path.join("."), value.to_vec());
+        self.properties_set.borrow_mut().push(set);
         Ok(())
     }
 }

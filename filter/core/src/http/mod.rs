@@ -12,7 +12,7 @@ mod host;
 mod memory;
 mod root;
 
-pub use context::{Context, METADATA_KEY};
+pub use context::{Context, ACCESS_PROPERTY, METADATA_KEY};
 pub use host::{Action, Body, Direction, Headers, HttpHost};
 pub use memory::{
     exchange, CallSource, Exchanged, MemoryHost, MemoryStream, Request, Response, Serve,

@@ -43,8 +43,20 @@ pub struct SearchMeta<'a> {
     matches: usize,
     offset: usize,
     returned: usize,
+    /// Names this answer, so that the calls after it can be told apart (search insights).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    search_id: Option<&'a str>,
+    /// Each result's name and rank, in the answer's order (with `search_id`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    results: Vec<RankMeta<'a>>,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     routing: Option<RoutingMeta<'a>>,
+}
+
+#[derive(Serialize)]
+struct RankMeta<'a> {
+    name: &'a str,
+    rank: usize,
 }
 
 /// How hierarchical search chose the tools it ranked (under `search.strategy: hierarchical`).
@@ -88,6 +100,19 @@ impl<'a> SearchMeta<'a> {
         self
     }
 
+    /// The answer is search `id`, showing `names` in rank order from `offset + 1`.
+    pub fn identified(mut self, id: &'a str, names: impl Iterator<Item = &'a str>) -> Self {
+        self.search_id = Some(id);
+        self.results = names
+            .enumerate()
+            .map(|(i, name)| RankMeta {
+                name,
+                rank: self.offset + i + 1,
+            })
+            .collect();
+        self
+    }
+
     pub fn of(ranked: &'a Ranked<'_>, offset: usize) -> Self {
         SearchMeta {
             strategy: ranked.strategy.name(),
@@ -101,6 +126,8 @@ impl<'a> SearchMeta<'a> {
             matches: ranked.matches,
             offset,
             returned: ranked.found.len(),
+            search_id: None,
+            results: Vec::new(),
             routing: ranked.routing.as_ref().map(|r| RoutingMeta {
                 strategy_used: r.used.name(),
                 groups_used: &r.groups,

@@ -5,6 +5,7 @@ use super::{catalogs, view, Host, Level, Plugin};
 use crate::config::entries::Entry;
 use crate::fetch::{FetchSpec, Origin};
 use crate::index::catalog::CatalogIndex;
+use crate::insights::link::{self, LinkKey, Linked};
 use crate::stats::Event;
 use crate::store::{self, circuit, CatalogMeta, Learned, SharedData, StoreError};
 use crate::vector::ToolVectors;
@@ -17,6 +18,10 @@ pub struct Env<'a> {
     pub(super) host: view::CallbackView<'a>,
     pub(super) namespace: String,
     pub(super) origin: Option<Origin>,
+    /// The callback's clock, once read (ns since the epoch).
+    pub(super) clock: std::cell::Cell<Option<u64>>,
+    /// What the filter did with the request, for the access log (`ACCESS_PROPERTY`).
+    pub(super) access: Option<String>,
 }
 
 impl Env<'_> {
@@ -149,8 +154,9 @@ impl Env<'_> {
         self.origin.clone()
     }
 
+    /// The callback's clock, read once: every decision of one callback sees one instant.
     pub(crate) fn now_ms(&self) -> u64 {
-        self.host.now_ms()
+        self.now_ns() / 1_000_000
     }
 
     pub(crate) fn catalog_meta(&mut self, namespace: &str) -> CatalogMeta {
@@ -195,6 +201,158 @@ impl Env<'_> {
         let (stat, by) = event.stat();
         if by > 0 {
             self.host.increment(stat, by);
+        }
+        let refused = match event {
+            Event::CallRefused => Some("tool_not_available"),
+            Event::SearchRejected => Some("search_rejected"),
+            Event::RequestRefused(why) => Some(why.name()),
+            Event::ResponseWithheld => Some("response_withheld"),
+            _ => None,
+        };
+        if let Some(reason) = refused {
+            self.access(format!(
+                "{{\"action\":\"refused\",\"reason\":\"{reason}\"}}"
+            ));
+        }
+    }
+
+    /// What the filter did with this request, as one JSON object for the access log (the last
+    /// one of a request is the one logged). Off with `search.insights`.
+    pub(crate) fn access(&mut self, record: String) {
+        if self.insights() {
+            self.access = Some(record);
+        }
+    }
+
+    /// The access record of this callback, once.
+    pub fn take_access(&mut self) -> Option<String> {
+        self.access.take()
+    }
+
+    /// Whether searches and the calls after them are counted and linked (`search.insights`).
+    pub(crate) fn insights(&self) -> bool {
+        self.plugin.config.search.insights.enabled
+    }
+
+    pub(crate) fn next_search_id(&self) -> String {
+        self.plugin.next_search_id()
+    }
+
+    /// Adds one to `namespace`'s counter `stat` (one of `stats::NAMESPACE_STATS`).
+    pub(crate) fn count_in(&mut self, namespace: &str, stat: &str) {
+        self.host
+            .increment_named(&crate::stats::in_namespace(namespace, stat), 1);
+    }
+
+    /// Records `value` in `histogram` (one of `stats::HISTOGRAMS`).
+    pub(crate) fn observe(&mut self, histogram: &'static str, value: u64) {
+        self.host.record(histogram, value);
+    }
+
+    /// [`Env::now_ms`] in nanoseconds: the callback's start for a duration.
+    pub(crate) fn now_ns(&self) -> u64 {
+        if let Some(now) = self.clock.get() {
+            return now;
+        }
+        let now = self.host.now_ns();
+        self.clock.set(Some(now));
+        now
+    }
+
+    /// Microseconds since `start_ns` (of [`Env::now_ns`]), read from the clock now.
+    pub(crate) fn elapsed_us(&self, start_ns: u64) -> u64 {
+        self.host.now_ns().saturating_sub(start_ns) / 1_000
+    }
+
+    /// A search of `key`'s session returned `names` (ranked from `offset + 1`).
+    pub(crate) fn remember_search<'n>(
+        &mut self,
+        key: LinkKey,
+        id: &str,
+        offset: usize,
+        names: impl Iterator<Item = &'n str>,
+    ) {
+        let namespace = &self.namespace;
+        self.plugin
+            .with_insights(|p| p.links.searched(namespace, key, id, offset, names));
+    }
+
+    /// `describe_tool` gave `key`'s session the definitions of `names`.
+    pub(crate) fn remember_described<'n>(
+        &mut self,
+        key: LinkKey,
+        names: impl Iterator<Item = &'n str>,
+    ) {
+        let namespace = &self.namespace;
+        self.plugin
+            .with_insights(|p| p.links.described(namespace, key, names));
+    }
+
+    /// How a call of `name` by `key`'s session follows its searches (`None`: no link).
+    pub(crate) fn link_call(&mut self, key: LinkKey, name: &str) -> Linked {
+        let (namespace, host) = (&self.namespace, &self.host);
+        let found = self
+            .plugin
+            .with_insights(|p| link::link_call(host, &p.links, namespace, key, name));
+        match found {
+            Some(Ok(linked)) => linked,
+            Some(Err(e)) => {
+                self.link_failed(Some(e));
+                Linked::default()
+            }
+            None => Linked::default(),
+        }
+    }
+
+    /// A tool search of this namespace answered: `zero_query` is its text when it matched
+    /// nothing; `returned`, the names it returned.
+    pub(crate) fn tally_search<'n>(
+        &mut self,
+        zero_query: Option<&str>,
+        returned: impl Iterator<Item = &'n str>,
+    ) {
+        let record = self.plugin.config.search.insights.record_queries;
+        let zero = zero_query.map(|text| {
+            let group = crate::insights::tally::query_group(&crate::index::tokenizer::terms(text));
+            (group, record.then(|| text.to_string()))
+        });
+        let (namespace, host) = (&self.namespace, &self.host);
+        self.plugin.with_insights(|p| {
+            if let Some(tally) = p.tally(namespace) {
+                tally.started(|| host.now_ms());
+                tally.searched(zero);
+            }
+            p.returned(namespace, returned);
+        });
+    }
+
+    /// A call of `name` went upstream, as `linked` to this session's searches.
+    pub(crate) fn tally_call(&mut self, name: &str, linked: &Linked) {
+        let (namespace, host) = (&self.namespace, &self.host);
+        self.plugin.with_insights(|p| {
+            if let Some(tally) = p.tally(namespace) {
+                tally.started(|| host.now_ms());
+                tally.called(name, linked.rank, linked.described);
+            }
+        });
+    }
+
+    /// `namespace`'s insights: every worker's flushed ones and this worker's own.
+    pub(crate) fn insights_of(
+        &mut self,
+        namespace: &str,
+    ) -> Result<(crate::insights::Tally, Vec<String>), StoreError> {
+        let host = &self.host;
+        self.plugin
+            .with_insights(|p| crate::insights::pending::read(host, p, namespace))
+            .unwrap_or_else(|| Ok(Default::default()))
+    }
+
+    fn link_failed(&mut self, error: Option<StoreError>) {
+        // Losing to other workers' writes of the same slot only costs a count.
+        if let Some(e) = error.filter(|e| *e != StoreError::CasMismatch) {
+            self.record(Event::Error);
+            self.log_warn(&format!("search insights: shared data: {e:?}"));
         }
     }
 

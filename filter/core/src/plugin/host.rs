@@ -22,6 +22,13 @@ pub trait Host: SharedData {
     fn log(&self, level: Level, message: &str);
     /// Adds `by` to the counter `stat` (one of [`crate::STATS`]).
     fn increment(&self, stat: &'static str, by: u64);
+    /// Adds `by` to a counter named at run time (a namespace's, `stats::in_namespace`), which
+    /// the host defines the first time it is named.
+    fn increment_named(&self, stat: &str, by: u64);
+    /// Records `value` in the histogram `histogram` (one of `stats::HISTOGRAMS`).
+    fn record(&self, histogram: &'static str, value: u64);
+    /// Nanoseconds since the Unix epoch: what a duration is measured with.
+    fn now_ns(&self) -> u64;
     /// Starts a call; its answer comes back with the returned token. `Err`: the host's reason
     /// it could not be started (an unknown cluster, say).
     fn http_call(&self, call: HttpCall) -> Result<u32, String>;
@@ -52,6 +59,21 @@ macro_rules! host_beside_shared_data {
                 #[allow(unused_imports)]
                 use $crate::Host as _;
                 self.$field.increment(stat, by)
+            }
+            fn increment_named(&self, stat: &str, by: u64) {
+                #[allow(unused_imports)]
+                use $crate::Host as _;
+                self.$field.increment_named(stat, by)
+            }
+            fn record(&self, histogram: &'static str, value: u64) {
+                #[allow(unused_imports)]
+                use $crate::Host as _;
+                self.$field.record(histogram, value)
+            }
+            fn now_ns(&self) -> u64 {
+                #[allow(unused_imports)]
+                use $crate::Host as _;
+                self.$field.now_ns()
             }
             fn http_call(&self, call: $crate::HttpCall) -> Result<u32, String> {
                 #[allow(unused_imports)]

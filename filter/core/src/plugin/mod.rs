@@ -41,6 +41,10 @@ pub struct Plugin {
     vm_id: String,
     /// Whether this VM has had a stream: only those do background work (`on_tick`).
     serving: std::cell::Cell<bool>,
+    /// Searches answered by this VM: with `vm_id`, what makes a search id unique.
+    searches: std::cell::Cell<u64>,
+    /// This VM's search insights not yet folded into shared data.
+    insights: RefCell<crate::insights::Pending>,
 }
 
 impl Plugin {
@@ -54,6 +58,8 @@ impl Plugin {
             fetches: RefCell::new(Vec::new()),
             vm_id,
             serving: std::cell::Cell::new(false),
+            searches: std::cell::Cell::new(0),
+            insights: RefCell::new(crate::insights::Pending::default()),
         }
     }
 
@@ -75,6 +81,13 @@ impl Plugin {
         learned: store::Learned,
     ) -> Result<bool, store::StoreError> {
         self.env(host, namespace.to_string()).learn(learned)
+    }
+
+    /// A new search id: this VM's id and its count of searches, unique across the Envoy.
+    pub(crate) fn next_search_id(&self) -> String {
+        let n = self.searches.get().wrapping_add(1);
+        self.searches.set(n);
+        format!("{}-{n}", self.vm_id)
     }
 
     /// A stream starts on this VM.
@@ -125,6 +138,8 @@ impl Plugin {
             host: view::CallbackView::new(host),
             namespace,
             origin: None,
+            clock: std::cell::Cell::new(None),
+            access: None,
         }
     }
 
@@ -139,6 +154,29 @@ impl Plugin {
         self.refresh_due(host);
         self.publish_index(host);
         self.embed_step(host);
+        self.flush_insights(host);
+    }
+
+    /// Folds this VM's search insights into shared data (at most every `pending::FLUSH_MS`).
+    fn flush_insights(&self, host: &dyn Host) {
+        let Ok(mut pending) = self.insights.try_borrow_mut() else {
+            return;
+        };
+        match pending.flush(host, host.now_ms()) {
+            Ok(()) | Err(store::StoreError::CasMismatch) => {}
+            Err(e) => host.log(
+                Level::Warn,
+                &format!("could not write the search insights: {e:?}"),
+            ),
+        }
+    }
+
+    /// Runs `f` on this VM's unflushed insights.
+    pub(crate) fn with_insights<T>(
+        &self,
+        f: impl FnOnce(&mut crate::insights::Pending) -> T,
+    ) -> Option<T> {
+        self.insights.try_borrow_mut().ok().map(|mut p| f(&mut p))
     }
 
     /// Publishes one index the other workers lack (`CatalogCache::publish_indexes`).

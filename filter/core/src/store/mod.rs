@@ -483,6 +483,15 @@ pub struct MemorySharedData {
     map: std::cell::RefCell<FnvHashMap<String, (Vec<u8>, u32)>>,
 }
 
+impl MemorySharedData {
+    /// Every key set so far, sorted.
+    pub fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.map.borrow().keys().cloned().collect();
+        keys.sort();
+        keys
+    }
+}
+
 impl SharedData for MemorySharedData {
     fn get(&self, key: &str) -> Result<(Option<Vec<u8>>, Option<u32>), StoreError> {
         Ok(match self.map.borrow().get(key) {

@@ -205,7 +205,7 @@ struct Line<'a> {
 
 /// The namespace a request to the endpoint reads: the route's own unless it names one that
 /// `search.http_namespaces` lists; anything else is a 403 naming what this route searches.
-fn endpoint_namespace(
+pub(super) fn endpoint_namespace(
     config: &Config,
     env: &mut Env<'_>,
     asked: Option<&str>,

@@ -187,13 +187,20 @@ impl Stream {
                 }
             };
         }
+        let started = env.insights().then(|| env.now_ns());
         let key = self.catalog_key(env, &namespace);
         let index = match self.catalog_or_error(env, &key) {
             Ok(index) => index,
             Err(message) => return injected::error_result(&message, modern),
         };
         let ranked = self.rank(config, env, &index, &args.query, vector);
-        answer::search_result(config, &args.query, &ranked, self.shape(&args))
+        let id = started.map(|_| env.next_search_id());
+        let shape = self.shape(&args);
+        let answer = answer::search_answer(config, &args.query, &ranked, shape, id.as_deref());
+        if let (Some(started), Some(id)) = (started, &id) {
+            self.searched(env, started, &ranked, &args.query, answer.shown, id);
+        }
+        answer.json
     }
 
     /// A search of prompts and resources (or of everything): the caller's entries of each kind,
@@ -393,6 +400,7 @@ impl Stream {
                 None => missing.push(name),
             }
         }
+        self.described(env, &found);
         injected::describe_result(&found, &missing, modern)
     }
 
@@ -431,6 +439,7 @@ impl Stream {
                 &format!("Unknown tool: {target}. Use the search tool to find available tools."),
             );
         }
+        self.calls(env, &target);
         // Headers already forwarded still name call_tool in `mcp-name` (2026-07-28): the
         // upstream would refuse the rewritten body, so the filter makes the call itself, with
         // the caller's headers, and answers with the upstream's response; the request that went

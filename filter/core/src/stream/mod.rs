@@ -21,6 +21,7 @@ pub(crate) use crate::plugin::Env;
 
 mod catalog;
 mod http_api;
+mod insight;
 mod local;
 mod reply;
 mod request;

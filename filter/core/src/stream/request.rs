@@ -64,6 +64,13 @@ impl Stream {
                 self.head = head;
                 return RequestHeadersAction::Reply(self.answer_health(config, env));
             }
+            if path.strip_prefix(search_path) == Some("/insights") {
+                if head.method != "GET" {
+                    return RequestHeadersAction::Reply(method_not_allowed("GET"));
+                }
+                self.head = head;
+                return RequestHeadersAction::Reply(self.answer_insights(config, env));
+            }
         }
         if !config.is_mcp_path(&forms) {
             return RequestHeadersAction::Continue;
@@ -373,6 +380,9 @@ impl Stream {
                 &incoming,
                 Err(no_vectors()),
             ));
+        }
+        if listing {
+            self.calls_in(config, env, &incoming);
         }
         self.await_lists(config)
     }

@@ -464,8 +464,25 @@ impl Stream {
             memo: index.as_ref().map(|i| &i.list_memo),
             structured: self.structured(),
         };
+        let started = env.insights().then(|| env.now_ns());
         let outcome = list::rewrite_message(message, &self.targets, &ctx)?;
         drop(ctx);
+        if let (Some(started), Some(body)) =
+            (started, outcome.as_ref().and_then(|o| o.body.as_ref()))
+        {
+            let elapsed_us = env.elapsed_us(started);
+            env.observe(crate::stats::LIST_REWRITE_TIME_US, elapsed_us);
+            let saved = message.len().saturating_sub(body.len());
+            env.observe(
+                crate::stats::LIST_BYTES_SAVED,
+                u64::try_from(saved).unwrap_or(u64::MAX),
+            );
+            let hidden = outcome.as_ref().map_or(0, |o| o.hidden);
+            env.access(format!(
+                "{{\"action\":\"list_rewritten\",\"namespace\":{},\"hidden\":{hidden},\"bytes_saved\":{saved},\"time_us\":{elapsed_us}}}",
+                crate::mcp::json::string(&namespace)
+            ));
+        }
         Ok(outcome.map(|outcome| Rewritten { outcome, index }))
     }
 }

@@ -189,8 +189,21 @@ pub struct Shape {
     pub modern: bool,
 }
 
-/// A search's tool result within its budget: full definitions, then lines, then the note.
-pub fn search_result(config: &Config, query: &Query, ranked: &Ranked<'_>, shape: Shape) -> String {
+/// A search's tool result, and how many of the ranked tools it shows (the first ones).
+pub struct SearchAnswer {
+    pub json: String,
+    pub shown: usize,
+}
+
+/// A search's tool result within its budget: full definitions, then lines, then the note; with
+/// `id`, its `_meta` names the search and each result's rank.
+pub fn search_answer(
+    config: &Config,
+    query: &Query,
+    ranked: &Ranked<'_>,
+    shape: Shape,
+    id: Option<&str>,
+) -> SearchAnswer {
     let Shape {
         detail,
         max_tokens,
@@ -233,9 +246,12 @@ pub fn search_result(config: &Config, query: &Query, ranked: &Ranked<'_>, shape:
     }
     // The reserve is an estimate: drop results from the end until the written answer fits.
     loop {
-        let answer = write(config, query, ranked, &page, shape);
+        let answer = write(config, query, ranked, &page, shape, id);
         if tokens(answer.1) <= max_tokens || page.entries.is_empty() {
-            return answer.0;
+            return SearchAnswer {
+                json: answer.0,
+                shown: page.entries.len(),
+            };
         }
         if let Some((_, Shown::Compact | Shown::Name)) = page.entries.pop() {
             page.lines.pop();
@@ -250,6 +266,7 @@ fn write(
     ranked: &Ranked<'_>,
     page: &Page<'_, '_>,
     shape: Shape,
+    id: Option<&str>,
 ) -> (String, usize) {
     let Shape {
         detail,
@@ -318,7 +335,10 @@ fn write(
     let read = texts.iter().map(String::len).sum::<usize>()
         + structured.as_ref().map_or(0, |s| s.get().len());
     let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let meta = SearchMeta::of(ranked, query.offset).showing(shown);
+    let mut meta = SearchMeta::of(ranked, query.offset).showing(shown);
+    if let Some(id) = id {
+        meta = meta.identified(id, page.entries.iter().map(|(f, _)| f.tool.name.as_str()));
+    }
     (
         result::search(&texts, meta, structured.as_deref(), modern),
         read,

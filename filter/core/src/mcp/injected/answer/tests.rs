@@ -3,6 +3,10 @@ use crate::config::Ranking;
 use crate::index::catalog::Tool;
 use serde_json::value::RawValue;
 
+fn search_result(config: &Config, query: &Query, ranked: &Ranked<'_>, shape: Shape) -> String {
+    search_answer(config, query, ranked, shape, None).json
+}
+
 fn tool(def: &str) -> Tool {
     let raw: Box<RawValue> = serde_json::from_str(def).unwrap();
     Tool::from_raw(&raw).unwrap()

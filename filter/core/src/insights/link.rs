@@ -1,0 +1,332 @@
+//! What the recent searches of a session (or caller) returned, and the tools `describe_tool`
+//! gave it, so that a tool call can be linked to the search that offered the tool.
+//!
+//! A worker keeps what its searches returned in its own memory ([`Unwritten`]), where a call on
+//! the same worker finds it at once, and writes it to shared data on its tick (every second,
+//! with the tally): a client's requests may arrive on several connections (an SSE `GET` beside
+//! pooled `POST`s), and Envoy spreads connections over its workers, so the search and the call
+//! that follows it may meet different VMs. Writing on the tick keeps shared data off a search's
+//! path; a call on another worker within that second finds nothing yet (an agent reads a
+//! search's answer before it calls). Memory is bounded: a namespace has [`SLOTS`] keys, a
+//! session hashes to one, and a slot keeps the last session written to it (a session whose slot
+//! another took since its search has its call counted as made without a search). Each slot
+//! holds at most [`SEARCHES_KEPT`] searches of [`NAMES_PER_SEARCH`] names and
+//! [`DESCRIBED_KEPT`] described names; a worker holds at most [`UNWRITTEN_KEPT`] sessions'
+//! records between two ticks.
+
+use crate::keys;
+use crate::store::{SharedData, StoreError};
+
+/// Keys per namespace.
+pub const SLOTS: usize = 256;
+/// Searches kept per session, newest first: an agent often searches twice before it calls.
+pub const SEARCHES_KEPT: usize = 4;
+/// Names kept per search, in rank order (a call of a later one counts as without search).
+pub const NAMES_PER_SEARCH: usize = 50;
+/// Names `describe_tool` gave a session, newest first.
+pub const DESCRIBED_KEPT: usize = 32;
+/// Sessions a worker holds between two ticks (more are not linked across workers).
+pub const UNWRITTEN_KEPT: usize = 4_096;
+/// A compare-and-swap that keeps losing to other workers gives up (the link is only a count).
+const ATTEMPTS: usize = 3;
+
+/// Whose searches and calls these are: a hash of the MCP session id, else of the caller's
+/// identity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkKey(u64);
+
+impl LinkKey {
+    /// The key of `text` of a kind (a session id, a caller), kinds apart: FNV-1a, the same on
+    /// every worker and after a restart.
+    pub fn of_kind(kind: &str, text: &str) -> LinkKey {
+        use std::hash::Hasher;
+        let mut h = crate::index::fnv::Fnv1a::default();
+        h.write(kind.as_bytes());
+        h.write(b" ");
+        h.write(text.as_bytes());
+        LinkKey(h.finish())
+    }
+
+    fn slot(self) -> usize {
+        usize::try_from(self.0 % SLOTS as u64).unwrap_or(0)
+    }
+}
+
+/// How a call relates to what its session searched and described.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Linked {
+    /// The rank at which the newest search that returned the tool returned it.
+    pub rank: Option<usize>,
+    /// That search's id.
+    pub search_id: Option<String>,
+    /// `describe_tool` gave the session this tool's definition.
+    pub described: bool,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct Search {
+    id: String,
+    /// The rank of the first name is `offset + 1`.
+    offset: usize,
+    names: Vec<String>,
+}
+
+/// One slot's value: the session that owns it, its searches (newest first) and the names
+/// described to it (newest first). Written as lines: `<owner hex>`, then `s <id> <offset>` and
+/// `d`, each followed by its names, tab-separated (a name holding a tab or a line break is
+/// left out: it is never linked).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Record {
+    owner: u64,
+    searches: Vec<Search>,
+    described: Vec<String>,
+}
+
+fn writable(name: &str) -> bool {
+    !name.is_empty() && !name.contains(['\t', '\n'])
+}
+
+impl Record {
+    fn parse(bytes: &[u8]) -> Option<Record> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        let mut lines = text.split('\n');
+        let owner = u64::from_str_radix(lines.next()?, 16).ok()?;
+        let mut record = Record {
+            owner,
+            ..Record::default()
+        };
+        for line in lines {
+            let mut fields = line.split('\t');
+            let head = fields.next().unwrap_or_default();
+            let names = fields.map(str::to_string).collect();
+            if head == "d" {
+                record.described = names;
+            } else if let Some(rest) = head.strip_prefix("s ") {
+                let (id, offset) = rest.split_once(' ')?;
+                record.searches.push(Search {
+                    id: id.to_string(),
+                    offset: offset.parse().ok()?,
+                    names,
+                });
+            }
+        }
+        Some(record)
+    }
+
+    fn link(&self, name: &str) -> Linked {
+        if !writable(name) {
+            return Linked::default();
+        }
+        let found = self.searches.iter().find_map(|s| {
+            let i = s.names.iter().position(|n| n == name)?;
+            Some((s.offset + i + 1, s.id.clone()))
+        });
+        Linked {
+            rank: found.as_ref().map(|(rank, _)| *rank),
+            search_id: found.map(|(_, id)| id),
+            described: self.described.iter().any(|n| n == name),
+        }
+    }
+
+    /// Puts `newer` (the same session's, since) in front of these.
+    fn take_newer(&mut self, newer: &Record) {
+        let older = std::mem::take(&mut self.searches);
+        self.searches = newer
+            .searches
+            .iter()
+            .map(Search::clone)
+            .chain(older)
+            .collect();
+        self.searches.truncate(SEARCHES_KEPT);
+        for name in newer.described.iter().rev() {
+            self.described.retain(|n| n != name);
+            self.described.insert(0, name.clone());
+        }
+        self.described.truncate(DESCRIBED_KEPT);
+    }
+
+    fn write(&self) -> Vec<u8> {
+        let mut out = format!("{:x}", self.owner);
+        let names = |out: &mut String, names: &[String]| {
+            for name in names {
+                out.push('\t');
+                out.push_str(name);
+            }
+        };
+        for s in &self.searches {
+            out.push_str(&format!("\ns {} {}", s.id, s.offset));
+            names(&mut out, &s.names);
+        }
+        if !self.described.is_empty() {
+            out.push_str("\nd");
+            names(&mut out, &self.described);
+        }
+        out.into_bytes()
+    }
+}
+
+/// Reads `key`'s slot as `key`'s record (empty when another session owns it), changes it and
+/// writes it back, retrying when another worker wrote the slot meanwhile.
+fn update(
+    store: &dyn SharedData,
+    namespace: &str,
+    key: LinkKey,
+    change: impl Fn(&mut Record),
+) -> Result<(), StoreError> {
+    let slot = keys::link(namespace, key.slot());
+    let mut last = Err(StoreError::Contended);
+    for _ in 0..ATTEMPTS {
+        let (value, cas) = store.get(&slot)?;
+        let mut record = value
+            .as_deref()
+            .and_then(Record::parse)
+            .filter(|r| r.owner == key.0)
+            .unwrap_or(Record {
+                owner: key.0,
+                ..Record::default()
+            });
+        change(&mut record);
+        last = store.set(&slot, &record.write(), cas);
+        if last != Err(StoreError::CasMismatch) {
+            return last;
+        }
+    }
+    last
+}
+
+/// The lines of `value` after its owner's, when `key` owns it.
+fn owned(value: Option<&[u8]>, key: LinkKey) -> Option<&str> {
+    let text = std::str::from_utf8(value?).ok()?;
+    let (owner, rest) = text.split_once('\n').unwrap_or((text, ""));
+    (u64::from_str_radix(owner, 16).ok()? == key.0).then_some(rest)
+}
+
+/// What this worker's searches returned and `describe_tool` gave, by namespace and session,
+/// since its last tick.
+#[derive(Debug, Default)]
+pub struct Unwritten {
+    records: crate::index::fnv::FnvHashMap<(String, u64), Record>,
+}
+
+impl Unwritten {
+    fn record(&mut self, namespace: &str, key: LinkKey) -> Option<&mut Record> {
+        let id = (namespace.to_string(), key.0);
+        if !self.records.contains_key(&id) {
+            if self.records.len() >= UNWRITTEN_KEPT {
+                return None;
+            }
+            let record = Record {
+                owner: key.0,
+                ..Record::default()
+            };
+            self.records.insert(id.clone(), record);
+        }
+        self.records.get_mut(&id)
+    }
+
+    /// A search of `key`'s session returned `names` (in rank order, the first at `offset + 1`).
+    pub fn searched<'n>(
+        &mut self,
+        namespace: &str,
+        key: LinkKey,
+        id: &str,
+        offset: usize,
+        names: impl Iterator<Item = &'n str>,
+    ) {
+        let Some(record) = self.record(namespace, key) else {
+            return;
+        };
+        let names = names
+            .take(NAMES_PER_SEARCH)
+            .map(|n| if writable(n) { n } else { "" }.to_string())
+            .collect();
+        record.searches.insert(
+            0,
+            Search {
+                id: id.to_string(),
+                offset,
+                names,
+            },
+        );
+        record.searches.truncate(SEARCHES_KEPT);
+    }
+
+    /// `describe_tool` gave `key`'s session the definitions of `names`.
+    pub fn described<'n>(
+        &mut self,
+        namespace: &str,
+        key: LinkKey,
+        names: impl Iterator<Item = &'n str>,
+    ) {
+        let Some(record) = self.record(namespace, key) else {
+            return;
+        };
+        for name in names.filter(|n| writable(n)) {
+            record.described.retain(|n| n != name);
+            record.described.insert(0, name.to_string());
+        }
+        record.described.truncate(DESCRIBED_KEPT);
+    }
+
+    /// What this worker holds of `key`'s session about `name`.
+    fn link(&self, namespace: &str, key: LinkKey, name: &str) -> Linked {
+        self.records
+            .get(&(namespace.to_string(), key.0))
+            .map(|r| r.link(name))
+            .unwrap_or_default()
+    }
+
+    /// Writes every session's records into its slot (in front of what the slot holds for the
+    /// same session). What cannot be written now stays for the next tick.
+    pub fn write(&mut self, store: &dyn SharedData) -> Result<(), StoreError> {
+        let mut result = Ok(());
+        let records = std::mem::take(&mut self.records);
+        for ((namespace, owner), record) in records {
+            let key = LinkKey(owner);
+            match update(store, &namespace, key, |slot| slot.take_newer(&record)) {
+                Ok(()) => {}
+                Err(e) => {
+                    self.records.insert((namespace, owner), record);
+                    result = Err(e);
+                }
+            }
+        }
+        result
+    }
+}
+
+/// How a call of `name` by `key`'s session relates to its recent searches: this worker's own
+/// first, then the slot (one read, its lines scanned where they lie).
+pub fn link_call(
+    store: &dyn SharedData,
+    unwritten: &Unwritten,
+    namespace: &str,
+    key: LinkKey,
+    name: &str,
+) -> Result<Linked, StoreError> {
+    let mut linked = unwritten.link(namespace, key, name);
+    if linked.rank.is_some() {
+        return Ok(linked);
+    }
+    let (value, _) = store.get(&keys::link(namespace, key.slot()))?;
+    let Some(rest) = owned(value.as_deref(), key).filter(|_| writable(name)) else {
+        return Ok(linked);
+    };
+    for line in rest.split('\n') {
+        let mut fields = line.split('\t');
+        let head = fields.next().unwrap_or_default();
+        if head == "d" {
+            linked.described |= fields.any(|n| n == name);
+        } else if let Some((id, offset)) = head.strip_prefix("s ").and_then(|h| h.split_once(' ')) {
+            if linked.rank.is_some() {
+                continue;
+            }
+            if let (Some(i), Ok(offset)) = (fields.position(|n| n == name), offset.parse::<usize>())
+            {
+                linked.rank = Some(offset + i + 1);
+                linked.search_id = Some(id.to_string());
+            }
+        }
+    }
+    Ok(linked)
+}
