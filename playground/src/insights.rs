@@ -69,12 +69,7 @@ fn namespace_part<'v>(value: &'v Value, namespace: &str) -> Result<(String, &'v 
     }
 }
 
-fn tools(
-    list: Option<&Value>,
-    config: &Config,
-    namespace: &str,
-    catalog: &[String],
-) -> Vec<Tool> {
+fn tools(list: Option<&Value>, config: &Config, namespace: &str, catalog: &[String]) -> Vec<Tool> {
     list.and_then(Value::as_array)
         .map(|items| {
             items
@@ -83,7 +78,7 @@ fn tools(
                     let name = t.get("name")?.as_str()?.to_string();
                     Some(Tool {
                         eager: config.disclosure_mode(namespace, &name) == DisclosureMode::Eager,
-                        in_catalog: catalog.iter().any(|c| *c == name),
+                        in_catalog: catalog.contains(&name),
                         calls: t.get("calls").and_then(Value::as_u64).unwrap_or(0),
                         share: t.get("share").and_then(Value::as_f64),
                         name,
@@ -129,8 +124,7 @@ pub fn view(
     catalog: &[String],
     text: &str,
 ) -> Result<InsightsView, Error> {
-    let value: Value =
-        serde_json::from_str(text).map_err(|e| bad(&format!("not JSON: {e}")))?;
+    let value: Value = serde_json::from_str(text).map_err(|e| bad(&format!("not JSON: {e}")))?;
     let (namespace, part) = namespace_part(&value, namespace)?;
     let suggested_part = part.get("suggested_eager");
     let suggested = tools(
@@ -157,7 +151,11 @@ pub fn view(
                 .iter()
                 .map(|g| ZeroQuery {
                     query: g.get("query").and_then(Value::as_str).map(str::to_string),
-                    group: g.get("group").and_then(Value::as_str).unwrap_or_default().to_string(),
+                    group: g
+                        .get("group")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
                     count: g.get("count").and_then(Value::as_u64).unwrap_or(0),
                 })
                 .collect()
@@ -165,7 +163,12 @@ pub fn view(
         .unwrap_or_default();
     let never = part.get("never_returned");
     Ok(InsightsView {
-        without_search: tools(part.get("called_without_search"), config, &namespace, catalog),
+        without_search: tools(
+            part.get("called_without_search"),
+            config,
+            &namespace,
+            catalog,
+        ),
         share: suggested_part
             .and_then(|s| s.get("share"))
             .and_then(Value::as_f64)
@@ -175,7 +178,12 @@ pub fn view(
         never_returned: never
             .and_then(|n| n.get("tools"))
             .and_then(Value::as_array)
-            .map(|t| t.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .map(|t| {
+                t.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
             .unwrap_or_default(),
         never_returned_count: never
             .and_then(|n| n.get("count"))

@@ -324,7 +324,10 @@ fn pasted_insights_show_what_to_make_eager_and_the_suggestion_is_tried_at_once()
             ("jira_create_ticket", false, false)
         ]
     );
-    assert_eq!(view.zero_queries[0].query.as_deref(), Some("rotate the api keys"));
+    assert_eq!(
+        view.zero_queries[0].query.as_deref(),
+        Some("rotate the api keys")
+    );
     assert_eq!(view.zero_queries[1].query, None);
     assert_eq!(view.never_returned, ["stripe_refund_charge"]);
 
@@ -341,7 +344,11 @@ fn pasted_insights_show_what_to_make_eager_and_the_suggestion_is_tried_at_once()
         .collect();
     assert_eq!(
         listed,
-        ["github_create_issue", "github_get_issue", "slack_post_message"]
+        [
+            "github_create_issue",
+            "github_get_issue",
+            "slack_post_message"
+        ]
     );
     let again = tried.insights(INSIGHTS).unwrap();
     assert!(again.suggested.iter().take(2).all(|t| t.eager));
@@ -354,7 +361,10 @@ fn insights_that_cannot_be_read_say_why() {
     for (text, why) in [
         ("not json", "not JSON"),
         (r#"{"tools":[]}"#, "GET <http_path>/insights"),
-        (r#"{"insights":{"a":{},"b":{}}}"#, "no insights for namespace \"upstream\""),
+        (
+            r#"{"insights":{"a":{},"b":{}}}"#,
+            "no insights for namespace \"upstream\"",
+        ),
     ] {
         let e = playground.insights(text).unwrap_err().to_string();
         assert!(e.starts_with("insights: ") && e.contains(why), "{e}");

@@ -42,6 +42,11 @@ fn stack(sse: bool, dir: &TestDir) -> (FastMcpServer, Envoy) {
 
 /// [`stack`] with more of the filter's `search` block.
 fn stack_with(sse: bool, search: serde_json::Value, dir: &TestDir) -> (FastMcpServer, Envoy) {
+    stack_config(sse, json!({"search": search}), dir)
+}
+
+/// [`stack`] with more of the filter's configuration.
+fn stack_config(sse: bool, more: serde_json::Value, dir: &TestDir) -> (FastMcpServer, Envoy) {
     let opts = FastMcpOptions {
         sse,
         stateful: true,
@@ -49,9 +54,13 @@ fn stack_with(sse: bool, search: serde_json::Value, dir: &TestDir) -> (FastMcpSe
     let server = FastMcpServer::start(opts, dir).unwrap();
     let filter = FilterOptions {
         wasm: harness::filter_wasm().unwrap_or_else(|e| panic!("{e}")),
-        config_json: json!({"mcp_paths": ["/mcp"], "eager_patterns": ["github_get_*"],
-            "search": search})
-        .to_string(),
+        config_json: {
+            let mut config = json!({"mcp_paths": ["/mcp"], "eager_patterns": ["github_get_*"]});
+            if let (Some(c), Some(more)) = (config.as_object_mut(), more.as_object()) {
+                c.extend(more.clone());
+            }
+            config.to_string()
+        },
     };
     let mut opts = EnvoyOptions::new(server.addr, Some(filter));
     opts.search_prefix = Some("/mcp/search".to_string());
@@ -245,7 +254,60 @@ fn with_recording_on_the_query_that_found_nothing_is_listed_as_the_agent_wrote_i
             assert_eq!(queries[0]["query"], "kubernetes pod autoscaler", "{v:#}");
             break;
         }
-        assert!(Instant::now() < deadline, "no zero-result query listed: {v:#}");
+        assert!(
+            Instant::now() < deadline,
+            "no zero-result query listed: {v:#}"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+#[test]
+fn under_a_policy_a_caller_with_no_tool_of_the_namespace_gets_nothing_of_it() {
+    let dir = TestDir::new("insights-e2e-policy").unwrap();
+    let policy = json!({"authorization": {
+        "identity": {"source": "header", "header": "x-user-roles"},
+        "rules": [{"claim": "roles", "values": ["admin"], "tools": ["*"]}],
+        "default": "deny"}});
+    let (_server, envoy) = stack_config(false, policy, &dir);
+    // The server checks `Host` (DNS rebinding protection): the address it was reached at.
+    let host = envoy.listener.to_string();
+    let get = |headers: &str, path: &str| {
+        let request =
+            format!("GET {path} HTTP/1.1\r\nhost: {host}\r\n{headers}connection: close\r\n\r\n");
+        let reply = harness::raw_exchange(envoy.listener, request.as_bytes()).unwrap();
+        (
+            reply.status,
+            String::from_utf8_lossy(&reply.body).to_string(),
+        )
+    };
+    // The admin searches (the catalog is fetched for it), then reads the insights.
+    let admin = "x-user-roles: admin\r\n";
+    let search = json!({"query": "refund a stripe charge"}).to_string();
+    let request = format!(
+        "POST /mcp/search HTTP/1.1\r\nhost: {host}\r\n{admin}content-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{search}",
+        search.len()
+    );
+    let reply = harness::raw_exchange(envoy.listener, request.as_bytes()).unwrap();
+    assert_eq!(
+        reply.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    let (status, body) = get(admin, "/mcp/search/insights");
+    assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert!(
+        v["insights"]["mcp_upstream"]["auto_mode"]["tools"].as_u64() > Some(0),
+        "{v:#}"
+    );
+    // A caller the policy gives no tool: nothing, and 403 for the namespace asked by name.
+    let (status, body) = get("", "/mcp/search/insights");
+    assert_eq!((status, body.as_str()), (200, r#"{"insights":{}}"#));
+    let (status, body) = get(
+        "x-user-roles: intern\r\n",
+        "/mcp/search/insights?namespace=mcp_upstream",
+    );
+    assert_eq!(status, 403, "{body}");
 }
