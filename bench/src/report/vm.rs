@@ -347,8 +347,8 @@ pub fn write_insights(o: &mut String, ip: &InprocResults) {
         o,
         "The same searches (the {} queries, `limit` 5) in two VMs of this `.wasm`, each of which listed the catalog and \
          published its index: `search.insights` on (the default) and off, round robin, every search in one MCP session \
-         (`Mcp-Session-Id`), so that what insights do per search is all in it: the clock read twice, two histograms, the \
-         session's link slot read and written in shared data, the worker's tally. A sample is the mean exchange of the \
+         (`Mcp-Session-Id`), so that what insights do per search is all in it: the clock read once more, two histograms, \
+         the access record, the session's link and the worker's tally kept in the VM (written to shared data on its tick). A sample is the mean exchange of the \
          queries (CPU time), the figure its median over rounds.\n",
         crate::QUERIES.len()
     );
