@@ -4,18 +4,24 @@
 use crate::config::Ranking;
 use crate::rank::search::FallbackKind;
 
-/// Declares each counter once: a constant naming it, and its line in [`STATS`] and [`HELP`].
+/// Declares a table of stats once: a constant naming each, the table (`$all`) and what each
+/// counts or records (`$help`, in the table's order).
 macro_rules! stats {
-    ($($name:ident = $stat:literal: $help:literal,)*) => {
+    ($(#[$all_doc:meta])* $all:ident, $(#[$help_doc:meta])* $help_table:ident;
+     $($name:ident = $stat:literal: $help:literal,)*) => {
         $(#[doc = $help] pub const $name: &str = $stat;)*
-        /// Every counter, as the host defines them at start.
-        pub const STATS: &[&str] = &[$($name),*];
-        /// What each counter counts, in the order of [`STATS`].
-        pub const HELP: &[(&str, &str)] = &[$(($name, $help)),*];
+        $(#[$all_doc])*
+        pub const $all: &[&str] = &[$($name),*];
+        $(#[$help_doc])*
+        pub const $help_table: &[(&str, &str)] = &[$(($name, $help)),*];
     };
 }
 
 stats! {
+    /// Every counter, as the host defines them at start.
+    STATS,
+    /// What each counter counts, in the order of [`STATS`].
+    HELP;
     LISTS_REWRITTEN = "lists_rewritten": "`tools/list` results rewritten (eager kept, progressive hidden, `tool_search` added)",
     TOOLS_HIDDEN = "tools_hidden": "tools hidden from rewritten lists (progressive), summed",
     SEARCHES_ANSWERED_BM25 = "searches_answered.bm25": "searches answered, ranked by BM25",
@@ -51,19 +57,12 @@ stats! {
     LISTS_NOT_LEARNED = "lists_not_learned": "lists answered but not learned (another authority than `catalog.authority`)",
 }
 
-/// Declares each per-namespace counter once, as [`stats!`] does the others: the host defines
-/// `namespace.<ns>.<stat>` the first time a namespace counts in it (see [`in_namespace`]).
-macro_rules! namespace_stats {
-    ($($name:ident = $stat:literal: $help:literal,)*) => {
-        $(#[doc = $help] pub const $name: &str = $stat;)*
-        /// Every per-namespace counter.
-        pub const NAMESPACE_STATS: &[&str] = &[$($name),*];
-        /// What each per-namespace counter counts, in the order of [`NAMESPACE_STATS`].
-        pub const NAMESPACE_HELP: &[(&str, &str)] = &[$(($name, $help)),*];
-    };
-}
-
-namespace_stats! {
+stats! {
+    /// Every per-namespace counter: the host defines `namespace.<ns>.<stat>` the first time a
+    /// namespace counts in it (see [`in_namespace`]).
+    NAMESPACE_STATS,
+    /// What each per-namespace counter counts, in the order of [`NAMESPACE_STATS`].
+    NAMESPACE_HELP;
     SEARCH_ZERO_RESULTS = "search_zero_results": "tool searches that matched no tool",
     SEARCH_CALLS_AFTER_RANK_1 = "search_calls_after.rank_1": "tool calls of the first result of a recent search of the same session or caller",
     SEARCH_CALLS_AFTER_RANK_2_5 = "search_calls_after.rank_2_5": "... of its 2nd to 5th result",
@@ -89,18 +88,11 @@ pub fn in_namespace(namespace: &str, stat: &str) -> String {
     format!("namespace.{ns}.{stat}")
 }
 
-/// Declares each histogram once, as [`stats!`] does the counters.
-macro_rules! histograms {
-    ($($name:ident = $stat:literal: $help:literal,)*) => {
-        $(#[doc = $help] pub const $name: &str = $stat;)*
-        /// Every histogram, as the host defines them at start.
-        pub const HISTOGRAMS: &[&str] = &[$($name),*];
-        /// What each histogram records, in the order of [`HISTOGRAMS`].
-        pub const HISTOGRAM_HELP: &[(&str, &str)] = &[$(($name, $help)),*];
-    };
-}
-
-histograms! {
+stats! {
+    /// Every histogram, as the host defines them at start.
+    HISTOGRAMS,
+    /// What each histogram records, in the order of [`HISTOGRAMS`].
+    HISTOGRAM_HELP;
     SEARCH_TIME_US = "search_time_us": "microseconds a tool search took inside the filter (ranking and writing the answer)",
     SEARCH_RESULTS = "search_results": "tools a search answer returned",
     LIST_REWRITE_TIME_US = "list_rewrite_time_us": "microseconds a `tools/list` rewrite took",

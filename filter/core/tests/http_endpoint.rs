@@ -320,15 +320,6 @@ fn as_role(head: RequestHead, role: &str) -> RequestHead {
     }
 }
 
-/// A list result of `member` (`tools`, `prompts`) holding `(name, description)` entries.
-fn list_of(member: &str, entries: &[(&str, &str)]) -> Vec<u8> {
-    let entries: Vec<Value> = entries
-        .iter()
-        .map(|(n, d)| json!({"name": n, "description": d, "inputSchema": {"type": "object"}}))
-        .collect();
-    serde_json::to_vec(&json!({"jsonrpc":"2.0","id":1,"result":{member: entries}})).unwrap()
-}
-
 /// Learns `body`, the answer to a `method` request, as it passes through a route of
 /// `namespace` for the caller of `head`.
 fn learn(env: &mut TestEnv, namespace: &str, head: RequestHead, method: &str, body: &[u8]) {

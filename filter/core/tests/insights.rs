@@ -34,11 +34,7 @@ const TOOLS: &[(&str, &str)] = &[
 ];
 
 fn catalog() -> Vec<u8> {
-    let defs: Vec<Value> = TOOLS
-        .iter()
-        .map(|(n, d)| json!({"name": n, "description": d, "inputSchema": {"type": "object"}}))
-        .collect();
-    serde_json::to_vec(&json!({"jsonrpc":"2.0","id":1,"result":{"tools": defs}})).unwrap()
+    list_of("tools", TOOLS)
 }
 
 const CONFIG: &str = r#"{"search":{"max_allowable_results":10,"result_format":"summary"}}"#;

@@ -139,9 +139,14 @@ impl Record {
             .collect();
         self.searches.truncate(SEARCHES_KEPT);
         for name in newer.described.iter().rev() {
-            self.described.retain(|n| n != name);
-            self.described.insert(0, name.clone());
+            self.describe(name);
         }
+    }
+
+    /// `describe_tool` gave the session `name`: first of the described names, once.
+    fn describe(&mut self, name: &str) {
+        self.described.retain(|n| n != name);
+        self.described.insert(0, name.to_string());
         self.described.truncate(DESCRIBED_KEPT);
     }
 
@@ -192,13 +197,6 @@ fn update(
         }
     }
     last
-}
-
-/// The lines of `value` after its owner's, when `key` owns it.
-fn owned(value: Option<&[u8]>, key: LinkKey) -> Option<&str> {
-    let text = std::str::from_utf8(value?).ok()?;
-    let (owner, rest) = text.split_once('\n').unwrap_or((text, ""));
-    (u64::from_str_radix(owner, 16).ok()? == key.0).then_some(rest)
 }
 
 /// What this worker's searches returned and `describe_tool` gave, by namespace and session,
@@ -262,10 +260,8 @@ impl Unwritten {
             return;
         };
         for name in names.filter(|n| writable(n)) {
-            record.described.retain(|n| n != name);
-            record.described.insert(0, name.to_string());
+            record.describe(name);
         }
-        record.described.truncate(DESCRIBED_KEPT);
     }
 
     /// What this worker holds of `key`'s session about `name`.
@@ -296,7 +292,7 @@ impl Unwritten {
 }
 
 /// How a call of `name` by `key`'s session relates to its recent searches: this worker's own
-/// first, then the slot (one read, its lines scanned where they lie).
+/// first, then the slot (one read).
 pub fn link_call(
     store: &dyn SharedData,
     unwritten: &Unwritten,
@@ -304,29 +300,19 @@ pub fn link_call(
     key: LinkKey,
     name: &str,
 ) -> Result<Linked, StoreError> {
-    let mut linked = unwritten.link(namespace, key, name);
-    if linked.rank.is_some() {
-        return Ok(linked);
+    let own = unwritten.link(namespace, key, name);
+    if own.rank.is_some() {
+        return Ok(own);
     }
     let (value, _) = store.get(&keys::link(namespace, key.slot()))?;
-    let Some(rest) = owned(value.as_deref(), key).filter(|_| writable(name)) else {
-        return Ok(linked);
-    };
-    for line in rest.split('\n') {
-        let mut fields = line.split('\t');
-        let head = fields.next().unwrap_or_default();
-        if head == "d" {
-            linked.described |= fields.any(|n| n == name);
-        } else if let Some((id, offset)) = head.strip_prefix("s ").and_then(|h| h.split_once(' ')) {
-            if linked.rank.is_some() {
-                continue;
-            }
-            if let (Some(i), Ok(offset)) = (fields.position(|n| n == name), offset.parse::<usize>())
-            {
-                linked.rank = Some(offset + i + 1);
-                linked.search_id = Some(id.to_string());
-            }
-        }
-    }
-    Ok(linked)
+    let written = value
+        .as_deref()
+        .and_then(Record::parse)
+        .filter(|r| r.owner == key.0)
+        .map(|r| r.link(name))
+        .unwrap_or_default();
+    Ok(Linked {
+        described: own.described || written.described,
+        ..written
+    })
 }

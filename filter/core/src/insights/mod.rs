@@ -16,28 +16,46 @@ pub use tally::Tally;
 
 use crate::stats;
 
+/// Where a call after a search is counted, by the rank at which the search returned the tool:
+/// the first result, the 2nd to 5th (what a default `limit` shows), or below.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RankBucket {
+    First,
+    SecondToFifth,
+    BelowFifth,
+}
+
+impl RankBucket {
+    pub fn of(rank: usize) -> RankBucket {
+        match rank {
+            0 | 1 => RankBucket::First,
+            2..=5 => RankBucket::SecondToFifth,
+            _ => RankBucket::BelowFifth,
+        }
+    }
+}
+
 impl Linked {
+    /// How the call followed its session's searches: in a word (the access log's `linked`),
+    /// and the per-namespace counter it adds to first.
+    fn kind(&self) -> (&'static str, &'static str) {
+        match self.rank.map(RankBucket::of) {
+            Some(RankBucket::First) => ("rank_1", stats::SEARCH_CALLS_AFTER_RANK_1),
+            Some(RankBucket::SecondToFifth) => ("rank_2_5", stats::SEARCH_CALLS_AFTER_RANK_2_5),
+            Some(RankBucket::BelowFifth) => ("rank_over_5", stats::SEARCH_CALLS_AFTER_RANK_OVER_5),
+            None if self.described => ("after_describe", stats::CALLS_AFTER_DESCRIBE),
+            None => ("without_search", stats::CALLS_WITHOUT_SEARCH),
+        }
+    }
+
     /// How the call followed its session's searches, in a word (the access log's `linked`).
     pub fn label(&self) -> &'static str {
-        match self.rank {
-            Some(1) => "rank_1",
-            Some(2..=5) => "rank_2_5",
-            Some(_) => "rank_over_5",
-            None if self.described => "after_describe",
-            None => "without_search",
-        }
+        self.kind().0
     }
 
     /// The per-namespace counters this call adds one to.
     pub fn stats(&self) -> Vec<&'static str> {
-        let mut out = Vec::with_capacity(2);
-        out.push(match self.rank {
-            Some(1) => stats::SEARCH_CALLS_AFTER_RANK_1,
-            Some(2..=5) => stats::SEARCH_CALLS_AFTER_RANK_2_5,
-            Some(_) => stats::SEARCH_CALLS_AFTER_RANK_OVER_5,
-            None if self.described => stats::CALLS_AFTER_DESCRIBE,
-            None => stats::CALLS_WITHOUT_SEARCH,
-        });
+        let mut out = vec![self.kind().1];
         if self.rank.is_some() && self.described {
             out.push(stats::CALLS_AFTER_DESCRIBE);
         }

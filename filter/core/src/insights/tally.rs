@@ -8,6 +8,8 @@
 //! Kept as lines of text rather than JSON: the `.wasm` has a size budget, and a derived
 //! deserializer for these tables cost more of it than this whole module.
 
+use super::RankBucket;
+
 /// Query groups that found nothing, kept by count.
 pub const ZERO_QUERIES_KEPT: usize = 64;
 /// Tools kept by calls.
@@ -165,10 +167,10 @@ impl Tally {
     /// after `describe_tool` gave its definition, or not.
     pub fn called(&mut self, name: &str, rank: Option<usize>, described: bool) {
         self.calls += 1;
-        match rank {
-            Some(0 | 1) => self.rank_1 += 1,
-            Some(2..=5) => self.rank_2_5 += 1,
-            Some(_) => self.rank_over_5 += 1,
+        match rank.map(RankBucket::of) {
+            Some(RankBucket::First) => self.rank_1 += 1,
+            Some(RankBucket::SecondToFifth) => self.rank_2_5 += 1,
+            Some(RankBucket::BelowFifth) => self.rank_over_5 += 1,
             None => self.calls_without_search += 1,
         }
         if rank.is_some() {

@@ -297,7 +297,8 @@ impl Env<'_> {
         match found {
             Some(Ok(linked)) => linked,
             Some(Err(e)) => {
-                self.link_failed(Some(e));
+                self.record(Event::Error);
+                self.log_warn(&format!("search insights: shared data: {e:?}"));
                 Linked::default()
             }
             None => Linked::default(),
@@ -316,10 +317,12 @@ impl Env<'_> {
             let group = crate::insights::tally::query_group(&crate::index::tokenizer::terms(text));
             (group, record.then(|| text.to_string()))
         });
-        let (namespace, host) = (&self.namespace, &self.host);
+        // The callback's clock (read once per callback), only for a tally not yet dated.
+        let now_ms = || self.now_ms();
+        let namespace = &self.namespace;
         self.plugin.with_insights(|p| {
             if let Some(tally) = p.tally(namespace) {
-                tally.started(|| host.now_ms());
+                tally.started(now_ms);
                 tally.searched(zero);
             }
             p.returned(namespace, returned);
@@ -328,10 +331,12 @@ impl Env<'_> {
 
     /// A call of `name` went upstream, as `linked` to this session's searches.
     pub(crate) fn tally_call(&mut self, name: &str, linked: &Linked) {
-        let (namespace, host) = (&self.namespace, &self.host);
+        // The callback's clock (read once per callback), only for a tally not yet dated.
+        let now_ms = || self.now_ms();
+        let namespace = &self.namespace;
         self.plugin.with_insights(|p| {
             if let Some(tally) = p.tally(namespace) {
-                tally.started(|| host.now_ms());
+                tally.started(now_ms);
                 tally.called(name, linked.rank, linked.described);
             }
         });
@@ -346,14 +351,6 @@ impl Env<'_> {
         self.plugin
             .with_insights(|p| crate::insights::pending::read(host, p, namespace))
             .unwrap_or_else(|| Ok(Default::default()))
-    }
-
-    fn link_failed(&mut self, error: Option<StoreError>) {
-        // Losing to other workers' writes of the same slot only costs a count.
-        if let Some(e) = error.filter(|e| *e != StoreError::CasMismatch) {
-            self.record(Event::Error);
-            self.log_warn(&format!("search insights: shared data: {e:?}"));
-        }
     }
 
     pub(crate) fn log_warn(&mut self, message: &str) {

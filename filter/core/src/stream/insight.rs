@@ -31,32 +31,27 @@ impl Stream {
         shown: usize,
         id: &str,
     ) {
-        let offset = query.offset;
+        let namespace = env.namespace();
         if ranked.matches == 0 {
-            let namespace = env.namespace();
             env.count_in(&namespace, stats::SEARCH_ZERO_RESULTS);
         }
-        let returned = ranked
-            .found
-            .iter()
-            .take(shown)
-            .map(|f| f.tool.name.as_str());
-        env.tally_search((ranked.matches == 0).then_some(&query.text), returned);
+        let returned = || {
+            ranked
+                .found
+                .iter()
+                .take(shown)
+                .map(|f| f.tool.name.as_str())
+        };
+        env.tally_search((ranked.matches == 0).then_some(&query.text), returned());
         env.observe(
             stats::SEARCH_RESULTS,
             u64::try_from(shown).unwrap_or(u64::MAX),
         );
         if let Some(key) = self.link_key() {
-            let names = ranked
-                .found
-                .iter()
-                .take(shown)
-                .map(|f| f.tool.name.as_str());
-            env.remember_search(key, id, offset, names);
+            env.remember_search(key, id, query.offset, returned());
         }
         let elapsed_us = env.elapsed_us(started_ns);
         env.observe(stats::SEARCH_TIME_US, elapsed_us);
-        let namespace = env.namespace();
         let fallback = ranked.fallback.as_ref().map_or(String::new(), |f| {
             format!(",\"fallback\":\"{}\"", f.kind.name())
         });

@@ -663,3 +663,13 @@ pub fn assert_definitions_kept_verbatim<K: AsRef<str> + std::fmt::Debug>(
         assert!(data.contains(want.as_str()), "{name}: {want}");
     }
 }
+
+/// A list result of `member` (`tools`, `prompts`) holding `(name, description)` entries.
+pub fn list_of(member: &str, entries: &[(&str, &str)]) -> Vec<u8> {
+    use serde_json::{json, Value};
+    let entries: Vec<Value> = entries
+        .iter()
+        .map(|(n, d)| json!({"name": n, "description": d, "inputSchema": {"type": "object"}}))
+        .collect();
+    serde_json::to_vec(&json!({"jsonrpc":"2.0","id":1,"result":{member: entries}})).unwrap()
+}
