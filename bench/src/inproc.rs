@@ -279,7 +279,9 @@ pub(crate) type Item<'a> = (&'static str, Box<dyn FnMut() -> Result<Duration> + 
 
 /// Runs every item once per round, rounds until `budget` is spent (at least `min_rounds`, at
 /// most `max_rounds`): every item sees the same machine, so their ratios hold while the
-/// machine's speed drifts. The samples of each item, in order.
+/// machine's speed drifts. Every other round runs them in reverse order: an item that always
+/// ran first (after the others' data took the caches) would carry that cost alone. The samples
+/// of each item, in order.
 pub(crate) fn round_robin(
     items: &mut [Item<'_>],
     min_rounds: usize,
@@ -290,8 +292,14 @@ pub(crate) fn round_robin(
     let mut samples = vec![Vec::new(); items.len()];
     let mut rounds = 0;
     while rounds < min_rounds || (rounds < max_rounds && start.elapsed() < budget) {
-        for ((name, f), out) in items.iter_mut().zip(samples.iter_mut()) {
-            out.push(f().map_err(|e| format!("{name}: {e}"))?);
+        let mut order: Vec<usize> = (0..items.len()).collect();
+        if rounds % 2 == 1 {
+            order.reverse();
+        }
+        for i in order {
+            if let (Some((name, f)), Some(out)) = (items.get_mut(i), samples.get_mut(i)) {
+                out.push(f().map_err(|e| format!("{name}: {e}"))?);
+            }
         }
         rounds += 1;
     }

@@ -22,12 +22,20 @@ pub struct InsightsCost {
     pub tools: usize,
     pub on: Duration,
     pub off: Duration,
+    /// A second VM with insights off, in the same rounds: how far two VMs alike differ (what
+    /// the measurement can resolve).
+    pub off_again: Duration,
     pub rounds: usize,
 }
 
 impl InsightsCost {
     pub fn added(&self) -> Duration {
         self.on.saturating_sub(self.off)
+    }
+
+    /// How far the two VMs with insights off differ, either way.
+    pub fn alike(&self) -> Duration {
+        self.off.abs_diff(self.off_again)
     }
 }
 
@@ -70,10 +78,12 @@ pub fn measure(
     let (list_json, _) = list_response(jsonl);
     let on = RefCell::new(listed_vm(module, &on_config, &list_json)?);
     let off = RefCell::new(listed_vm(module, &off_config, &list_json)?);
+    let off_again = RefCell::new(listed_vm(module, &off_config, &list_json)?);
     let bodies = search_bodies(queries);
     // Warm: each VM's first searches (its index, its link slot) are not what is compared.
-    mean_in_session(&on, &bodies)?;
-    mean_in_session(&off, &bodies)?;
+    for vm in [&on, &off, &off_again] {
+        mean_in_session(vm, &bodies)?;
+    }
     let mut items: Vec<Item<'_>> = vec![
         (
             "wasm search, insights on",
@@ -83,6 +93,10 @@ pub fn measure(
             "wasm search, insights off",
             Box::new(|| mean_in_session(&off, &bodies)),
         ),
+        (
+            "wasm search, insights off, second VM",
+            Box::new(|| mean_in_session(&off_again, &bodies)),
+        ),
     ];
     let samples = round_robin(&mut items, 10, 2_000, budget)?;
     let m = |i: usize| samples.get(i).map(|v| median(v)).unwrap_or_default();
@@ -90,8 +104,33 @@ pub fn measure(
         tools,
         on: m(0),
         off: m(1),
+        off_again: m(2),
         rounds: samples.first().map_or(0, Vec::len),
     })
+}
+
+/// Searches in one session in a VM with insights on (or off) for `duration` (for `perf
+/// record` with wasmtime's perf map, `SHIM_PERFMAP`): the number of rounds and the median.
+pub fn perf_loop(
+    module: &WasmModule,
+    jsonl: &str,
+    queries: &[&str],
+    on: bool,
+    duration: Duration,
+) -> Result<(usize, Duration)> {
+    let mut config = plugin_config(&["/mcp".to_owned()]);
+    if !on {
+        config = without_insights(&config);
+    }
+    let (list_json, _) = list_response(jsonl);
+    let vm = RefCell::new(listed_vm(module, &config, &list_json)?);
+    let bodies = search_bodies(queries);
+    mean_in_session(&vm, &bodies)?;
+    let mut items: Vec<Item<'_>> =
+        vec![("wasm search", Box::new(|| mean_in_session(&vm, &bodies)))];
+    let samples = round_robin(&mut items, 10, usize::MAX, duration)?;
+    let times = samples.first().cloned().unwrap_or_default();
+    Ok((times.len(), median(&times)))
 }
 
 #[cfg(test)]

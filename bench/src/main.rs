@@ -9,7 +9,7 @@
 //!     [--out BENCHMARKS.md] [--sizes 100,1000,10000,100000] [--round-secs 1.5] [--rounds 4]
 //!     [--change-rounds 8] [--eval FILE]...
 //!     [--notes FILE] [--commands FILE] [--skip-http] [--skip-inproc] [--quick] [--no-spin]
-//!     [--budget-secs S] [--perf list|list-fresh|list-sse|build|load|search]
+//!     [--budget-secs S] [--perf list|list-fresh|list-sse|build|load|search|vm-search|vm-search-off]
 //!     [--gateway SERVERSxTOOLS] [--skip-gateway]
 //! ```
 //!
@@ -205,7 +205,15 @@ fn main() -> ExitCode {
     if let Some(what) = &args.perf {
         for &n in &args.sizes {
             let jsonl = mcp_tool_search_wasm_tests::catalog::jsonl(n);
-            match native::perf_loop(what, &jsonl, args.budget) {
+            let measured = match what.as_str() {
+                "vm-search" | "vm-search-off" => {
+                    shim::load_module(&args.wasm).and_then(|(m, _)| {
+                        insights::perf_loop(&m, &jsonl, QUERIES, what == "vm-search", args.budget)
+                    })
+                }
+                _ => native::perf_loop(what, &jsonl, args.budget),
+            };
+            match measured {
                 Ok((count, median)) => {
                     println!("{what} at {n} tools: {count} iterations, median {median:?}")
                 }

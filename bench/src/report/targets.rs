@@ -2,7 +2,7 @@
 
 use super::units::{mib, signed_ms, thousands};
 use super::Inputs;
-use mcp_tool_search_bench::ms;
+use mcp_tool_search_bench::{ms, us_tenths};
 use std::time::Duration;
 
 pub struct Target {
@@ -182,7 +182,7 @@ pub fn targets(inp: &Inputs) -> Vec<Target> {
                 figure: ip
                     .insights
                     .iter()
-                    .map(|c| format!("+{} at {} tools", ms(c.added()), thousands(c.tools)))
+                    .map(|c| format!("+{} at {} tools", us_tenths(c.added()), thousands(c.tools)))
                     .collect::<Vec<_>>()
                     .join(", ")
                     + " (in the VM, a search in a session; section 3)",

@@ -3,7 +3,7 @@
 
 use super::units::{bytes, mib, ratio, thousands};
 use crate::InprocResults;
-use mcp_tool_search_bench::ms;
+use mcp_tool_search_bench::{ms, us_tenths};
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -345,26 +345,29 @@ pub fn write_insights(o: &mut String, ip: &InprocResults) {
     );
     let _ = writeln!(
         o,
-        "The same searches (the {} queries, `limit` 5) in two VMs of this `.wasm`, each of which listed the catalog and \
-         published its index: `search.insights` on (the default) and off, round robin, every search in one MCP session \
+        "The same searches (the {} queries, `limit` 5) in three VMs of this `.wasm`, each of which listed the catalog and \
+         published its index: `search.insights` on (the default) in one and off in two, round robin (every other round in \
+         reverse order), every search in one MCP session \
          (`Mcp-Session-Id`), so that what insights do per search is all in it: the clock read once more, two histograms, \
          the access record, the session's link and the worker's tally kept in the VM (written to shared data on its tick). A sample is the mean exchange of the \
-         queries (CPU time), the figure its median over rounds.\n",
+         queries (CPU time), the figure its median over rounds. The two VMs with insights off run the same code on the \
+         same data: how far apart they land is what this measurement can resolve.\n",
         crate::QUERIES.len()
     );
     let _ = writeln!(
         o,
-        "| tools | search, insights on | search, insights off | added | rounds |"
+        "| tools | search, insights on | search, insights off | added | two VMs with insights off differ by | rounds |"
     );
-    let _ = writeln!(o, "|---|---|---|---|---|");
+    let _ = writeln!(o, "|---|---|---|---|---|---|");
     for c in &ip.insights {
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} |",
             thousands(c.tools),
             ms(c.on),
             ms(c.off),
-            ms(c.added()),
+            us_tenths(c.added()),
+            us_tenths(c.alike()),
             c.rounds
         );
     }

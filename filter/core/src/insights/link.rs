@@ -14,6 +14,7 @@
 //! [`DESCRIBED_KEPT`] described names; a worker holds at most [`UNWRITTEN_KEPT`] sessions'
 //! records between two ticks.
 
+use crate::index::fnv::FnvHashMap;
 use crate::keys;
 use crate::store::{SharedData, StoreError};
 
@@ -68,7 +69,36 @@ struct Search {
     id: String,
     /// The rank of the first name is `offset + 1`.
     offset: usize,
-    names: Vec<String>,
+    /// The names in rank order, tab-separated (a name that cannot be written is empty), as the
+    /// slot's line holds them: one buffer, reused for the session's next search.
+    names: String,
+}
+
+impl Search {
+    /// The rank of `name` in this search.
+    fn rank_of(&self, name: &str) -> Option<usize> {
+        if self.names.is_empty() {
+            return None;
+        }
+        let i = self.names.split('\t').position(|n| n == name)?;
+        Some(self.offset + i + 1)
+    }
+
+    /// Becomes search `id` of `names` (ranked from `offset + 1`), in the buffers it has.
+    fn set<'n>(&mut self, id: &str, offset: usize, names: impl Iterator<Item = &'n str>) {
+        self.id.clear();
+        self.id.push_str(id);
+        self.offset = offset;
+        self.names.clear();
+        for (i, name) in names.take(NAMES_PER_SEARCH).enumerate() {
+            if i > 0 {
+                self.names.push('\t');
+            }
+            if writable(name) {
+                self.names.push_str(name);
+            }
+        }
+    }
 }
 
 /// One slot's value: the session that owns it, its searches (newest first) and the names
@@ -96,17 +126,15 @@ impl Record {
             ..Record::default()
         };
         for line in lines {
-            let mut fields = line.split('\t');
-            let head = fields.next().unwrap_or_default();
-            let names = fields.map(str::to_string).collect();
+            let (head, names) = line.split_once('\t').unwrap_or((line, ""));
             if head == "d" {
-                record.described = names;
+                record.described = names.split('\t').map(str::to_string).collect();
             } else if let Some(rest) = head.strip_prefix("s ") {
                 let (id, offset) = rest.split_once(' ')?;
                 record.searches.push(Search {
                     id: id.to_string(),
                     offset: offset.parse().ok()?,
-                    names,
+                    names: names.to_string(),
                 });
             }
         }
@@ -117,10 +145,10 @@ impl Record {
         if !writable(name) {
             return Linked::default();
         }
-        let found = self.searches.iter().find_map(|s| {
-            let i = s.names.iter().position(|n| n == name)?;
-            Some((s.offset + i + 1, s.id.clone()))
-        });
+        let found = self
+            .searches
+            .iter()
+            .find_map(|s| Some((s.rank_of(name)?, s.id.clone())));
         Linked {
             rank: found.as_ref().map(|(rank, _)| *rank),
             search_id: found.map(|(_, id)| id),
@@ -152,19 +180,19 @@ impl Record {
 
     fn write(&self) -> Vec<u8> {
         let mut out = format!("{:x}", self.owner);
-        let names = |out: &mut String, names: &[String]| {
-            for name in names {
-                out.push('\t');
-                out.push_str(name);
-            }
-        };
         for s in &self.searches {
             out.push_str(&format!("\ns {} {}", s.id, s.offset));
-            names(&mut out, &s.names);
+            if !s.names.is_empty() {
+                out.push('\t');
+                out.push_str(&s.names);
+            }
         }
         if !self.described.is_empty() {
             out.push_str("\nd");
-            names(&mut out, &self.described);
+            for name in &self.described {
+                out.push('\t');
+                out.push_str(name);
+            }
         }
         out.into_bytes()
     }
@@ -203,23 +231,35 @@ fn update(
 /// since its last tick.
 #[derive(Debug, Default)]
 pub struct Unwritten {
-    records: crate::index::fnv::FnvHashMap<(String, u64), Record>,
+    /// By namespace (a route serves one or a few, looked up by `&str`: nothing allocated on a
+    /// search's path), then by session.
+    namespaces: Vec<(String, FnvHashMap<u64, Record>)>,
+    /// Sessions held, over every namespace.
+    held: usize,
 }
 
 impl Unwritten {
     fn record(&mut self, namespace: &str, key: LinkKey) -> Option<&mut Record> {
-        let id = (namespace.to_string(), key.0);
-        if !self.records.contains_key(&id) {
-            if self.records.len() >= UNWRITTEN_KEPT {
+        let i = match self.namespaces.iter().position(|(n, _)| n == namespace) {
+            Some(i) => i,
+            None => {
+                self.namespaces
+                    .push((namespace.to_string(), FnvHashMap::default()));
+                self.namespaces.len() - 1
+            }
+        };
+        let held = &mut self.held;
+        let (_, records) = self.namespaces.get_mut(i)?;
+        if !records.contains_key(&key.0) {
+            if *held >= UNWRITTEN_KEPT {
                 return None;
             }
-            let record = Record {
-                owner: key.0,
-                ..Record::default()
-            };
-            self.records.insert(id.clone(), record);
+            *held += 1;
         }
-        self.records.get_mut(&id)
+        Some(records.entry(key.0).or_insert_with(|| Record {
+            owner: key.0,
+            ..Record::default()
+        }))
     }
 
     /// A search of `key`'s session returned `names` (in rank order, the first at `offset + 1`).
@@ -234,18 +274,14 @@ impl Unwritten {
         let Some(record) = self.record(namespace, key) else {
             return;
         };
-        let names = names
-            .take(NAMES_PER_SEARCH)
-            .map(|n| if writable(n) { n } else { "" }.to_string())
-            .collect();
-        record.searches.insert(
-            0,
-            Search {
-                id: id.to_string(),
-                offset,
-                names,
-            },
-        );
+        // The oldest search's buffers hold the newest once the session has searched enough.
+        let mut search = if record.searches.len() >= SEARCHES_KEPT {
+            record.searches.pop().unwrap_or_default()
+        } else {
+            Search::default()
+        };
+        search.set(id, offset, names);
+        record.searches.insert(0, search);
         record.searches.truncate(SEARCHES_KEPT);
     }
 
@@ -266,8 +302,10 @@ impl Unwritten {
 
     /// What this worker holds of `key`'s session about `name`.
     fn link(&self, namespace: &str, key: LinkKey, name: &str) -> Linked {
-        self.records
-            .get(&(namespace.to_string(), key.0))
+        self.namespaces
+            .iter()
+            .find(|(n, _)| n == namespace)
+            .and_then(|(_, records)| records.get(&key.0))
             .map(|r| r.link(name))
             .unwrap_or_default()
     }
@@ -276,13 +314,13 @@ impl Unwritten {
     /// same session). What cannot be written now stays for the next tick.
     pub fn write(&mut self, store: &dyn SharedData) -> Result<(), StoreError> {
         let mut result = Ok(());
-        let records = std::mem::take(&mut self.records);
-        for ((namespace, owner), record) in records {
-            let key = LinkKey(owner);
-            match update(store, &namespace, key, |slot| slot.take_newer(&record)) {
-                Ok(()) => {}
-                Err(e) => {
-                    self.records.insert((namespace, owner), record);
+        self.held = 0;
+        for (namespace, records) in &mut self.namespaces {
+            for (owner, record) in std::mem::take(records) {
+                let key = LinkKey(owner);
+                if let Err(e) = update(store, namespace, key, |slot| slot.take_newer(&record)) {
+                    records.insert(owner, record);
+                    self.held += 1;
                     result = Err(e);
                 }
             }

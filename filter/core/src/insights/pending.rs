@@ -21,7 +21,7 @@ struct Namespace {
     /// Names returned since the last flush that the shared set may not hold (at most
     /// `RETURNED_KEPT`: a worker that cannot flush stops adding).
     returned: FnvHashSet<String>,
-    /// Names this worker knows the shared set holds.
+    /// Names this worker knows the shared set holds, or `returned` will add to it.
     known: FnvHashSet<String>,
 }
 
@@ -58,10 +58,13 @@ impl Pending {
             return;
         };
         for name in names {
-            let new = !ns.known.contains(name) && !ns.returned.contains(name);
-            if new && !name.contains('\n') && ns.returned.len() < RETURNED_KEPT {
-                ns.returned.insert(name.to_string());
+            // One lookup per name: `known` holds what was returned since the last flush too.
+            if ns.known.contains(name) || name.contains('\n') || ns.returned.len() >= RETURNED_KEPT
+            {
+                continue;
             }
+            ns.known.insert(name.to_string());
+            ns.returned.insert(name.to_string());
         }
     }
 

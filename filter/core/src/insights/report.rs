@@ -7,7 +7,7 @@
 //! shapes cost the `.wasm` several times more.
 
 use super::tally::{Tally, ToolCalls};
-use crate::mcp::json::write_string;
+use crate::mcp::json::{string, Object};
 
 /// The most entries a table of the answer lists.
 pub const LISTED: usize = 20;
@@ -28,43 +28,6 @@ pub struct Context<'a> {
     pub eager: &'a dyn Fn(&str) -> bool,
     pub search_threshold: usize,
     pub mode: &'static str,
-}
-
-/// A JSON object being written: `"key":value` pairs, commas between.
-struct Object(String);
-
-impl Object {
-    fn new() -> Object {
-        Object(String::from("{"))
-    }
-
-    fn key(&mut self, key: &str) -> &mut String {
-        if self.0.len() > 1 {
-            self.0.push(',');
-        }
-        write_string(&mut self.0, key);
-        self.0.push(':');
-        &mut self.0
-    }
-
-    fn number(&mut self, key: &str, n: u64) {
-        let out = self.key(key);
-        out.push_str(&n.to_string());
-    }
-
-    fn text(&mut self, key: &str, text: &str) {
-        let out = self.key(key);
-        write_string(out, text);
-    }
-
-    fn raw(&mut self, key: &str, json: &str) {
-        self.key(key).push_str(json);
-    }
-
-    fn end(mut self) -> String {
-        self.0.push('}');
-        self.0
-    }
 }
 
 fn array(items: impl Iterator<Item = String>) -> String {
@@ -174,10 +137,7 @@ pub fn report(tally: &Tally, returned: &[String], ctx: &Context<'_>) -> String {
     never.sort_unstable();
     let mut never_returned = Object::new();
     never_returned.number("count", never.len() as u64);
-    let named = never
-        .iter()
-        .take(NEVER_RETURNED_NAMED)
-        .map(|t| json_string(t));
+    let named = never.iter().take(NEVER_RETURNED_NAMED).map(|t| string(t));
     never_returned.raw("tools", &array(named));
     out.raw("never_returned", &never_returned.end());
     out.raw("suggested_eager", &suggested_eager(tally, ctx));
@@ -193,12 +153,6 @@ pub fn report(tally: &Tally, returned: &[String], ctx: &Context<'_>) -> String {
     auto.text("decides", decides);
     out.raw("auto_mode", &auto.end());
     out.end()
-}
-
-fn json_string(text: &str) -> String {
-    let mut out = String::new();
-    write_string(&mut out, text);
-    out
 }
 
 /// The tools called most, until they take [`EAGER_SHARE_PERMILLE`] of the calls.

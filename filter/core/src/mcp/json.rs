@@ -113,6 +113,15 @@ impl<'de> Deserialize<'de> for RawObject<'de> {
 
 /// Appends `s` as a JSON string literal.
 pub fn write_string(out: &mut String, s: &str) {
+    // RFC 8259 §7: only '"', '\\' and control characters must be escaped; most names and ids
+    // have none and are copied as they are.
+    if !s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+        out.reserve(s.len() + 2);
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     // Serializing a &str cannot fail; the fallback keeps the output valid JSON regardless.
     match serde_json::to_string(s) {
         Ok(quoted) => out.push_str(&quoted),
@@ -125,6 +134,59 @@ pub fn string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     write_string(&mut out, s);
     out
+}
+
+/// A JSON object being written by hand, in the order its members are added: `"key":value`
+/// pairs, commas between (for small fixed shapes, where serde's derived serializers cost the
+/// `.wasm` more than the code they save).
+pub struct Object(String);
+
+impl Object {
+    pub fn new() -> Object {
+        Object::with_capacity(64)
+    }
+
+    pub fn with_capacity(bytes: usize) -> Object {
+        let mut out = String::with_capacity(bytes);
+        out.push('{');
+        Object(out)
+    }
+
+    fn key(&mut self, key: &str) -> &mut String {
+        if self.0.len() > 1 {
+            self.0.push(',');
+        }
+        write_string(&mut self.0, key);
+        self.0.push(':');
+        &mut self.0
+    }
+
+    pub fn number(&mut self, key: &str, n: u64) {
+        use std::fmt::Write as _;
+        // Writing to a String cannot fail.
+        let _ = write!(self.key(key), "{n}");
+    }
+
+    pub fn text(&mut self, key: &str, text: &str) {
+        let out = self.key(key);
+        write_string(out, text);
+    }
+
+    /// `json` as the value, as it is (valid JSON by the caller's construction).
+    pub fn raw(&mut self, key: &str, json: &str) {
+        self.key(key).push_str(json);
+    }
+
+    pub fn end(mut self) -> String {
+        self.0.push('}');
+        self.0
+    }
+}
+
+impl Default for Object {
+    fn default() -> Self {
+        Object::new()
+    }
 }
 
 #[cfg(test)]
@@ -144,5 +206,20 @@ mod tests {
         assert_eq!(out, r#"{"z":1,"a":{"y": [1, 2.50],"b":"\u00e9"},"m":null}"#);
         assert!(RawObject::parse("[1]").is_err());
         assert_eq!(string("a\"b\n"), r#""a\"b\n""#);
+    }
+
+    #[test]
+    fn strings_are_written_as_serde_json_writes_them() {
+        for s in [
+            "",
+            "plain_name",
+            "é ☃ \u{2028} \u{7f}",
+            "quote\"inside",
+            "back\\slash",
+            "tab\tand\u{1}control",
+            "\u{1f}",
+        ] {
+            assert_eq!(string(s), serde_json::to_string(s).unwrap(), "{s:?}");
+        }
     }
 }

@@ -75,6 +75,11 @@ impl Env<'_> {
         self.namespace.clone()
     }
 
+    /// [`Env::namespace`], borrowed.
+    pub(crate) fn namespace_str(&self) -> &str {
+        &self.namespace
+    }
+
     pub(crate) fn catalog_of(&mut self, namespace: &str) -> Result<Rc<CatalogIndex>, StoreError> {
         self.plugin
             .cache

@@ -8,6 +8,7 @@ use super::reply::error_json;
 use super::*;
 use crate::config::DisclosureMode;
 use crate::insights::{report, LinkKey};
+use crate::mcp::json;
 use crate::stats;
 
 impl Stream {
@@ -31,8 +32,8 @@ impl Stream {
         shown: usize,
         id: &str,
     ) {
-        let namespace = env.namespace();
         if ranked.matches == 0 {
+            let namespace = env.namespace();
             env.count_in(&namespace, stats::SEARCH_ZERO_RESULTS);
         }
         let returned = || {
@@ -43,25 +44,24 @@ impl Stream {
                 .map(|f| f.tool.name.as_str())
         };
         env.tally_search((ranked.matches == 0).then_some(&query.text), returned());
-        env.observe(
-            stats::SEARCH_RESULTS,
-            u64::try_from(shown).unwrap_or(u64::MAX),
-        );
+        env.observe(stats::SEARCH_RESULTS, count(shown));
         if let Some(key) = self.link_key() {
             env.remember_search(key, id, query.offset, returned());
         }
         let elapsed_us = env.elapsed_us(started_ns);
         env.observe(stats::SEARCH_TIME_US, elapsed_us);
-        let fallback = ranked.fallback.as_ref().map_or(String::new(), |f| {
-            format!(",\"fallback\":\"{}\"", f.kind.name())
-        });
-        env.access(format!(
-            "{{\"action\":\"search\",\"namespace\":{},\"ranking\":\"{}\"{fallback},\"matches\":{},\"results\":{shown},\"search_id\":{},\"time_us\":{elapsed_us}}}",
-            crate::mcp::json::string(&namespace),
-            ranked.strategy.name(),
-            ranked.matches,
-            crate::mcp::json::string(id)
-        ));
+        let mut record = json::Object::with_capacity(192);
+        record.text("action", "search");
+        record.text("namespace", env.namespace_str());
+        record.text("ranking", ranked.strategy.name());
+        if let Some(fallback) = &ranked.fallback {
+            record.text("fallback", fallback.kind.name());
+        }
+        record.number("matches", count(ranked.matches));
+        record.number("results", count(shown));
+        record.text("search_id", id);
+        record.number("time_us", elapsed_us);
+        env.access(record.end());
     }
 
     /// `describe_tool` gave this session the definitions of `tools`.
@@ -86,15 +86,15 @@ impl Stream {
             env.count_in(&namespace, stat);
         }
         env.tally_call(name, &linked);
-        let search_id = linked.search_id.as_deref().map_or(String::new(), |id| {
-            format!(",\"search_id\":{}", crate::mcp::json::string(id))
-        });
-        env.access(format!(
-            "{{\"action\":\"call\",\"namespace\":{},\"tool\":{},\"linked\":\"{}\"{search_id}}}",
-            crate::mcp::json::string(&namespace),
-            crate::mcp::json::string(name),
-            linked.label()
-        ));
+        let mut record = json::Object::with_capacity(160);
+        record.text("action", "call");
+        record.text("namespace", &namespace);
+        record.text("tool", name);
+        record.text("linked", linked.label());
+        if let Some(id) = &linked.search_id {
+            record.text("search_id", id);
+        }
+        env.access(record.end());
     }
 
     /// Every tool call of a request that goes upstream whole (a batch may hold several).
@@ -193,4 +193,8 @@ impl Stream {
         body.push_str("}}");
         LocalReply::json(200, body)
     }
+}
+
+fn count(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
 }
