@@ -4,7 +4,7 @@
 //! in it, as an agent's SDK session has them).
 
 use crate::inproc::{
-    list_response, median, plugin_config, round_robin, search_bodies, Item, Result,
+    list_response, median, plugin_config, reps, round_robin, search_bodies, Item, Result,
 };
 use crate::shim::{shim_list, shim_search_in, start_vm};
 
@@ -58,6 +58,19 @@ fn listed_vm(module: &WasmModule, config: &str, list_json: &str) -> Result<Vm> {
     Ok(vm)
 }
 
+/// A [`listed_vm`] that made the searches of `bodies` once: a VM's first searches (its index,
+/// its link slot) are not what is measured.
+fn warmed_vm(
+    module: &WasmModule,
+    config: &str,
+    list_json: &str,
+    bodies: &[String],
+) -> Result<RefCell<Vm>> {
+    let vm = RefCell::new(listed_vm(module, config, list_json)?);
+    mean_in_session(&vm, bodies)?;
+    Ok(vm)
+}
+
 fn mean_in_session(vm: &RefCell<Vm>, bodies: &[String]) -> Result<Duration> {
     let mut total = Duration::ZERO;
     for body in bodies {
@@ -76,14 +89,10 @@ pub fn measure(
     let on_config = plugin_config(&["/mcp".to_owned()]);
     let off_config = without_insights(&on_config);
     let (list_json, _) = list_response(jsonl);
-    let on = RefCell::new(listed_vm(module, &on_config, &list_json)?);
-    let off = RefCell::new(listed_vm(module, &off_config, &list_json)?);
-    let off_again = RefCell::new(listed_vm(module, &off_config, &list_json)?);
     let bodies = search_bodies(queries);
-    // Warm: each VM's first searches (its index, its link slot) are not what is compared.
-    for vm in [&on, &off, &off_again] {
-        mean_in_session(vm, &bodies)?;
-    }
+    let on = warmed_vm(module, &on_config, &list_json, &bodies)?;
+    let off = warmed_vm(module, &off_config, &list_json, &bodies)?;
+    let off_again = warmed_vm(module, &off_config, &list_json, &bodies)?;
     let mut items: Vec<Item<'_>> = vec![
         (
             "wasm search, insights on",
@@ -110,7 +119,7 @@ pub fn measure(
 }
 
 /// Searches in one session in a VM with insights on (or off) for `duration` (for `perf
-/// record` with wasmtime's perf map, `SHIM_PERFMAP`): the number of rounds and the median.
+/// record`): the number of rounds and the median.
 pub fn perf_loop(
     module: &WasmModule,
     jsonl: &str,
@@ -123,13 +132,9 @@ pub fn perf_loop(
         config = without_insights(&config);
     }
     let (list_json, _) = list_response(jsonl);
-    let vm = RefCell::new(listed_vm(module, &config, &list_json)?);
     let bodies = search_bodies(queries);
-    mean_in_session(&vm, &bodies)?;
-    let mut items: Vec<Item<'_>> =
-        vec![("wasm search", Box::new(|| mean_in_session(&vm, &bodies)))];
-    let samples = round_robin(&mut items, 10, usize::MAX, duration)?;
-    let times = samples.first().cloned().unwrap_or_default();
+    let vm = warmed_vm(module, &config, &list_json, &bodies)?;
+    let times = reps(10, usize::MAX, duration, || mean_in_session(&vm, &bodies))?;
     Ok((times.len(), median(&times)))
 }
 

@@ -22,12 +22,12 @@ pub fn markdown_section(doc: &str, heading: &str) -> String {
     format!("\n{}", rest.get(..end).unwrap_or_default().trim_end()) + "\n"
 }
 
-/// A duration as reports write it: three significant digits, µs below a millisecond.
 /// A small difference in µs with one decimal (`ms` rounds below 1 ms to whole µs).
 pub fn us_tenths(d: Duration) -> String {
     format!("{:.1} µs", d.as_secs_f64() * 1e6)
 }
 
+/// A duration as reports write it: three significant digits, µs below a millisecond.
 pub fn ms(d: Duration) -> String {
     let v = d.as_secs_f64() * 1000.0;
     if v >= 100.0 {

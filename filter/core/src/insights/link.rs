@@ -128,7 +128,11 @@ impl Record {
         for line in lines {
             let (head, names) = line.split_once('\t').unwrap_or((line, ""));
             if head == "d" {
-                record.described = names.split('\t').map(str::to_string).collect();
+                record.described = names
+                    .split('\t')
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_string)
+                    .collect();
             } else if let Some(rest) = head.strip_prefix("s ") {
                 let (id, offset) = rest.split_once(' ')?;
                 record.searches.push(Search {
@@ -234,8 +238,6 @@ pub struct Unwritten {
     /// By namespace (a route serves one or a few, looked up by `&str`: nothing allocated on a
     /// search's path), then by session.
     namespaces: Vec<(String, FnvHashMap<u64, Record>)>,
-    /// Sessions held, over every namespace.
-    held: usize,
 }
 
 impl Unwritten {
@@ -248,13 +250,10 @@ impl Unwritten {
                 self.namespaces.len() - 1
             }
         };
-        let held = &mut self.held;
+        let held: usize = self.namespaces.iter().map(|(_, r)| r.len()).sum();
         let (_, records) = self.namespaces.get_mut(i)?;
-        if !records.contains_key(&key.0) {
-            if *held >= UNWRITTEN_KEPT {
-                return None;
-            }
-            *held += 1;
+        if !records.contains_key(&key.0) && held >= UNWRITTEN_KEPT {
+            return None;
         }
         Some(records.entry(key.0).or_insert_with(|| Record {
             owner: key.0,
@@ -314,13 +313,11 @@ impl Unwritten {
     /// same session). What cannot be written now stays for the next tick.
     pub fn write(&mut self, store: &dyn SharedData) -> Result<(), StoreError> {
         let mut result = Ok(());
-        self.held = 0;
         for (namespace, records) in &mut self.namespaces {
             for (owner, record) in std::mem::take(records) {
                 let key = LinkKey(owner);
                 if let Err(e) = update(store, namespace, key, |slot| slot.take_newer(&record)) {
                     records.insert(owner, record);
-                    self.held += 1;
                     result = Err(e);
                 }
             }
