@@ -40,7 +40,7 @@ impl InsightsCost {
 }
 
 /// The plugin configuration of [`plugin_config`] with insights off.
-fn without_insights(config: &str) -> String {
+pub fn without_insights(config: &str) -> String {
     let open = config.trim_end().trim_end_matches('}');
     format!("{open},\"search\":{{\"insights\":{{\"enabled\":false}}}}}}")
 }

@@ -20,6 +20,8 @@ const NAMESPACE: &str = "bench";
 pub struct NativeEnv {
     root: Root,
     host: Rc<MemoryHost>,
+    /// The MCP session the exchanges are made in (`None`: sessionless).
+    session: Option<String>,
 }
 
 impl NativeEnv {
@@ -45,7 +47,14 @@ impl NativeEnv {
         NativeEnv {
             root: Root::new(Plugin::new(config.clone(), "bench".to_owned())),
             host: Rc::clone(host),
+            session: None,
         }
+    }
+
+    /// This worker's exchanges are made in the MCP session `id`.
+    pub fn in_session(mut self, id: &str) -> Self {
+        self.session = Some(id.to_owned());
+        self
     }
 
     /// The root tick of a worker that serves streams (it builds and publishes the indexes it
@@ -73,6 +82,11 @@ impl NativeEnv {
                 "content-length".to_string(),
                 body.len().to_string().into_bytes(),
             )])
+            .chain(
+                self.session
+                    .iter()
+                    .map(|id| ("mcp-session-id".to_string(), id.as_bytes().to_vec())),
+            )
             .collect(),
             chunks: vec![body.to_vec()],
             trailers: false,
@@ -167,14 +181,22 @@ pub fn timed_list(env: &NativeEnv, request: &str, response: &Response) -> Result
 
 /// Runs one native operation in a loop for `duration` (for `perf record`): `list` (a JSON
 /// `tools/list` exchange over a learned catalog), `build` (a fresh worker's first search),
-/// `load` (the same once the listing worker published its index) or
-/// `search` (a search exchange). Returns the number of iterations and the median time.
+/// `load` (the same once the listing worker published its index), `search` (a search exchange)
+/// or `search-session`, `search-session-off` (a search in an MCP session, search insights on or
+/// off). Returns the number of iterations and the median time.
 pub fn perf_loop(what: &str, jsonl: &str, duration: Duration) -> Result<(usize, Duration)> {
-    let config = Config::parse(&plugin_config(&["/mcp".to_owned()])).map_err(|e| e.to_string())?;
+    let mut config = plugin_config(&["/mcp".to_owned()]);
+    if what == "search-session-off" {
+        config = crate::insights::without_insights(&config);
+    }
+    let config = Config::parse(&config).map_err(|e| e.to_string())?;
     let (list_json, list_sse) = upstream_list(jsonl);
     let request = list_request();
     let shared = Rc::new(MemoryHost::default());
-    let env = NativeEnv::new(&config, &shared);
+    let mut env = NativeEnv::new(&config, &shared);
+    if what.starts_with("search-session") {
+        env = env.in_session("bench-session");
+    }
     let (json, sse) = (
         list_response("application/json", &list_json),
         list_response("text/event-stream", &list_sse),
@@ -185,7 +207,8 @@ pub fn perf_loop(what: &str, jsonl: &str, duration: Duration) -> Result<(usize, 
     if what == "load" {
         env.tick();
     }
-    let times = reps(1, usize::MAX, duration, || match what {
+    let times = reps(1, usize::MAX, duration, || {
+        match what {
         "list" => timed_list(&env, &request, &json),
         "list-fresh" => {
             env.forget_list()?;
@@ -197,13 +220,14 @@ pub fn perf_loop(what: &str, jsonl: &str, duration: Duration) -> Result<(usize, 
             let (r, d) = timed(|| fresh.search(body.as_bytes()));
             r.map(|_| d)
         }
-        "search" => {
+        "search" | "search-session" | "search-session-off" => {
             let (r, d) = timed(|| env.search(body.as_bytes()));
             r.map(|_| d)
         }
         other => Err(format!(
-            "unknown --perf operation {other:?} (list, list-fresh, list-sse, build, load, search)"
+            "unknown --perf operation {other:?} (list, list-fresh, list-sse, build, load, search, search-session, search-session-off)"
         )),
+    }
     })?;
     Ok((times.len(), median(&times)))
 }

@@ -11,8 +11,16 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub enum MetricValue {
     Counter(u64),
     Gauge(i64),
-    Histogram(Vec<u64>),
+    /// Values recorded, and the first [`HISTOGRAM_VALUES_KEPT`] of them: Envoy keeps a
+    /// histogram in bounded memory, so a long run (a benchmark loop) does not grow it either.
+    Histogram {
+        count: u64,
+        values: Vec<u64>,
+    },
 }
+
+/// The values of a histogram the shim keeps for tests to read.
+pub const HISTOGRAM_VALUES_KEPT: usize = 1_024;
 
 #[derive(Debug, Default)]
 pub(crate) struct Queue {
@@ -140,7 +148,10 @@ impl Store {
         self.metrics.entry(name.to_string()).or_insert(match kind {
             MetricType::Counter => MetricValue::Counter(0),
             MetricType::Gauge => MetricValue::Gauge(0),
-            MetricType::Histogram => MetricValue::Histogram(Vec::new()),
+            MetricType::Histogram => MetricValue::Histogram {
+                count: 0,
+                values: Vec::new(),
+            },
         });
     }
 }
@@ -184,7 +195,7 @@ impl Host {
         match self.metric(name) {
             Some(MetricValue::Counter(n)) => n,
             Some(MetricValue::Gauge(n)) => u64::try_from(n).unwrap_or(0),
-            Some(MetricValue::Histogram(v)) => v.len() as u64,
+            Some(MetricValue::Histogram { count, .. }) => count,
             None => 0,
         }
     }

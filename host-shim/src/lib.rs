@@ -42,7 +42,7 @@ pub mod wire;
 pub use abi::LogLevel;
 pub use error::{LogLine, LogSource, ShimError};
 pub use exchange::{Exchange, HttpMessage, Outcome};
-pub use host::{Host, MetricValue};
+pub use host::{Host, MetricValue, HISTOGRAM_VALUES_KEPT};
 pub use module::{Import, WasmModule};
 pub use options::VmOptions;
 pub use pairs::Headers;

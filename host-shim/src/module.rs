@@ -40,6 +40,11 @@ fn engine() -> Result<&'static Engine, ShimError> {
         .get_or_init(|| {
             let mut config = Config::new();
             config.cranelift_opt_level(OptLevel::Speed);
+            // `perf record` names the module's functions from /tmp/perf-<pid>.map (the `.wasm`
+            // keeps its name section in `--profile playground`).
+            if std::env::var_os("SHIM_PERF_MAP").is_some() {
+                config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+            }
             Engine::new(&config).map_err(|e| format!("{e:?}"))
         })
         .as_ref()

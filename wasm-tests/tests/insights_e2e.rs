@@ -198,13 +198,15 @@ fn the_insights_endpoint_reports_what_every_worker_counted() {
         .map(|(_, v)| v)
         .sum();
     assert_eq!(searches, 3 * agents, "three searches an agent");
-    // Each worker folds its counts into shared data every second.
+    // Each worker folds its counts into shared data every second: a worker's last call may
+    // reach it a tick after its searches did.
     let deadline = Instant::now() + Duration::from_secs(10);
     let body = loop {
         let (status, body) = http_get(envoy.listener, "/mcp/search/insights").unwrap();
         assert_eq!(status, 200, "{body}");
         let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-        if v["insights"]["mcp_upstream"]["searches"] == searches {
+        let ns = &v["insights"]["mcp_upstream"];
+        if ns["searches"] == searches && ns["calls"]["total"] == 2 * agents {
             break v;
         }
         assert!(

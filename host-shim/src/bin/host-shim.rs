@@ -240,7 +240,7 @@ fn replay(args: Args, wasm: &Path) -> Result<ExitCode, String> {
         let v = match value {
             MetricValue::Counter(n) => n.to_string(),
             MetricValue::Gauge(n) => n.to_string(),
-            MetricValue::Histogram(v) => format!("{v:?}"),
+            MetricValue::Histogram { count, values } => format!("{count} values, first {values:?}"),
         };
         writeln!(out, "{name} = {v}").map_err(io)?;
     }

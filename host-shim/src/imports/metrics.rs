@@ -3,7 +3,7 @@
 
 use super::guest::{guard, ok, put_u32, put_u64, read_str, C, R};
 use crate::abi::{MetricType, Status};
-use crate::host::MetricValue;
+use crate::host::{MetricValue, HISTOGRAM_VALUES_KEPT};
 use crate::vm_state::VmState;
 use wasmtime::Linker;
 
@@ -44,7 +44,7 @@ pub(super) fn define(l: &mut Linker<VmState>) -> wasmtime::Result<()> {
                     *n = n.saturating_add(offset.unsigned_abs());
                     Status::Ok
                 }
-                MetricValue::Counter(_) | MetricValue::Histogram(_) => Status::BadArgument,
+                MetricValue::Counter(_) | MetricValue::Histogram { .. } => Status::BadArgument,
                 MetricValue::Gauge(n) => {
                     *n = n.saturating_add(offset);
                     Status::Ok
@@ -62,7 +62,12 @@ pub(super) fn define(l: &mut Linker<VmState>) -> wasmtime::Result<()> {
                 match m {
                     MetricValue::Counter(n) => *n = n.saturating_add(value),
                     MetricValue::Gauge(n) => *n = i64::try_from(value).unwrap_or(i64::MAX),
-                    MetricValue::Histogram(v) => v.push(value),
+                    MetricValue::Histogram { count, values } => {
+                        *count = count.saturating_add(1);
+                        if values.len() < HISTOGRAM_VALUES_KEPT {
+                            values.push(value);
+                        }
+                    }
                 }
                 Status::Ok
             }))
@@ -83,7 +88,7 @@ pub(super) fn define(l: &mut Linker<VmState>) -> wasmtime::Result<()> {
             };
             let v = match value {
                 None => return ok(Status::NotFound),
-                Some(MetricValue::Histogram(_)) => return ok(Status::BadArgument),
+                Some(MetricValue::Histogram { .. }) => return ok(Status::BadArgument),
                 Some(MetricValue::Counter(n)) => n,
                 Some(MetricValue::Gauge(n)) => u64::from_ne_bytes(n.to_ne_bytes()),
             };
