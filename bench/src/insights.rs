@@ -13,7 +13,7 @@ use std::cell::RefCell;
 use std::time::Duration;
 
 /// The session every measured search is made in.
-const SESSION: &str = "bench-session";
+pub const SESSION: &str = "bench-session";
 
 /// A search's exchange in the VM with insights on and off (means over the queries, medians over
 /// rounds).

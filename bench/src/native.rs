@@ -179,6 +179,18 @@ pub fn timed_list(env: &NativeEnv, request: &str, response: &Response) -> Result
     out.map(|_| d)
 }
 
+/// The native operations [`perf_loop`] runs.
+const PERF_OPERATIONS: &[&str] = &[
+    "list",
+    "list-fresh",
+    "list-sse",
+    "build",
+    "load",
+    "search",
+    "search-session",
+    "search-session-off",
+];
+
 /// Runs one native operation in a loop for `duration` (for `perf record`): `list` (a JSON
 /// `tools/list` exchange over a learned catalog), `build` (a fresh worker's first search),
 /// `load` (the same once the listing worker published its index), `search` (a search exchange)
@@ -195,7 +207,7 @@ pub fn perf_loop(what: &str, jsonl: &str, duration: Duration) -> Result<(usize, 
     let shared = Rc::new(MemoryHost::default());
     let mut env = NativeEnv::new(&config, &shared);
     if what.starts_with("search-session") {
-        env = env.in_session("bench-session");
+        env = env.in_session(crate::insights::SESSION);
     }
     let (json, sse) = (
         list_response("application/json", &list_json),
@@ -207,8 +219,7 @@ pub fn perf_loop(what: &str, jsonl: &str, duration: Duration) -> Result<(usize, 
     if what == "load" {
         env.tick();
     }
-    let times = reps(1, usize::MAX, duration, || {
-        match what {
+    let times = reps(1, usize::MAX, duration, || match what {
         "list" => timed_list(&env, &request, &json),
         "list-fresh" => {
             env.forget_list()?;
@@ -225,9 +236,9 @@ pub fn perf_loop(what: &str, jsonl: &str, duration: Duration) -> Result<(usize, 
             r.map(|_| d)
         }
         other => Err(format!(
-            "unknown --perf operation {other:?} (list, list-fresh, list-sse, build, load, search, search-session, search-session-off)"
+            "unknown --perf operation {other:?} ({})",
+            PERF_OPERATIONS.join(", ")
         )),
-    }
     })?;
     Ok((times.len(), median(&times)))
 }
