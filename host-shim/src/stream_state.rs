@@ -159,7 +159,6 @@ pub(crate) struct StreamState {
     pub created: bool,
     pub access_log: bool,
     pub finished: bool,
-    pub deleted: bool,
     /// A local reply or a reset ended the exchange: peers' further data is dropped.
     pub ended: bool,
     /// The local reply is going through the response callbacks.

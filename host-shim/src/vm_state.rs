@@ -219,7 +219,15 @@ impl VmState {
     }
 
     pub fn context_exists(&self, id: u32) -> bool {
-        id == self.root_context && id != 0 || self.streams.get(&id).is_some_and(|s| !s.deleted)
+        id == self.root_context && id != 0 || self.streams.contains_key(&id)
+    }
+
+    /// Whether `id` was a stream that has been finished and deleted.
+    pub fn ended_stream(&self, id: u32) -> bool {
+        id != 0
+            && id != self.root_context
+            && id < self.next_context_id
+            && !self.streams.contains_key(&id)
     }
 
     pub fn stream(&self) -> Option<&StreamState> {

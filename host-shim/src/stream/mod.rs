@@ -26,6 +26,14 @@ use crate::stream_state::{Dir, HeadersState, Side, StreamState, StreamView};
 use crate::vm::Vm;
 use crate::vm_state::property_key;
 
+fn no_stream(id: u32, ended: bool) -> ShimError {
+    ShimError::Usage(if ended {
+        format!("stream {id} has ended (its context was deleted)")
+    } else {
+        format!("no stream {id}")
+    })
+}
+
 fn lower(headers: Headers) -> Headers {
     headers
         .into_iter()
@@ -35,19 +43,16 @@ fn lower(headers: Headers) -> Headers {
 
 impl Vm {
     fn state(&self, id: u32) -> Result<&StreamState, ShimError> {
-        self.store
-            .data()
-            .streams
+        let s = self.store.data();
+        s.streams
             .get(&id)
-            .ok_or_else(|| ShimError::Usage(format!("no stream {id}")))
+            .ok_or_else(|| no_stream(id, s.ended_stream(id)))
     }
 
     fn state_mut(&mut self, id: u32) -> Result<&mut StreamState, ShimError> {
-        self.store
-            .data_mut()
-            .streams
-            .get_mut(&id)
-            .ok_or_else(|| ShimError::Usage(format!("no stream {id}")))
+        let s = self.store.data_mut();
+        let ended = s.ended_stream(id);
+        s.streams.get_mut(&id).ok_or_else(|| no_stream(id, ended))
     }
 
     fn note(&mut self, id: u32, event: String) {
@@ -163,6 +168,9 @@ impl Vm {
     /// Ends the stream as Envoy does once both sides are done (or the client went away):
     /// `proxy_on_log` (headers readable), `proxy_on_done`, `proxy_on_delete`.
     pub fn finish_stream(&mut self, id: u32) -> Result<(), ShimError> {
+        if self.store.data().ended_stream(id) {
+            return Ok(());
+        }
         let (finished, created) = {
             let st = self.state(id)?;
             (st.finished, st.created)
@@ -180,7 +188,9 @@ impl Vm {
         logged?;
         self.call("proxy_on_done", id, &[to_i32(id)])?;
         self.call("proxy_on_delete", id, &[to_i32(id)])?;
-        self.state_mut(id)?.deleted = true;
+        // Envoy frees a stream's state with its context; keeping it would make a long run pay
+        // for every stream before it (memory, page faults) and a search's figures with it.
+        self.store.data_mut().streams.remove(&id);
         // Whatever the module asked for while the stream was going away has nowhere to go.
         self.store.data_mut().after.clear();
         self.deliver_queue_ready()?;

@@ -111,22 +111,67 @@ impl<'de> Deserialize<'de> for RawObject<'de> {
     }
 }
 
-/// Appends `s` as a JSON string literal.
+/// Appends `s` as a JSON string literal, escaped as serde_json escapes it.
 pub fn write_string(out: &mut String, s: &str) {
-    // RFC 8259 §7: only '"', '\\' and control characters must be escaped; most names and ids
-    // have none and are copied as they are.
-    if !s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
-        out.reserve(s.len() + 2);
-        out.push('"');
-        out.push_str(s);
-        out.push('"');
-        return;
+    out.reserve(s.len() + 2);
+    out.push('"');
+    // RFC 8259 §7: only '"', '\\' and control characters must be escaped; the runs between
+    // them are copied whole. Each escaped byte is ASCII, so every cut is a char boundary.
+    let mut start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        // Most bytes need no escape: one test passes them, the match sees only the rest.
+        if b >= 0x20 && b != b'"' && b != b'\\' {
+            continue;
+        }
+        let short = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            _ => "",
+        };
+        out.push_str(s.get(start..i).unwrap_or_default());
+        if short.is_empty() {
+            out.push_str("\\u00");
+            out.push(hex_digit(b >> 4));
+            out.push(hex_digit(b & 0x0f));
+        } else {
+            out.push_str(short);
+        }
+        start = i + 1;
     }
-    // Serializing a &str cannot fail; the fallback keeps the output valid JSON regardless.
-    match serde_json::to_string(s) {
-        Ok(quoted) => out.push_str(&quoted),
-        Err(_) => out.push_str("\"\""),
+    out.push_str(s.get(start..).unwrap_or_default());
+    out.push('"');
+}
+
+fn hex_digit(nibble: u8) -> char {
+    char::from_digit(u32::from(nibble), 16).unwrap_or('0')
+}
+
+/// Appends `n` in decimal (without `core::fmt`, whose machinery costs a search more than the
+/// digits do).
+pub fn write_u64(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut first = digits.len();
+    for slot in digits.iter_mut().rev() {
+        *slot = b'0' + (n % 10) as u8;
+        first -= 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
     }
+    for &d in digits.get(first..).unwrap_or_default() {
+        out.push(char::from(d));
+    }
+}
+
+/// [`write_u64`] for a count or an index.
+pub fn write_usize(out: &mut String, n: usize) {
+    write_u64(out, u64::try_from(n).unwrap_or(u64::MAX));
 }
 
 /// A JSON string literal for `s`.
@@ -152,7 +197,8 @@ impl Object {
         Object(out)
     }
 
-    fn key(&mut self, key: &str) -> &mut String {
+    /// Starts member `key`: the caller writes its value into the buffer returned.
+    pub fn member(&mut self, key: &str) -> &mut String {
         if self.0.len() > 1 {
             self.0.push(',');
         }
@@ -162,19 +208,25 @@ impl Object {
     }
 
     pub fn number(&mut self, key: &str, n: u64) {
-        use std::fmt::Write as _;
-        // Writing to a String cannot fail.
-        let _ = write!(self.key(key), "{n}");
+        write_u64(self.member(key), n);
+    }
+
+    pub fn count(&mut self, key: &str, n: usize) {
+        write_usize(self.member(key), n);
+    }
+
+    pub fn boolean(&mut self, key: &str, b: bool) {
+        self.member(key).push_str(if b { "true" } else { "false" });
     }
 
     pub fn text(&mut self, key: &str, text: &str) {
-        let out = self.key(key);
+        let out = self.member(key);
         write_string(out, text);
     }
 
     /// `json` as the value, as it is (valid JSON by the caller's construction).
     pub fn raw(&mut self, key: &str, json: &str) {
-        self.key(key).push_str(json);
+        self.member(key).push_str(json);
     }
 
     pub fn end(mut self) -> String {
@@ -218,8 +270,19 @@ mod tests {
             "back\\slash",
             "tab\tand\u{1}control",
             "\u{1f}",
+            "\u{8}\u{c}\r\n\u{0}\u{1b}\"\\",
+            "ends with a quote\"",
         ] {
             assert_eq!(string(s), serde_json::to_string(s).unwrap(), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn numbers_are_written_as_display_writes_them() {
+        for n in [0, 7, 10, 99, 100, 1_000_007, u64::from(u32::MAX), u64::MAX] {
+            let mut out = String::from("x");
+            write_u64(&mut out, n);
+            assert_eq!(out, format!("x{n}"));
         }
     }
 }

@@ -1,93 +1,48 @@
-//! The JSON the filter writes itself, through serde: tool results (MCP `CallToolResult`, spec
-//! 2025-11-25 "Tools"), the search metadata, and the plain-HTTP endpoint's bodies. Field order
-//! is the declaration order; definitions from the upstream go in as raw JSON, untouched.
+//! The JSON the filter writes itself: tool results (MCP `CallToolResult`, spec 2025-11-25
+//! "Tools"), the search metadata, and the plain-HTTP endpoint's bodies. What every search
+//! writes (the result, its `_meta`, a list page) is written by hand with `json::Object`; the
+//! rest through serde. Field order is the declaration order; definitions from the upstream go
+//! in as raw JSON, untouched.
 
 use crate::index::catalog::Tool;
+use crate::mcp::json::{self, Object};
 use crate::rank::search::Ranked;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-/// One `{"type":"text","text":…}` content item.
-#[derive(Serialize)]
-struct Text<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    text: &'a str,
-}
-
-#[derive(Serialize)]
-struct ToolResult<'a, M: Serialize> {
-    content: Vec<Text<'a>>,
-    /// MCP 2025-06-18 "Structured Content": beside the text, for a tool with an `outputSchema`.
-    #[serde(rename = "structuredContent", skip_serializing_if = "Option::is_none")]
-    structured_content: Option<&'a RawValue>,
-    #[serde(rename = "isError")]
-    is_error: bool,
-    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    meta: Option<M>,
-    /// Protocol 2026-07-28 results say whether they are complete.
-    #[serde(rename = "resultType", skip_serializing_if = "Option::is_none")]
-    result_type: Option<&'static str>,
-}
-
-/// The search metadata (`_meta["mcp-tool-search/search"]`, and `metadata` over HTTP).
-#[derive(Serialize)]
+/// The search metadata (`_meta["mcp-tool-search/search"]`, and `metadata` over HTTP), written
+/// by hand ([`SearchMeta::json`]): it is on every search's path, where serde's per-field calls
+/// cost more than the fields.
 pub struct SearchMeta<'a> {
     strategy: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
     fallback: Option<FallbackMeta<'a>>,
     candidates: usize,
     /// Under vector and hybrid ranking: the candidates that had a vector.
-    #[serde(skip_serializing_if = "Option::is_none")]
     embedded: Option<usize>,
     matches: usize,
     offset: usize,
     returned: usize,
     /// Names this answer, so that the calls after it can be told apart (search insights).
-    #[serde(skip_serializing_if = "Option::is_none")]
     search_id: Option<&'a str>,
-    /// Each result's name and rank, in the answer's order (with `search_id`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    results: Vec<RankMeta<'a>>,
-    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    /// Each result's name, in rank order from `offset + 1` (with `search_id`).
+    results: Vec<&'a str>,
     routing: Option<RoutingMeta<'a>>,
 }
 
-#[derive(Serialize)]
-struct RankMeta<'a> {
-    name: &'a str,
-    rank: usize,
-}
-
 /// How hierarchical search chose the tools it ranked (under `search.strategy: hierarchical`).
-#[derive(Serialize)]
 struct RoutingMeta<'a> {
     strategy_used: &'static str,
     groups_used: &'a [String],
     stage1_group_count: usize,
     stage2_candidate_count: usize,
     final_count: usize,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    routing_fallback: Option<RoutingFallback<'a>>,
+    /// Why it fell back to flat ranking.
+    routing_fallback: Option<&'a str>,
 }
 
-#[derive(Serialize)]
-struct RoutingFallback<'a> {
-    strategy: &'static str,
-    reason: &'a str,
-}
-
-#[derive(Serialize)]
 struct FallbackMeta<'a> {
-    mode: &'static str,
     kind: &'static str,
     reason: &'a str,
-}
-
-#[derive(Serialize)]
-struct MetaEnvelope<'a> {
-    #[serde(rename = "mcp-tool-search/search")]
-    search: SearchMeta<'a>,
 }
 
 impl<'a> SearchMeta<'a> {
@@ -103,21 +58,81 @@ impl<'a> SearchMeta<'a> {
     /// The answer is search `id`, showing `names` in rank order from `offset + 1`.
     pub fn identified(mut self, id: &'a str, names: impl Iterator<Item = &'a str>) -> Self {
         self.search_id = Some(id);
-        self.results = names
-            .enumerate()
-            .map(|(i, name)| RankMeta {
-                name,
-                rank: self.offset + i + 1,
-            })
-            .collect();
+        self.results = names.collect();
         self
+    }
+
+    /// The metadata as a JSON object, fields in declaration order (`routing`'s flattened in).
+    pub fn json(&self) -> String {
+        let mut o = Object::with_capacity(160 + 32 * self.results.len());
+        o.text("strategy", self.strategy);
+        if let Some(f) = &self.fallback {
+            let mut fallback = Object::new();
+            fallback.text("mode", "bm25");
+            fallback.text("kind", f.kind);
+            fallback.text("reason", f.reason);
+            o.raw("fallback", &fallback.end());
+        }
+        o.count("candidates", self.candidates);
+        if let Some(embedded) = self.embedded {
+            o.count("embedded", embedded);
+        }
+        o.count("matches", self.matches);
+        o.count("offset", self.offset);
+        o.count("returned", self.returned);
+        if let Some(id) = self.search_id {
+            o.text("search_id", id);
+        }
+        if !self.results.is_empty() {
+            let out = o.member("results");
+            out.push('[');
+            for (i, name) in self.results.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str("{\"name\":");
+                json::write_string(out, name);
+                out.push_str(",\"rank\":");
+                json::write_usize(out, self.offset + i + 1);
+                out.push('}');
+            }
+            out.push(']');
+        }
+        if let Some(r) = &self.routing {
+            o.text("strategy_used", r.strategy_used);
+            let out = o.member("groups_used");
+            out.push('[');
+            for (i, group) in r.groups_used.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                json::write_string(out, group);
+            }
+            out.push(']');
+            o.count("stage1_group_count", r.stage1_group_count);
+            o.count("stage2_candidate_count", r.stage2_candidate_count);
+            o.count("final_count", r.final_count);
+            if let Some(reason) = r.routing_fallback {
+                let mut fallback = Object::new();
+                fallback.text("strategy", "flat");
+                fallback.text("reason", reason);
+                o.raw("routing_fallback", &fallback.end());
+            }
+        }
+        o.end()
+    }
+
+    /// `{"mcp-tool-search/search": …}`, the `_meta` of a search's result.
+    fn envelope(&self) -> String {
+        let mut o = Object::with_capacity(256 + 32 * self.results.len());
+        o.raw("mcp-tool-search/search", &self.json());
+        o.end()
     }
 
     pub fn of(ranked: &'a Ranked<'_>, offset: usize) -> Self {
         SearchMeta {
             strategy: ranked.strategy.name(),
             fallback: ranked.fallback.as_ref().map(|f| FallbackMeta {
-                mode: "bm25",
                 kind: f.kind.name(),
                 reason: &f.reason,
             }),
@@ -134,10 +149,7 @@ impl<'a> SearchMeta<'a> {
                 stage1_group_count: r.stage1_groups,
                 stage2_candidate_count: ranked.candidates,
                 final_count: ranked.found.len(),
-                routing_fallback: r.fallback.as_deref().map(|reason| RoutingFallback {
-                    strategy: "flat",
-                    reason,
-                }),
+                routing_fallback: r.fallback.as_deref(),
             }),
         }
     }
@@ -155,28 +167,49 @@ pub fn to_raw_json<T: Serialize>(value: &T) -> Box<RawValue> {
     serde_json::value::to_raw_value(value).unwrap_or_default()
 }
 
-fn result<M: Serialize>(
+/// A `CallToolResult`: the texts, the structured content, and `_meta` (a JSON object) as they
+/// are.
+fn result(
     texts: &[&str],
     structured_content: Option<&RawValue>,
     is_error: bool,
-    meta: Option<M>,
+    meta: Option<&str>,
     modern: bool,
 ) -> String {
-    to_json(&ToolResult {
-        content: texts
-            .iter()
-            .map(|text| Text { kind: "text", text })
-            .collect(),
-        structured_content,
-        is_error,
-        meta,
-        result_type: modern.then_some("complete"),
-    })
+    let size = texts.iter().map(|t| t.len() + 28).sum::<usize>()
+        + structured_content.map_or(0, |s| s.get().len() + 20)
+        + meta.map_or(0, |m| m.len() + 8)
+        + 64;
+    let mut o = Object::with_capacity(size);
+    let out = o.member("content");
+    out.push('[');
+    for (i, text) in texts.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str("{\"type\":\"text\",\"text\":");
+        json::write_string(out, text);
+        out.push('}');
+    }
+    out.push(']');
+    // MCP 2025-06-18 "Structured Content": beside the text, for a tool with an `outputSchema`.
+    if let Some(structured) = structured_content {
+        o.raw("structuredContent", structured.get());
+    }
+    o.boolean("isError", is_error);
+    if let Some(meta) = meta {
+        o.raw("_meta", meta);
+    }
+    // Protocol 2026-07-28 results say whether they are complete.
+    if modern {
+        o.text("resultType", "complete");
+    }
+    o.end()
 }
 
 /// A tool result of text items.
 pub fn text(texts: &[&str], is_error: bool, modern: bool) -> String {
-    result::<()>(texts, None, is_error, None, modern)
+    result(texts, None, is_error, None, modern)
 }
 
 /// A search's tool result, with how it was ranked in `_meta` and, for protocols that define
@@ -187,13 +220,7 @@ pub fn search(
     structured: Option<&RawValue>,
     modern: bool,
 ) -> String {
-    result(
-        texts,
-        structured,
-        false,
-        Some(MetaEnvelope { search: meta }),
-        modern,
-    )
+    result(texts, structured, false, Some(&meta.envelope()), modern)
 }
 
 /// The definitions as a JSON array, each exactly as the upstream declared it.
@@ -218,32 +245,21 @@ pub fn list<'t>(
     cache_scope: Option<&'static str>,
     modern: bool,
 ) -> String {
-    #[derive(Serialize)]
-    struct ListResult<'a> {
-        tools: &'a RawValue,
-        #[serde(rename = "nextCursor", skip_serializing_if = "Option::is_none")]
-        next_cursor: Option<&'a str>,
-        #[serde(rename = "_meta")]
-        meta: MetaEnvelope<'a>,
-        #[serde(rename = "resultType", skip_serializing_if = "Option::is_none")]
-        result_type: Option<&'static str>,
-        #[serde(rename = "ttlMs", skip_serializing_if = "Option::is_none")]
-        ttl_ms: Option<u64>,
-        #[serde(rename = "cacheScope", skip_serializing_if = "Option::is_none")]
-        cache_scope: Option<&'static str>,
-    }
     let defs = definitions(tools);
-    let Ok(tools) = RawValue::from_string(defs) else {
-        return "null".to_string();
-    };
-    to_json(&ListResult {
-        tools: &tools,
-        next_cursor,
-        meta: MetaEnvelope { search: meta },
-        result_type: modern.then_some("complete"),
-        ttl_ms: modern.then_some(0),
-        cache_scope,
-    })
+    let mut o = Object::with_capacity(defs.len() + 512);
+    o.raw("tools", &defs);
+    if let Some(cursor) = next_cursor {
+        o.text("nextCursor", cursor);
+    }
+    o.raw("_meta", &meta.envelope());
+    if modern {
+        o.text("resultType", "complete");
+        o.number("ttlMs", 0);
+    }
+    if let Some(scope) = cache_scope {
+        o.text("cacheScope", scope);
+    }
+    o.end()
 }
 
 /// `{"tools": [definitions…], "metadata": {…}}`: the HTTP search endpoint's answer.
@@ -254,18 +270,13 @@ pub fn http_search(
     meta: SearchMeta<'_>,
     explanations: Option<&[crate::rank::explain::Shown]>,
 ) -> String {
-    #[derive(Serialize)]
-    struct Body<'a> {
-        tools: &'a RawValue,
-        metadata: SearchMeta<'a>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        explanations: Option<&'a [crate::rank::explain::Shown]>,
+    let mut o = Object::with_capacity(tools.get().len() + 512);
+    o.raw("tools", tools.get());
+    o.raw("metadata", &meta.json());
+    if let Some(explanations) = explanations {
+        o.raw("explanations", &to_json(&explanations));
     }
-    to_json(&Body {
-        tools,
-        metadata: meta,
-        explanations,
-    })
+    o.end()
 }
 
 /// The HTTP endpoint's view of stage 1: the caller's groups that match, best first.
@@ -364,13 +375,8 @@ pub fn mixed(
         #[serde(rename = "mcp-tool-search/search")]
         search: MixedMeta,
     }
-    result(
-        texts,
-        structured,
-        false,
-        Some(Envelope { search: meta }),
-        modern,
-    )
+    let meta = to_json(&Envelope { search: meta });
+    result(texts, structured, false, Some(&meta), modern)
 }
 
 /// `{"error": message}`: the HTTP endpoint's errors.
@@ -397,5 +403,51 @@ mod tests {
             r#"{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"isError":false}"#
         );
         assert_eq!(http_error("x\"y"), r#"{"error":"x\"y"}"#);
+    }
+
+    #[test]
+    fn search_metadata_has_every_field_in_order_and_valid_json() {
+        let groups = vec!["git\"hub".to_string(), "slack".to_string()];
+        let meta = SearchMeta {
+            strategy: "bm25",
+            fallback: Some(FallbackMeta {
+                kind: "timeout",
+                reason: "no answer in 800 ms",
+            }),
+            candidates: 12,
+            embedded: Some(10),
+            matches: 9,
+            offset: 2,
+            returned: 2,
+            search_id: Some("vm1-7"),
+            results: vec!["create_issue", "a\nb"],
+            routing: Some(RoutingMeta {
+                strategy_used: "hierarchical",
+                groups_used: &groups,
+                stage1_group_count: 2,
+                stage2_candidate_count: 12,
+                final_count: 2,
+                routing_fallback: Some("no group matched"),
+            }),
+        };
+        let expected = r#"{"strategy":"bm25","fallback":{"mode":"bm25","kind":"timeout","reason":"no answer in 800 ms"},"candidates":12,"embedded":10,"matches":9,"offset":2,"returned":2,"search_id":"vm1-7","results":[{"name":"create_issue","rank":3},{"name":"a\nb","rank":4}],"strategy_used":"hierarchical","groups_used":["git\"hub","slack"],"stage1_group_count":2,"stage2_candidate_count":12,"final_count":2,"routing_fallback":{"strategy":"flat","reason":"no group matched"}}"#;
+        assert_eq!(meta.json(), expected);
+        serde_json::from_str::<serde_json::Value>(&meta.json()).unwrap();
+        let bare = SearchMeta {
+            fallback: None,
+            embedded: None,
+            search_id: None,
+            results: Vec::new(),
+            routing: None,
+            ..meta
+        };
+        assert_eq!(
+            bare.json(),
+            r#"{"strategy":"bm25","candidates":12,"matches":9,"offset":2,"returned":2}"#
+        );
+        assert_eq!(
+            search(&["t"], bare, None, true),
+            r#"{"content":[{"type":"text","text":"t"}],"isError":false,"_meta":{"mcp-tool-search/search":{"strategy":"bm25","candidates":12,"matches":9,"offset":2,"returned":2}},"resultType":"complete"}"#
+        );
     }
 }

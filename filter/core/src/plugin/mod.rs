@@ -87,7 +87,11 @@ impl Plugin {
     pub(crate) fn next_search_id(&self) -> String {
         let n = self.searches.get().wrapping_add(1);
         self.searches.set(n);
-        format!("{}-{n}", self.vm_id)
+        let mut id = String::with_capacity(self.vm_id.len() + 12);
+        id.push_str(&self.vm_id);
+        id.push('-');
+        crate::mcp::json::write_u64(&mut id, n);
+        id
     }
 
     /// A stream starts on this VM.
