@@ -174,6 +174,22 @@ pub fn write_usize(out: &mut String, n: usize) {
     write_u64(out, u64::try_from(n).unwrap_or(u64::MAX));
 }
 
+/// Appends a JSON array of `items`, each written by `write`.
+pub fn write_array<T>(
+    out: &mut String,
+    items: impl IntoIterator<Item = T>,
+    mut write: impl FnMut(&mut String, T),
+) {
+    out.push('[');
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write(out, item);
+    }
+    out.push(']');
+}
+
 /// A JSON string literal for `s`.
 pub fn string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);

@@ -84,31 +84,20 @@ impl<'a> SearchMeta<'a> {
             o.text("search_id", id);
         }
         if !self.results.is_empty() {
-            let out = o.member("results");
-            out.push('[');
-            for (i, name) in self.results.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
+            let ranked = self.results.iter().zip(self.offset + 1..);
+            json::write_array(o.member("results"), ranked, |out, (name, rank)| {
                 out.push_str("{\"name\":");
                 json::write_string(out, name);
                 out.push_str(",\"rank\":");
-                json::write_usize(out, self.offset + i + 1);
+                json::write_usize(out, rank);
                 out.push('}');
-            }
-            out.push(']');
+            });
         }
         if let Some(r) = &self.routing {
             o.text("strategy_used", r.strategy_used);
-            let out = o.member("groups_used");
-            out.push('[');
-            for (i, group) in r.groups_used.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
+            json::write_array(o.member("groups_used"), r.groups_used, |out, group| {
                 json::write_string(out, group);
-            }
-            out.push(']');
+            });
             o.count("stage1_group_count", r.stage1_group_count);
             o.count("stage2_candidate_count", r.stage2_candidate_count);
             o.count("final_count", r.final_count);
@@ -181,17 +170,11 @@ fn result(
         + meta.map_or(0, |m| m.len() + 8)
         + 64;
     let mut o = Object::with_capacity(size);
-    let out = o.member("content");
-    out.push('[');
-    for (i, text) in texts.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
+    json::write_array(o.member("content"), texts, |out, text| {
         out.push_str("{\"type\":\"text\",\"text\":");
         json::write_string(out, text);
         out.push('}');
-    }
-    out.push(']');
+    });
     // MCP 2025-06-18 "Structured Content": beside the text, for a tool with an `outputSchema`.
     if let Some(structured) = structured_content {
         o.raw("structuredContent", structured.get());
@@ -225,14 +208,8 @@ pub fn search(
 
 /// The definitions as a JSON array, each exactly as the upstream declared it.
 pub fn definitions<'t>(tools: impl Iterator<Item = &'t Tool>) -> String {
-    let mut defs = String::from("[");
-    for (i, t) in tools.enumerate() {
-        if i > 0 {
-            defs.push(',');
-        }
-        defs.push_str(t.definition());
-    }
-    defs.push(']');
+    let mut defs = String::new();
+    json::write_array(&mut defs, tools, |out, t| out.push_str(t.definition()));
     defs
 }
 

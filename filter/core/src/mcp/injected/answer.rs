@@ -356,14 +356,8 @@ pub struct Typed {
 
 /// Typed definitions as a JSON array.
 pub fn typed_array(items: &[Typed]) -> String {
-    let mut out = String::from("[");
-    for (i, item) in items.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(&item.json);
-    }
-    out.push(']');
+    let mut out = String::new();
+    crate::mcp::json::write_array(&mut out, items, |out, item| out.push_str(&item.json));
     out
 }
 
