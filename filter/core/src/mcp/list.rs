@@ -398,14 +398,8 @@ fn rewrite_object(
     }
 
     let mut list = String::with_capacity(tools_len);
-    list.push('[');
-    for (i, def) in injected.iter().map(String::as_str).chain(kept).enumerate() {
-        if i > 0 {
-            list.push(',');
-        }
-        list.push_str(def);
-    }
-    list.push(']');
+    let defs = injected.iter().map(String::as_str).chain(kept);
+    crate::mcp::json::write_array(&mut list, defs, |out, def| out.push_str(def));
     set_member(&mut result, "tools", list)?;
     let mut result_text = String::with_capacity(result.encoded_len());
     result.write(&mut result_text);
