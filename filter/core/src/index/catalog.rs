@@ -639,4 +639,4 @@ pub(crate) struct MemoKey {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -5,9 +5,11 @@
 //! that the set, bounded by the catalog, stops costing anything once every tool was returned).
 
 use super::tally::Tally;
+use crate::index::catalog::CatalogIndex;
 use crate::index::fnv::FnvHashSet;
 use crate::keys;
 use crate::store::{SharedData, StoreError};
+use std::rc::{Rc, Weak};
 
 /// How often a worker folds its counts into shared data: the endpoint is at most this late.
 pub const FLUSH_MS: u64 = 1_000;
@@ -21,8 +23,37 @@ struct Namespace {
     /// Names returned since the last flush that the shared set may not hold (at most
     /// `RETURNED_KEPT`: a worker that cannot flush stops adding).
     returned: FnvHashSet<String>,
-    /// Names this worker knows the shared set holds, or `returned` will add to it.
-    known: FnvHashSet<String>,
+    /// The catalog positions this worker's searches returned, of one catalog version: a name
+    /// goes to `returned` the first time, and a search after that costs a bit test per result.
+    seen: Seen,
+}
+
+/// One bit per tool of the catalog version `of` (a `Weak`, so that a new version is never
+/// taken for this one, even at the same address).
+#[derive(Debug, Default)]
+struct Seen {
+    of: Weak<CatalogIndex>,
+    bits: Vec<u64>,
+}
+
+impl Seen {
+    /// Marks `doc` of `index`; whether it was new (any doc is, once the version changed).
+    fn mark(&mut self, index: &Rc<CatalogIndex>, doc: u32) -> bool {
+        if !std::ptr::eq(self.of.as_ptr(), Rc::as_ptr(index)) {
+            self.of = Rc::downgrade(index);
+            self.bits.clear();
+            self.bits.resize(index.catalog.len().div_ceil(64), 0);
+        }
+        let (word, bit) = ((doc / 64) as usize, 1u64 << (doc % 64));
+        match self.bits.get_mut(word) {
+            Some(w) if *w & bit != 0 => false,
+            Some(w) => {
+                *w |= bit;
+                true
+            }
+            None => true,
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -52,19 +83,24 @@ impl Pending {
         self.of(namespace).map(|ns| &mut ns.tally)
     }
 
-    /// A search of `namespace` returned `names`.
-    pub fn returned<'n>(&mut self, namespace: &str, names: impl Iterator<Item = &'n str>) {
+    /// A search of `namespace` returned the tools at these positions of `index`, with their
+    /// names.
+    pub fn returned<'n>(
+        &mut self,
+        namespace: &str,
+        index: &Rc<CatalogIndex>,
+        found: impl Iterator<Item = (u32, &'n str)>,
+    ) {
         let Some(ns) = self.of(namespace) else {
             return;
         };
-        for name in names {
-            // One lookup per name: `known` holds what was returned since the last flush too.
-            if ns.known.contains(name) || name.contains('\n') || ns.returned.len() >= RETURNED_KEPT
-            {
-                continue;
+        for (doc, name) in found {
+            if ns.returned.len() >= RETURNED_KEPT {
+                return;
             }
-            ns.known.insert(name.to_string());
-            ns.returned.insert(name.to_string());
+            if ns.seen.mark(index, doc) && !name.contains('\n') {
+                ns.returned.insert(name.to_string());
+            }
         }
     }
 
@@ -85,10 +121,7 @@ impl Pending {
             }
             if !ns.returned.is_empty() {
                 match merge_returned(store, name, &ns.returned) {
-                    Ok(all) => {
-                        ns.returned.clear();
-                        ns.known = all.into_iter().collect();
-                    }
+                    Ok(()) => ns.returned.clear(),
                     Err(e) => result = Err(e),
                 }
             }
@@ -105,12 +138,12 @@ fn merge_tally(store: &dyn SharedData, namespace: &str, tally: &Tally) -> Result
     store.set(&key, &shared.write(), cas)
 }
 
-/// Adds `names` to the shared set; returns the set as it now is, sorted.
+/// Adds `names` to the shared set.
 fn merge_returned(
     store: &dyn SharedData,
     namespace: &str,
     names: &FnvHashSet<String>,
-) -> Result<Vec<String>, StoreError> {
+) -> Result<(), StoreError> {
     let key = keys::insights_returned(namespace);
     let (value, cas) = store.get(&key)?;
     let mut all = parse_returned(value.as_deref());
@@ -122,7 +155,7 @@ fn merge_returned(
     if all.len() > before {
         store.set(&key, all.join("\n").as_bytes(), cas)?;
     }
-    Ok(all)
+    Ok(())
 }
 
 /// The shared set of returned names, sorted.

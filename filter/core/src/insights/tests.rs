@@ -293,3 +293,64 @@ mod tallies {
         assert_ne!(query_group(&terms("pod scale")), query_group(&terms("pod")));
     }
 }
+
+mod returned {
+    use super::super::pending::Pending;
+    use crate::config::Config;
+    use crate::index::catalog::tests::tool;
+    use crate::index::catalog::{Catalog, CatalogIndex};
+    use crate::store::{MemorySharedData, SharedData};
+    use std::rc::Rc;
+
+    fn index(names: &[&str]) -> Rc<CatalogIndex> {
+        let tools = names
+            .iter()
+            .map(|n| {
+                tool(&format!(
+                    r#"{{"name":"{n}","inputSchema":{{"type":"object"}}}}"#
+                ))
+            })
+            .collect();
+        let config = Config::parse("{}").unwrap();
+        Rc::new(CatalogIndex::build(
+            "github",
+            Catalog::from_tools(tools),
+            &config,
+        ))
+    }
+
+    fn shared(store: &MemorySharedData) -> String {
+        let (value, _) = store
+            .get(&crate::keys::insights_returned("github"))
+            .unwrap();
+        String::from_utf8(value.unwrap_or_default()).unwrap()
+    }
+
+    #[test]
+    fn each_returned_tool_reaches_the_shared_set_once_per_catalog_version() {
+        let store = MemorySharedData::default();
+        let mut pending = Pending::default();
+        let v1 = index(&["a", "b", "c"]);
+        pending.returned("github", &v1, [(0, "a"), (2, "c")].into_iter());
+        pending.flush(&store, 10_000).unwrap();
+        assert_eq!(shared(&store), "a\nc");
+
+        // Returned again: nothing pending, so the next tick writes nothing.
+        pending.returned("github", &v1, [(2, "c"), (0, "a")].into_iter());
+        store
+            .set(&crate::keys::insights_returned("github"), b"x", None)
+            .unwrap();
+        pending.flush(&store, 20_000).unwrap();
+        assert_eq!(
+            shared(&store),
+            "x",
+            "a tool already returned is not written again"
+        );
+
+        // A new version of the catalog, with other positions: learned anew.
+        let v2 = index(&["c", "d"]);
+        pending.returned("github", &v2, [(0, "c"), (1, "d")].into_iter());
+        pending.flush(&store, 30_000).unwrap();
+        assert_eq!(shared(&store), "c\nd\nx");
+    }
+}

@@ -117,12 +117,10 @@ pub fn write_string(out: &mut String, s: &str) {
     out.push('"');
     // RFC 8259 §7: only '"', '\\' and control characters must be escaped; the runs between
     // them are copied whole. Each escaped byte is ASCII, so every cut is a char boundary.
+    let bytes = s.as_bytes();
     let mut start = 0;
-    for (i, b) in s.bytes().enumerate() {
-        // Most bytes need no escape: one test passes them, the match sees only the rest.
-        if b >= 0x20 && b != b'"' && b != b'\\' {
-            continue;
-        }
+    let mut i = next_escape(bytes, 0);
+    while let Some(&b) = bytes.get(i) {
         let short = match b {
             b'"' => "\\\"",
             b'\\' => "\\\\",
@@ -142,9 +140,36 @@ pub fn write_string(out: &mut String, s: &str) {
             out.push_str(short);
         }
         start = i + 1;
+        i = next_escape(bytes, start);
     }
     out.push_str(s.get(start..).unwrap_or_default());
     out.push('"');
+}
+
+/// The position of the first byte at or after `from` that JSON must escape (`bytes.len()` if
+/// none), eight bytes per step: the text of a search's definitions is kilobytes with a quote
+/// every few dozen bytes, and a test per byte was most of writing it.
+fn next_escape(bytes: &[u8], from: usize) -> usize {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGH: u64 = ONES << 7;
+    // A lane's high bit is set where the lane is below `n` (n ≤ 0x80), or zero: borrows run
+    // only upward, so the lowest flag is always a true one, and lanes of UTF-8 (≥ 0x80) are
+    // never flagged.
+    let below = |x: u64, n: u8| x.wrapping_sub(ONES * u64::from(n)) & !x & HIGH;
+    let mut i = from;
+    while let Some(Ok(lanes)) = bytes.get(i..i + 8).map(<[u8; 8]>::try_from) {
+        let x = u64::from_le_bytes(lanes);
+        let found = below(x, 0x20)
+            | below(x ^ (ONES * u64::from(b'"')), 1)
+            | below(x ^ (ONES * u64::from(b'\\')), 1);
+        if found != 0 {
+            return i + (found.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    let rest = bytes.get(i..).unwrap_or_default();
+    let needs = |b: &u8| *b < 0x20 || *b == b'"' || *b == b'\\';
+    rest.iter().position(needs).map_or(bytes.len(), |p| i + p)
 }
 
 fn hex_digit(nibble: u8) -> char {
@@ -199,8 +224,14 @@ pub fn string(s: &str) -> String {
 
 /// A JSON object being written by hand, in the order its members are added: `"key":value`
 /// pairs, commas between (for small fixed shapes, where serde's derived serializers cost the
-/// `.wasm` more than the code they save).
-pub struct Object(String);
+/// `.wasm` more than the code they save). It owns its buffer ([`Object::with_capacity`], ended
+/// by [`Object::end`]) or borrows another's ([`Object::starting`], given back by
+/// [`Object::close_into`]): one type, so that its methods are in the `.wasm` once.
+pub struct Object {
+    out: String,
+    /// Where the object's `{` is in the buffer.
+    start: usize,
+}
 
 impl Object {
     pub fn new() -> Object {
@@ -210,17 +241,36 @@ impl Object {
     pub fn with_capacity(bytes: usize) -> Object {
         let mut out = String::with_capacity(bytes);
         out.push('{');
-        Object(out)
+        Object { out, start: 0 }
+    }
+
+    /// An object written at the end of `out` (a member's value in a larger message, without a
+    /// copy): `out` is empty until [`Object::close_into`] gives the buffer back.
+    pub fn starting(out: &mut String) -> Object {
+        let mut out = std::mem::take(out);
+        let start = out.len();
+        out.push('{');
+        Object { out, start }
+    }
+
+    pub fn end(mut self) -> String {
+        self.out.push('}');
+        self.out
+    }
+
+    /// Ends an object of [`Object::starting`], its buffer back in `out`.
+    pub fn close_into(self, out: &mut String) {
+        *out = self.end();
     }
 
     /// Starts member `key`: the caller writes its value into the buffer returned.
     pub fn member(&mut self, key: &str) -> &mut String {
-        if self.0.len() > 1 {
-            self.0.push(',');
+        if self.out.len() > self.start + 1 {
+            self.out.push(',');
         }
-        write_string(&mut self.0, key);
-        self.0.push(':');
-        &mut self.0
+        write_string(&mut self.out, key);
+        self.out.push(':');
+        &mut self.out
     }
 
     pub fn number(&mut self, key: &str, n: u64) {
@@ -243,11 +293,6 @@ impl Object {
     /// `json` as the value, as it is (valid JSON by the caller's construction).
     pub fn raw(&mut self, key: &str, json: &str) {
         self.member(key).push_str(json);
-    }
-
-    pub fn end(mut self) -> String {
-        self.0.push('}');
-        self.0
     }
 }
 
@@ -274,6 +319,47 @@ mod tests {
         assert_eq!(out, r#"{"z":1,"a":{"y": [1, 2.50],"b":"\u00e9"},"m":null}"#);
         assert!(RawObject::parse("[1]").is_err());
         assert_eq!(string("a\"b\n"), r#""a\"b\n""#);
+    }
+
+    #[test]
+    fn an_object_written_into_a_buffer_puts_its_commas_after_its_own_brace() {
+        let mut out = Object::with_capacity(8);
+        out.number("a", 1);
+        let buffer = out.member("inner");
+        let mut inner = Object::starting(buffer);
+        inner.text("b", "x");
+        inner.count("c", 2);
+        inner.close_into(buffer);
+        let buffer = out.member("empty");
+        let mut empty = Object::starting(buffer);
+        empty.boolean("only", true);
+        empty.close_into(buffer);
+        assert_eq!(
+            out.end(),
+            r#"{"a":1,"inner":{"b":"x","c":2},"empty":{"only":true}}"#
+        );
+        let mut buffer = String::from("[");
+        Object::starting(&mut buffer).close_into(&mut buffer);
+        assert_eq!(buffer, "[{}");
+    }
+
+    #[test]
+    fn every_byte_that_needs_an_escape_is_found_at_every_position() {
+        let specials = [
+            '"', '\\', '\n', '\u{0}', '\u{1f}', '\u{7f}', 'é', '€', ' ', '!', '#', '[', ']',
+        ];
+        for len in 0..20 {
+            for at in 0..len {
+                for c in specials {
+                    let mut text: String = "abcdefghijklmnopqrstuvwxyz".chars().take(len).collect();
+                    text.replace_range(at..at + 1, &c.to_string());
+                    text.push(c);
+                    let mut out = String::new();
+                    write_string(&mut out, &text);
+                    assert_eq!(out, serde_json::to_string(&text).unwrap(), "{text:?}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -64,7 +64,14 @@ impl<'a> SearchMeta<'a> {
 
     /// The metadata as a JSON object, fields in declaration order (`routing`'s flattened in).
     pub fn json(&self) -> String {
-        let mut o = Object::with_capacity(160 + 32 * self.results.len());
+        let mut out = String::with_capacity(160 + 40 * self.results.len());
+        self.write(&mut out);
+        out
+    }
+
+    /// [`SearchMeta::json`] at the end of `out`.
+    fn write(&self, out: &mut String) {
+        let mut o = Object::starting(out);
         o.text("strategy", self.strategy);
         if let Some(f) = &self.fallback {
             let mut fallback = Object::new();
@@ -108,14 +115,14 @@ impl<'a> SearchMeta<'a> {
                 o.raw("routing_fallback", &fallback.end());
             }
         }
-        o.end()
+        o.close_into(out);
     }
 
-    /// `{"mcp-tool-search/search": …}`, the `_meta` of a search's result.
-    fn envelope(&self) -> String {
-        let mut o = Object::with_capacity(256 + 32 * self.results.len());
-        o.raw("mcp-tool-search/search", &self.json());
-        o.end()
+    /// `{"mcp-tool-search/search": …}`, the `_meta` of a search's result, at the end of `out`.
+    fn write_envelope(&self, out: &mut String) {
+        out.push_str("{\"mcp-tool-search/search\":");
+        self.write(out);
+        out.push('}');
     }
 
     pub fn of(ranked: &'a Ranked<'_>, offset: usize) -> Self {
@@ -156,18 +163,29 @@ pub fn to_raw_json<T: Serialize>(value: &T) -> Box<RawValue> {
     serde_json::value::to_raw_value(value).unwrap_or_default()
 }
 
-/// A `CallToolResult`: the texts, the structured content, and `_meta` (a JSON object) as they
-/// are.
+/// A result's `_meta`.
+enum Meta<'a, 'm> {
+    None,
+    Search(&'a SearchMeta<'m>),
+    /// A JSON object, as it is.
+    Json(&'a str),
+}
+
+/// A `CallToolResult`: the texts, the structured content, and `_meta` as they are.
 fn result(
     texts: &[&str],
     structured_content: Option<&RawValue>,
     is_error: bool,
-    meta: Option<&str>,
+    meta: Meta<'_, '_>,
     modern: bool,
 ) -> String {
     let size = texts.iter().map(|t| t.len() + 28).sum::<usize>()
         + structured_content.map_or(0, |s| s.get().len() + 20)
-        + meta.map_or(0, |m| m.len() + 8)
+        + match meta {
+            Meta::None => 0,
+            Meta::Search(m) => 200 + 40 * m.results.len(),
+            Meta::Json(m) => m.len() + 8,
+        }
         + 64;
     let mut o = Object::with_capacity(size);
     json::write_array(o.member("content"), texts, |out, text| {
@@ -180,8 +198,10 @@ fn result(
         o.raw("structuredContent", structured.get());
     }
     o.boolean("isError", is_error);
-    if let Some(meta) = meta {
-        o.raw("_meta", meta);
+    match meta {
+        Meta::None => {}
+        Meta::Search(m) => m.write_envelope(o.member("_meta")),
+        Meta::Json(m) => o.raw("_meta", m),
     }
     // Protocol 2026-07-28 results say whether they are complete.
     if modern {
@@ -192,7 +212,7 @@ fn result(
 
 /// A tool result of text items.
 pub fn text(texts: &[&str], is_error: bool, modern: bool) -> String {
-    result(texts, None, is_error, None, modern)
+    result(texts, None, is_error, Meta::None, modern)
 }
 
 /// A search's tool result, with how it was ranked in `_meta` and, for protocols that define
@@ -203,7 +223,7 @@ pub fn search(
     structured: Option<&RawValue>,
     modern: bool,
 ) -> String {
-    result(texts, structured, false, Some(&meta.envelope()), modern)
+    result(texts, structured, false, Meta::Search(&meta), modern)
 }
 
 /// The definitions as a JSON array, each exactly as the upstream declared it.
@@ -228,7 +248,7 @@ pub fn list<'t>(
     if let Some(cursor) = next_cursor {
         o.text("nextCursor", cursor);
     }
-    o.raw("_meta", &meta.envelope());
+    meta.write_envelope(o.member("_meta"));
     if modern {
         o.text("resultType", "complete");
         o.number("ttlMs", 0);
@@ -353,7 +373,7 @@ pub fn mixed(
         search: MixedMeta,
     }
     let meta = to_json(&Envelope { search: meta });
-    result(texts, structured, false, Some(&meta), modern)
+    result(texts, structured, false, Meta::Json(&meta), modern)
 }
 
 /// `{"error": message}`: the HTTP endpoint's errors.

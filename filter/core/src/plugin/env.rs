@@ -315,7 +315,8 @@ impl Env<'_> {
     pub(crate) fn tally_search<'n>(
         &mut self,
         zero_query: Option<&str>,
-        returned: impl Iterator<Item = &'n str>,
+        index: &Rc<CatalogIndex>,
+        returned: impl Iterator<Item = (u32, &'n str)>,
     ) {
         let record = self.plugin.config.search.insights.record_queries;
         let zero = zero_query.map(|text| {
@@ -330,7 +331,7 @@ impl Env<'_> {
                 tally.started(now_ms);
                 tally.searched(zero);
             }
-            p.returned(namespace, returned);
+            p.returned(namespace, index, returned);
         });
     }
 

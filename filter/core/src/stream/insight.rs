@@ -11,6 +11,15 @@ use crate::insights::{report, LinkKey};
 use crate::mcp::json;
 use crate::stats;
 
+/// A search answer: the first `shown` of `ranked` (from `index`), as search `id`.
+pub(super) struct Answered<'a, 'r> {
+    pub index: &'a Rc<CatalogIndex>,
+    pub ranked: &'a Ranked<'r>,
+    pub query: &'a Query,
+    pub shown: usize,
+    pub id: &'a str,
+}
+
 impl Stream {
     /// Whose searches this request's calls follow: the MCP session (`Mcp-Session-Id`), else, for
     /// stateless protocols, the caller the policy identifies. `None`: nothing links them.
@@ -22,31 +31,33 @@ impl Stream {
         Some(LinkKey::of_kind("caller", &caller))
     }
 
-    /// A tool search answered with the first `shown` of `ranked`, as search `id`.
-    pub(super) fn searched(
-        &self,
-        env: &mut Env<'_>,
-        started_ns: u64,
-        ranked: &Ranked<'_>,
-        query: &Query,
-        shown: usize,
-        id: &str,
-    ) {
+    /// A tool search of `index` answered, started at `started_ns`.
+    pub(super) fn searched(&self, env: &mut Env<'_>, started_ns: u64, answered: Answered<'_, '_>) {
+        let Answered {
+            index,
+            ranked,
+            query,
+            shown,
+            id,
+        } = answered;
         if ranked.matches == 0 {
             let namespace = env.namespace();
             env.count_in(&namespace, stats::SEARCH_ZERO_RESULTS);
         }
-        let returned = || {
-            ranked
-                .found
-                .iter()
-                .take(shown)
-                .map(|f| f.tool.name.as_str())
-        };
-        env.tally_search((ranked.matches == 0).then_some(&query.text), returned());
+        let returned = || ranked.found.iter().take(shown);
+        env.tally_search(
+            (ranked.matches == 0).then_some(&query.text),
+            index,
+            returned().map(|f| (f.doc, f.tool.name.as_str())),
+        );
         env.observe(stats::SEARCH_RESULTS, count(shown));
         if let Some(key) = self.link_key() {
-            env.remember_search(key, id, query.offset, returned());
+            env.remember_search(
+                key,
+                id,
+                query.offset,
+                returned().map(|f| f.tool.name.as_str()),
+            );
         }
         let elapsed_us = env.elapsed_us(started_ns);
         env.observe(stats::SEARCH_TIME_US, elapsed_us);

@@ -198,7 +198,14 @@ impl Stream {
         let shape = self.shape(&args);
         let answer = answer::search_answer(config, &args.query, &ranked, shape, id.as_deref());
         if let (Some(started), Some(id)) = (started, &id) {
-            self.searched(env, started, &ranked, &args.query, answer.shown, id);
+            let answered = super::insight::Answered {
+                index: &index,
+                ranked: &ranked,
+                query: &args.query,
+                shown: answer.shown,
+                id,
+            };
+            self.searched(env, started, answered);
         }
         answer.json
     }
