@@ -176,7 +176,7 @@ fn run_inproc(args: &Args, catalogs: &[(usize, String)]) -> Result<InprocResults
             log(&format!(
                 "in-process: {n} tools, search insights on and off"
             ));
-            let budget = args.budget / 4;
+            let budget = args.budget / 2;
             out.insights
                 .push(insights::measure(&module, *n, jsonl, QUERIES, budget)?);
         }

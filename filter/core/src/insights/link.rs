@@ -113,7 +113,8 @@ struct Record {
 }
 
 fn writable(name: &str) -> bool {
-    !name.is_empty() && !name.contains(['\t', '\n'])
+    // Bytes, not chars: both separators are ASCII, and a name is tested on every search.
+    !name.is_empty() && !name.bytes().any(|b| b == b'\t' || b == b'\n')
 }
 
 impl Record {
