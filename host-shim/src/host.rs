@@ -40,7 +40,11 @@ pub(crate) struct Store {
     next_queue_token: u32,
     /// (vm, context, token) of `on_queue_ready` calls not delivered yet.
     pub queue_ready: Vec<(usize, u32, u32)>,
-    pub metrics: BTreeMap<String, MetricValue>,
+    /// Stat name → its slot in `metric_values` (slots are never reused: a VM's metric id
+    /// resolves to its slot once, as Envoy resolves it to the stat, with no lookup by name on a
+    /// hostcall).
+    pub metrics: BTreeMap<String, usize>,
+    pub metric_values: Vec<MetricValue>,
     /// Wall clock in nanoseconds since the epoch, and the monotonic clock.
     pub now_ns: u64,
     pub monotonic_ns: u64,
@@ -61,6 +65,7 @@ impl Store {
             next_queue_token: 1,
             queue_ready: Vec::new(),
             metrics: BTreeMap::new(),
+            metric_values: Vec::new(),
             now_ns,
             monotonic_ns: 1_000_000_000,
             next_vm: 0,
@@ -144,8 +149,13 @@ impl Store {
         q.data.pop_front().ok_or(Status::Empty)
     }
 
-    pub fn define_metric(&mut self, kind: MetricType, name: &str) {
-        self.metrics.entry(name.to_string()).or_insert(match kind {
+    /// The slot of stat `name`, made at its first definition.
+    pub fn define_metric(&mut self, kind: MetricType, name: &str) -> usize {
+        if let Some(&slot) = self.metrics.get(name) {
+            return slot;
+        }
+        let slot = self.metric_values.len();
+        self.metric_values.push(match kind {
             MetricType::Counter => MetricValue::Counter(0),
             MetricType::Gauge => MetricValue::Gauge(0),
             MetricType::Histogram => MetricValue::Histogram {
@@ -153,6 +163,14 @@ impl Store {
                 values: Vec::new(),
             },
         });
+        self.metrics.insert(name.to_string(), slot);
+        slot
+    }
+
+    fn metric(&self, name: &str) -> Option<&MetricValue> {
+        self.metrics
+            .get(name)
+            .and_then(|&slot| self.metric_values.get(slot))
     }
 }
 
@@ -187,7 +205,7 @@ impl Host {
     /// A stat by the name the module defined (Envoy prefixes custom stats with
     /// `wasmcustom.` when it exports them; here the plain name is kept).
     pub fn metric(&self, name: &str) -> Option<MetricValue> {
-        self.lock().metrics.get(name).cloned()
+        self.lock().metric(name).cloned()
     }
 
     /// A counter's or gauge's value, 0 if it was never defined.
@@ -202,7 +220,12 @@ impl Host {
 
     /// Every stat, by name.
     pub fn metrics(&self) -> BTreeMap<String, MetricValue> {
-        self.lock().metrics.clone()
+        let store = self.lock();
+        store
+            .metrics
+            .keys()
+            .filter_map(|name| Some((name.clone(), store.metric(name)?.clone())))
+            .collect()
     }
 
     /// Shared data as a module would read it (for the vm_id the VMs were made with).

@@ -190,9 +190,7 @@ impl Vm {
     /// started), by name, with the bytes each moved and the keys read; the census starts again
     /// empty.
     pub fn hostcalls(&mut self) -> HostcallCensus {
-        let mut census = self.store.data().census.borrow_mut();
-        census.current = None;
-        std::mem::take(&mut census.taken)
+        self.store.data().census.borrow_mut().take()
     }
 
     /// A counter's value by name (shared by every VM of the host, as Envoy's stats are).

@@ -135,7 +135,8 @@ pub(crate) struct VmState {
     /// The plugin configuration is readable (Envoy's `temp_plugin_`).
     pub configuring: bool,
     pub logs: Vec<LogLine>,
-    pub metric_ids: HashMap<u32, (MetricType, String)>,
+    /// A metric id → its kind, name and slot in the host's store.
+    pub metric_ids: HashMap<u32, (MetricType, String, usize)>,
     pub next_metric_id: u32,
     pub tick_period_ms: u32,
     pub streams: BTreeMap<u32, StreamState>,
@@ -174,32 +175,74 @@ pub struct HostcallCensus {
     pub keys: BTreeMap<String, u64>,
 }
 
+/// The census being taken. Every host function call passes through it, so it keeps its counts
+/// in a short list searched by the name's address (a `&'static str` per function), not in a
+/// map of string keys: counting must not add to what a hostcall costs in the figures it serves.
 #[derive(Debug, Default)]
 pub(crate) struct Census {
-    pub taken: HostcallCensus,
-    /// The function being called: the one memory reads and copies are counted against.
-    pub current: Option<&'static str>,
+    functions: Vec<(&'static str, Hostcalls)>,
+    /// `functions[i].0`, the function being called: the one memory reads and copies are counted
+    /// against.
+    current: Option<usize>,
+    /// (function, key as the module passed it) → reads.
+    keys: Vec<(usize, Vec<u8>, u64)>,
 }
 
 impl Census {
     pub fn call(&mut self, name: &'static str) {
-        self.taken.functions.entry(name).or_default().calls += 1;
-        self.current = Some(name);
+        let same = |f: &(&'static str, Hostcalls)| std::ptr::eq(f.0, name) || f.0 == name;
+        let i = match self.functions.iter().position(same) {
+            Some(i) => i,
+            None => {
+                self.functions.push((name, Hostcalls::default()));
+                self.functions.len() - 1
+            }
+        };
+        if let Some((_, h)) = self.functions.get_mut(i) {
+            h.calls += 1;
+        }
+        self.current = Some(i);
     }
 
-    pub fn key(&mut self, key: &str) {
-        let name = format!("{} {}", self.current.unwrap_or("?"), key.replace('\0', "."));
-        *self.taken.keys.entry(name).or_default() += 1;
+    pub fn key(&mut self, key: &[u8]) {
+        let Some(f) = self.current else {
+            return;
+        };
+        match self.keys.iter_mut().find(|(g, k, _)| *g == f && k == key) {
+            Some((_, _, n)) => *n += 1,
+            None => self.keys.push((f, key.to_vec(), 1)),
+        }
     }
 
     pub fn bytes(&mut self, into_module: bool, n: usize) {
-        if let Some(entry) = self.current.and_then(|f| self.taken.functions.get_mut(f)) {
+        if let Some((_, h)) = self.current.and_then(|i| self.functions.get_mut(i)) {
             let n = n as u64;
             if into_module {
-                entry.bytes_out += n;
+                h.bytes_out += n;
             } else {
-                entry.bytes_in += n;
+                h.bytes_in += n;
             }
+        }
+    }
+
+    /// What was counted, and a census started again empty.
+    pub fn take(&mut self) -> HostcallCensus {
+        let functions = std::mem::take(&mut self.functions);
+        let keys = std::mem::take(&mut self.keys)
+            .into_iter()
+            .map(|(f, key, n)| {
+                let name = functions.get(f).map_or("?", |(name, _)| name);
+                let key = String::from_utf8_lossy(&key).replace('\0', ".");
+                (format!("{name} {key}"), n)
+            })
+            .fold(BTreeMap::new(), |mut all, (k, n)| {
+                *all.entry(k).or_insert(0) += n;
+                all
+            });
+        self.current = None;
+        HostcallCensus {
+            functions: functions.into_iter().collect(),
+            keys,
         }
     }
 }

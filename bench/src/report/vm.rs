@@ -346,13 +346,14 @@ pub fn write_insights(o: &mut String, ip: &InprocResults) {
     let _ = writeln!(
         o,
         "The same searches (the {} queries, `limit` 5) in {} VMs of this `.wasm`, each of which listed the catalog and \
-         published its index: `search.insights` on (the default) in {each} and off in {each}, made alternately and run \
+         published its index: `search.insights` on (the default) in {each} and off in {each}, made in the Thue-Morse order \
+         (on, off, off, on, …: a VM made earlier ran slower, and this order gives both settings the same places) and run \
          round robin (every other round in reverse order), every search in one MCP session \
          (`Mcp-Session-Id`), so that what insights do per search is all in it: the clock read once more, two histograms, \
          the access record, the session's link and the worker's tally kept in the VM (written to shared data on its tick). A sample is the mean exchange of the \
-         queries (CPU time); a VM's figure is its median over rounds, a setting's the mean of its VMs. Where a VM's \
-         memory lands decides part of its speed, most at 10,000 tools: the VMs with insights off run the same code on \
-         the same data, and how far apart the fastest and the slowest land is what one VM per setting could not resolve.\n",
+         queries (CPU time); a VM's figure is its median over rounds, a setting's the mean of its VMs. The VMs \
+         with insights off run the same code on the same data: how far apart the fastest and the slowest land is what \
+         one VM per setting could not resolve.\n",
         crate::QUERIES.len(),
         2 * crate::insights::VMS_EACH,
         each = crate::insights::VMS_EACH,

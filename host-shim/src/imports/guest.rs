@@ -28,7 +28,7 @@ pub(super) fn guard(c: &C, name: &'static str) -> wasmtime::Result<()> {
 }
 
 /// Counts a read of `key` by the function being called (`Vm::hostcalls`).
-pub(super) fn note_key(c: &C, key: &str) {
+pub(super) fn note_key(c: &C, key: &[u8]) {
     c.data().census.borrow_mut().key(key);
 }
 

@@ -34,7 +34,7 @@ pub(super) fn define(l: &mut Linker<VmState>) -> wasmtime::Result<()> {
             let Some(key) = read_str(&c, key_ptr, key_size) else {
                 return ok(Status::InvalidMemoryAccess);
             };
-            note_key(&c, &key);
+            note_key(&c, key.as_bytes());
             let Some(headers) = const_map(c.data(), ty) else {
                 // Envoy: "Requested map type is not currently available" (NotFound while
                 // access logging).

@@ -23,8 +23,8 @@ pub(super) fn define(l: &mut Linker<VmState>) -> wasmtime::Result<()> {
                 let s = c.data_mut();
                 let id = s.next_metric_id;
                 s.next_metric_id += 1;
-                s.metric_ids.insert(id, (kind, name.clone()));
-                s.host.lock().define_metric(kind, &name);
+                let slot = s.host.lock().define_metric(kind, &name);
+                s.metric_ids.insert(id, (kind, name.clone(), slot));
                 id
             };
             ok(if put_u32(&mut c, id_ptr, id) {
@@ -83,7 +83,7 @@ pub(super) fn define(l: &mut Linker<VmState>) -> wasmtime::Result<()> {
                 let name = s
                     .metric_ids
                     .get(&u32::from_ne_bytes(id.to_ne_bytes()))
-                    .map(|(_, n)| n.clone());
+                    .map(|(_, n, _)| n.clone());
                 name.and_then(|n| s.host.metric(&n))
             };
             let v = match value {
@@ -103,11 +103,11 @@ pub(super) fn define(l: &mut Linker<VmState>) -> wasmtime::Result<()> {
 }
 
 fn update_metric(s: &VmState, id: i32, f: impl FnOnce(&mut MetricValue) -> Status) -> Status {
-    let Some((_, name)) = s.metric_ids.get(&u32::from_ne_bytes(id.to_ne_bytes())) else {
+    let Some(&(_, _, slot)) = s.metric_ids.get(&u32::from_ne_bytes(id.to_ne_bytes())) else {
         return Status::NotFound;
     };
     let mut store = s.host.lock();
-    match store.metrics.get_mut(name) {
+    match store.metric_values.get_mut(slot) {
         Some(m) => f(m),
         None => Status::NotFound,
     }

@@ -17,7 +17,7 @@ pub(super) fn define(l: &mut Linker<VmState>) -> wasmtime::Result<()> {
             let Some(path) = read(&c, path_ptr, path_size) else {
                 return ok(Status::InvalidMemoryAccess);
             };
-            note_key(&c, &String::from_utf8_lossy(&path));
+            note_key(&c, &path);
             let value = {
                 let s = c.data();
                 s.stream()

@@ -16,7 +16,7 @@ pub(super) fn define(l: &mut Linker<VmState>) -> wasmtime::Result<()> {
             let Some(key) = read_str(&c, key_ptr, key_size) else {
                 return ok(Status::InvalidMemoryAccess);
             };
-            note_key(&c, &key);
+            note_key(&c, key.as_bytes());
             let found = {
                 let s = c.data();
                 s.host.lock().get_shared(&s.opts.vm_id, &key)
@@ -41,7 +41,7 @@ pub(super) fn define(l: &mut Linker<VmState>) -> wasmtime::Result<()> {
             ) else {
                 return ok(Status::InvalidMemoryAccess);
             };
-            note_key(&c, &key);
+            note_key(&c, key.as_bytes());
             let s = c.data();
             let status = s.host.lock().set_shared(
                 &s.opts.vm_id,
