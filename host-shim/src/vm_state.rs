@@ -2,7 +2,7 @@
 //! functions (`imports`) and the VM (`vm`) so that the host functions never depend on the code
 //! that instantiates and drives them.
 
-use crate::abi::{LogLevel, MetricType};
+use crate::abi::LogLevel;
 use crate::error::{LogLine, LogSource};
 use crate::host::Host;
 use crate::options::VmOptions;
@@ -135,8 +135,8 @@ pub(crate) struct VmState {
     /// The plugin configuration is readable (Envoy's `temp_plugin_`).
     pub configuring: bool,
     pub logs: Vec<LogLine>,
-    /// A metric id → its kind, name and slot in the host's store.
-    pub metric_ids: HashMap<u32, (MetricType, String, usize)>,
+    /// A metric id → its slot in the host's store.
+    pub metric_ids: HashMap<u32, usize>,
     pub next_metric_id: u32,
     pub tick_period_ms: u32,
     pub streams: BTreeMap<u32, StreamState>,

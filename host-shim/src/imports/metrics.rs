@@ -24,7 +24,7 @@ pub(super) fn define(l: &mut Linker<VmState>) -> wasmtime::Result<()> {
                 let id = s.next_metric_id;
                 s.next_metric_id += 1;
                 let slot = s.host.lock().define_metric(kind, &name);
-                s.metric_ids.insert(id, (kind, name.clone(), slot));
+                s.metric_ids.insert(id, slot);
                 id
             };
             ok(if put_u32(&mut c, id_ptr, id) {
@@ -80,11 +80,8 @@ pub(super) fn define(l: &mut Linker<VmState>) -> wasmtime::Result<()> {
             guard(&c, "proxy_get_metric")?;
             let value = {
                 let s = c.data();
-                let name = s
-                    .metric_ids
-                    .get(&u32::from_ne_bytes(id.to_ne_bytes()))
-                    .map(|(_, n, _)| n.clone());
-                name.and_then(|n| s.host.metric(&n))
+                let slot = s.metric_ids.get(&u32::from_ne_bytes(id.to_ne_bytes()));
+                slot.and_then(|&slot| s.host.lock().metric_values.get(slot).cloned())
             };
             let v = match value {
                 None => return ok(Status::NotFound),
@@ -103,7 +100,7 @@ pub(super) fn define(l: &mut Linker<VmState>) -> wasmtime::Result<()> {
 }
 
 fn update_metric(s: &VmState, id: i32, f: impl FnOnce(&mut MetricValue) -> Status) -> Status {
-    let Some(&(_, _, slot)) = s.metric_ids.get(&u32::from_ne_bytes(id.to_ne_bytes())) else {
+    let Some(&slot) = s.metric_ids.get(&u32::from_ne_bytes(id.to_ne_bytes())) else {
         return Status::NotFound;
     };
     let mut store = s.host.lock();

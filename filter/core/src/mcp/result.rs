@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 /// The search metadata (`_meta["mcp-tool-search/search"]`, and `metadata` over HTTP), written
-/// by hand ([`SearchMeta::json`]): it is on every search's path, where serde's per-field calls
+/// by hand ([`SearchMeta::write`]): it is on every search's path, where serde's per-field calls
 /// cost more than the fields.
 pub struct SearchMeta<'a> {
     strategy: &'static str,
@@ -62,14 +62,16 @@ impl<'a> SearchMeta<'a> {
         self
     }
 
-    /// The metadata as a JSON object, fields in declaration order (`routing`'s flattened in).
-    pub fn json(&self) -> String {
+    /// [`SearchMeta::write`] into a string of its own.
+    #[cfg(test)]
+    fn json(&self) -> String {
         let mut out = String::with_capacity(160 + 40 * self.results.len());
         self.write(&mut out);
         out
     }
 
-    /// [`SearchMeta::json`] at the end of `out`.
+    /// The metadata as a JSON object at the end of `out`, fields in declaration order
+    /// (`routing`'s flattened in).
     fn write(&self, out: &mut String) {
         let mut o = Object::starting(out);
         o.text("strategy", self.strategy);
@@ -269,7 +271,7 @@ pub fn http_search(
 ) -> String {
     let mut o = Object::with_capacity(tools.get().len() + 512);
     o.raw("tools", tools.get());
-    o.raw("metadata", &meta.json());
+    meta.write(o.member("metadata"));
     if let Some(explanations) = explanations {
         o.raw("explanations", &to_json(&explanations));
     }
