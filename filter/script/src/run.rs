@@ -1,0 +1,478 @@
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use rquickjs::context::EvalOptions;
+use rquickjs::promise::PromiseState;
+use rquickjs::{Context, Ctx, Exception, Function, Object, Persistent, Promise, Runtime, Value};
+
+use crate::{Host, Limit, Limits, Outcome, Reply, ScriptError, Step, ToolCall};
+
+const PRELUDE: &str = include_str!("prelude.js");
+
+/// The name the engine gives the script in error stacks (`at f (script:3:7)`).
+const FILENAME: &str = "script";
+
+/// The script is the body of an async function, opened on its first line so that the engine's
+/// line numbers are the script's own.
+const OPEN: &str = "(async () => {";
+const CLOSE: &str = "\n})()";
+
+/// What QuickJS throws when an allocation would pass `JS_SetMemoryLimit`, and when the stack
+/// passes `JS_SetMaxStackSize`.
+const OUT_OF_MEMORY: &str = "InternalError: out of memory";
+const STACK_OVERFLOW: &str = "RangeError: Maximum call stack size exceeded";
+
+/// What the host functions and the interrupt handler share with the run.
+struct Shared {
+    host: Box<dyn Host>,
+    limits: Limits,
+    calls: u32,
+    next_id: u32,
+    /// Calls made since the last step, for the host to send.
+    outgoing: Vec<ToolCall>,
+    /// Calls in flight: their promise's resolve and reject functions.
+    waiting: Vec<Waiting>,
+    log: String,
+    /// The limit that ended the script, which the interrupt handler also reads.
+    ended: Rc<Cell<Option<Limit>>>,
+}
+
+struct Waiting {
+    id: u32,
+    resolve: Persistent<Function<'static>>,
+    reject: Persistent<Function<'static>>,
+}
+
+/// One script, from start to its [`Outcome`]. Drop it to abandon the script (the host's request
+/// ended): the engine and everything the script held go with it.
+pub struct Run {
+    // Fields drop in this order: what holds engine values before the context, the context
+    // before the runtime (QuickJS frees a runtime only when nothing in it is referenced).
+    shared: Rc<RefCell<Shared>>,
+    promise: Option<Persistent<Promise<'static>>>,
+    ended: Rc<Cell<Option<Limit>>>,
+    /// Where the time limit falls during the current step (monotonic nanoseconds).
+    deadline: Rc<Cell<u64>>,
+    /// Nanoseconds of JavaScript run in earlier steps.
+    ran_ns: u64,
+    finished: bool,
+    context: Context,
+    /// Kept only to be dropped last: the context and every value belong to it.
+    _runtime: Runtime,
+}
+
+impl Run {
+    /// Starts `script` and runs it until it settles or waits for its first tool calls.
+    pub fn start(script: &str, host: Box<dyn Host>, limits: Limits) -> (Option<Run>, Step) {
+        let ended = Rc::new(Cell::new(None));
+        let shared = Rc::new(RefCell::new(Shared {
+            host,
+            limits: limits.clone(),
+            calls: 0,
+            next_id: 0,
+            outgoing: Vec::new(),
+            waiting: Vec::new(),
+            log: String::new(),
+            ended: ended.clone(),
+        }));
+        let engine =
+            Runtime::new().and_then(|runtime| Context::full(&runtime).map(|c| (runtime, c)));
+        let (runtime, context) = match engine {
+            Ok(engine) => engine,
+            Err(e) => {
+                let outcome = Outcome {
+                    result: Err(ScriptError::Engine(e.to_string())),
+                    log: String::new(),
+                    calls: 0,
+                };
+                return (None, Step::Done(outcome));
+            }
+        };
+        runtime.set_memory_limit(limits.memory_bytes);
+        runtime.set_max_stack_size(limits.stack_bytes);
+        let deadline = Rc::new(Cell::new(u64::MAX));
+        runtime.set_interrupt_handler(Some(interrupt_handler(&shared, &ended, &deadline)));
+        let mut run = Run {
+            shared,
+            promise: None,
+            ended,
+            deadline,
+            ran_ns: 0,
+            finished: false,
+            context,
+            _runtime: runtime,
+        };
+        let step = run.step(|run| run.evaluate(script));
+        (Some(run), step)
+    }
+
+    /// Hands the reply to call `id` to the script and runs it until it settles or waits again.
+    /// A reply to a call the run does not wait for (already answered, or never made) changes
+    /// nothing.
+    pub fn resume(&mut self, id: u32, reply: Reply) -> Step {
+        if self.finished {
+            return Step::Waiting { calls: Vec::new() };
+        }
+        if reply == Reply::TimedOut {
+            self.ended.set(Some(Limit::CallTime));
+            return self.settle();
+        }
+        self.step(|run| run.deliver(id, reply))
+    }
+
+    /// Whether the script has ended (its [`Step::Done`] was returned).
+    pub fn finished(&self) -> bool {
+        self.finished
+    }
+
+    /// Runs `first` and then the engine's jobs until none is left, timing it against the limit.
+    fn step(&mut self, first: impl FnOnce(&mut Run) -> Result<(), ScriptError>) -> Step {
+        let (started, budget) = {
+            let s = self.shared.borrow();
+            let budget = s.limits.time_ms.saturating_mul(1_000_000);
+            (s.host.now_ns(), budget)
+        };
+        self.deadline
+            .set(started.saturating_add(budget.saturating_sub(self.ran_ns)));
+        let outcome = first(self).and_then(|()| self.run_jobs());
+        let now = self.shared.borrow().host.now_ns();
+        self.ran_ns = self.ran_ns.saturating_add(now.saturating_sub(started));
+        self.deadline.set(u64::MAX);
+        match outcome {
+            Ok(()) => self.settle(),
+            Err(error) => self.finish(Err(error)),
+        }
+    }
+
+    fn evaluate(&mut self, script: &str) -> Result<(), ScriptError> {
+        let shared = self.shared.clone();
+        let promise = self.context.with(|ctx| -> Result<_, ScriptError> {
+            let install = || -> rquickjs::Result<()> {
+                let prelude: Function = ctx.eval(PRELUDE)?;
+                prelude.call::<_, ()>((natives(&ctx, &shared)?,))
+            };
+            install().map_err(|e| self.thrown(&ctx, e))?;
+            let mut options = EvalOptions::default();
+            options.filename = Some(FILENAME.to_owned());
+            options.backtrace_barrier = true;
+            let source = [OPEN, script, CLOSE].concat();
+            let promise: Promise = ctx
+                .eval_with_options(source, options)
+                .map_err(|e| self.thrown(&ctx, e))?;
+            Ok(Persistent::save(&ctx, promise))
+        })?;
+        self.promise = Some(promise);
+        Ok(())
+    }
+
+    fn deliver(&mut self, id: u32, reply: Reply) -> Result<(), ScriptError> {
+        let waiting = {
+            let mut s = self.shared.borrow_mut();
+            let Some(at) = s.waiting.iter().position(|w| w.id == id) else {
+                return Ok(());
+            };
+            s.waiting.swap_remove(at)
+        };
+        self.context.with(|ctx| {
+            let delivered = match reply {
+                Reply::Result(json) => waiting
+                    .resolve
+                    .restore(&ctx)
+                    .and_then(|resolve| resolve.call::<_, ()>((json,))),
+                Reply::Error(message) => waiting.reject.restore(&ctx).and_then(|reject| {
+                    let error = Exception::from_message(ctx.clone(), &message)?;
+                    reject.call::<_, ()>((error,))
+                }),
+                // `resume` ends the run on a timeout before it gets here.
+                Reply::TimedOut => Ok(()),
+            };
+            delivered.map_err(|e| self.thrown(&ctx, e))
+        })
+    }
+
+    fn run_jobs(&mut self) -> Result<(), ScriptError> {
+        let ended = self.ended.clone();
+        // `Ctx::execute_pending_job`, not the runtime's: that one wraps the job's context in a
+        // `Context` it does not own (QuickJS lends it), and frees it a second time on drop.
+        self.context.with(|ctx| {
+            while ended.get().is_none() && ctx.execute_pending_job() {
+                // A job's own exceptions become rejections: one is left behind only when the
+                // engine interrupts the script or runs out of memory.
+                let thrown = ctx.catch();
+                if thrown.type_of() != rquickjs::Type::Uninitialized && ended.get().is_none() {
+                    return Err(self.limit_or(error_from_value(&thrown)));
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Where the script stands after a step.
+    fn settle(&mut self) -> Step {
+        if let Some(limit) = self.ended.get() {
+            let value = limit.value(&self.shared.borrow().limits);
+            return self.finish(Err(ScriptError::Limit { limit, value }));
+        }
+        let Some(promise) = self.promise.clone() else {
+            return self.finish(Err(ScriptError::Stalled));
+        };
+        let state = self
+            .context
+            .with(|ctx| -> Result<Option<String>, ScriptError> {
+                let promise = promise.restore(&ctx).map_err(|e| self.thrown(&ctx, e))?;
+                match promise.state() {
+                    PromiseState::Pending => Ok(None),
+                    PromiseState::Resolved => {
+                        let value: Value = match promise.result() {
+                            Some(Ok(value)) => value,
+                            Some(Err(e)) => return Err(self.thrown(&ctx, e)),
+                            None => return Ok(None),
+                        };
+                        match ctx.json_stringify(value) {
+                            Ok(Some(json)) => json
+                                .to_string()
+                                .map(Some)
+                                .map_err(|e| ScriptError::NotJson(e.to_string())),
+                            Ok(None) => Ok(Some("null".to_owned())),
+                            Err(_) => Err(ScriptError::NotJson(message_of(&ctx.catch()))),
+                        }
+                    }
+                    PromiseState::Rejected => match promise.result::<Value>() {
+                        Some(Err(e)) => Err(self.thrown(&ctx, e)),
+                        _ => Err(ScriptError::Stalled),
+                    },
+                }
+            });
+        match state {
+            Ok(Some(json)) => self.finish(Ok(json)),
+            Err(error) => self.finish(Err(error)),
+            Ok(None) => {
+                let mut s = self.shared.borrow_mut();
+                if s.outgoing.is_empty() && s.waiting.is_empty() {
+                    drop(s);
+                    return self.finish(Err(ScriptError::Stalled));
+                }
+                Step::Waiting {
+                    calls: std::mem::take(&mut s.outgoing),
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self, result: Result<String, ScriptError>) -> Step {
+        self.finished = true;
+        let mut s = self.shared.borrow_mut();
+        let result = match result {
+            Ok(json) if json.len().saturating_add(s.log.len()) > s.limits.output_bytes => {
+                Err(ScriptError::Limit {
+                    limit: Limit::Output,
+                    value: Limit::Output.value(&s.limits),
+                })
+            }
+            other => other,
+        };
+        // The engine's values go now, while the runtime is alive.
+        s.waiting.clear();
+        s.outgoing.clear();
+        let outcome = Outcome {
+            result,
+            log: std::mem::take(&mut s.log),
+            calls: s.calls,
+        };
+        drop(s);
+        self.promise = None;
+        Step::Done(outcome)
+    }
+
+    /// The error a failed engine call left: a limit if one ended the script, otherwise what
+    /// the script threw.
+    fn thrown(&self, ctx: &Ctx<'_>, error: rquickjs::Error) -> ScriptError {
+        if let Some(limit) = self.ended.get() {
+            let _ = ctx.catch();
+            let value = limit.value(&self.shared.borrow().limits);
+            return ScriptError::Limit { limit, value };
+        }
+        match error {
+            rquickjs::Error::Exception => self.limit_or(error_from_value(&ctx.catch())),
+            rquickjs::Error::Allocation => self.limit_or(ScriptError::Thrown {
+                message: OUT_OF_MEMORY.to_owned(),
+                line: None,
+            }),
+            other => ScriptError::Thrown {
+                message: other.to_string(),
+                line: None,
+            },
+        }
+    }
+
+    /// The engine's own errors for its heap and stack limits, as those limits: the script may
+    /// catch them, but one that ends the script is the limit's doing.
+    fn limit_or(&self, error: ScriptError) -> ScriptError {
+        let limit = match &error {
+            ScriptError::Thrown { message, .. } if message == OUT_OF_MEMORY => Limit::Memory,
+            ScriptError::Thrown { message, .. } if message == STACK_OVERFLOW => Limit::Stack,
+            _ => return error,
+        };
+        let value = limit.value(&self.shared.borrow().limits);
+        ScriptError::Limit { limit, value }
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        // Persistent values must go before the runtime they live in.
+        if let Ok(mut s) = self.shared.try_borrow_mut() {
+            s.waiting.clear();
+        }
+        self.promise = None;
+    }
+}
+
+/// Ends the script (an uncatchable interrupt) when a limit was hit or its time is up. The engine
+/// calls it every few thousand instructions, also from inside a host function, where `shared`
+/// is borrowed: then it waits for the next call.
+fn interrupt_handler(
+    shared: &Rc<RefCell<Shared>>,
+    ended: &Rc<Cell<Option<Limit>>>,
+    deadline: &Rc<Cell<u64>>,
+) -> Box<dyn FnMut() -> bool> {
+    let (shared, ended, deadline) = (Rc::downgrade(shared), ended.clone(), deadline.clone());
+    Box::new(move || {
+        if ended.get().is_some() {
+            return true;
+        }
+        let now = shared
+            .upgrade()
+            .and_then(|s| s.try_borrow().ok().map(|s| s.host.now_ns()));
+        if now.is_some_and(|now| now > deadline.get()) {
+            ended.set(Some(Limit::Time));
+            return true;
+        }
+        false
+    })
+}
+
+/// The host functions the prelude wraps.
+fn natives<'js>(ctx: &Ctx<'js>, shared: &Rc<RefCell<Shared>>) -> rquickjs::Result<Object<'js>> {
+    let natives = Object::new(ctx.clone())?;
+    let s = shared.clone();
+    natives.set(
+        "search",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, query: String, namespace: Option<String>, limit: Option<f64>| {
+                let limit = limit.map(|l| l.clamp(0.0, f64::from(u32::MAX)) as u32);
+                let answer = s
+                    .borrow_mut()
+                    .host
+                    .search(&query, namespace.as_deref(), limit);
+                answer.map_err(|message| Exception::throw_message(&ctx, &message))
+            },
+        )?,
+    )?;
+    let s = shared.clone();
+    natives.set(
+        "describe",
+        Function::new(ctx.clone(), move |ctx: Ctx<'js>, names: Vec<String>| {
+            let answer = s.borrow_mut().host.describe(&names);
+            answer.map_err(|message| Exception::throw_message(&ctx, &message))
+        })?,
+    )?;
+    let s = shared.clone();
+    natives.set(
+        "call",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, name: String, arguments: String| call(&ctx, &s, name, arguments),
+        )?,
+    )?;
+    let s = shared.clone();
+    natives.set(
+        "log",
+        Function::new(ctx.clone(), move |line: String| {
+            let mut s = s.borrow_mut();
+            if s.log.len().saturating_add(line.len()).saturating_add(1) > s.limits.output_bytes {
+                s.ended.set(Some(Limit::Output));
+                return;
+            }
+            s.log.push_str(&line);
+            s.log.push('\n');
+        })?,
+    )?;
+    Ok(natives)
+}
+
+/// `tools.call`: a promise the host settles with [`Run::resume`]. A call over the limit ends
+/// the script; a call the policy refuses rejects at once and never leaves.
+fn call<'js>(
+    ctx: &Ctx<'js>,
+    shared: &Rc<RefCell<Shared>>,
+    name: String,
+    arguments: String,
+) -> rquickjs::Result<Promise<'js>> {
+    let (promise, resolve, reject) = ctx.promise()?;
+    let mut s = shared.borrow_mut();
+    if s.calls >= s.limits.calls {
+        s.ended.set(Some(Limit::Calls));
+        return Err(Exception::throw_internal(ctx, &Limit::Calls.to_string()));
+    }
+    if let Err(message) = s.host.authorize(&name, &arguments) {
+        drop(s);
+        reject.call::<_, ()>((Exception::from_message(ctx.clone(), &message)?,))?;
+        return Ok(promise);
+    }
+    s.calls += 1;
+    let id = s.next_id;
+    s.next_id = s.next_id.wrapping_add(1);
+    s.outgoing.push(ToolCall {
+        id,
+        name,
+        arguments,
+    });
+    s.waiting.push(Waiting {
+        id,
+        resolve: Persistent::save(ctx, resolve),
+        reject: Persistent::save(ctx, reject),
+    });
+    Ok(promise)
+}
+
+/// The message and script line of a thrown value.
+fn error_from_value(thrown: &Value<'_>) -> ScriptError {
+    let line = thrown
+        .as_object()
+        .and_then(|o| o.get::<_, Option<String>>("stack").ok().flatten())
+        .and_then(|stack| script_line(&stack));
+    ScriptError::Thrown {
+        message: message_of(thrown),
+        line,
+    }
+}
+
+/// `name: message` for an Error, the value's text for anything else thrown.
+fn message_of(thrown: &Value<'_>) -> String {
+    if let Some(exception) = thrown.as_exception() {
+        let message = exception.message().unwrap_or_default();
+        let name = exception
+            .get::<_, Option<String>>("name")
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| "Error".to_owned());
+        return format!("{name}: {message}");
+    }
+    let text = thrown
+        .clone()
+        .try_into_string()
+        .ok()
+        .and_then(|s| s.to_string().ok());
+    text.unwrap_or_else(|| format!("{thrown:?}"))
+}
+
+/// The first line of the script in an engine stack (`    at f (script:3:7)`).
+fn script_line(stack: &str) -> Option<u32> {
+    let marker = format!("({FILENAME}:");
+    let at = stack.find(&marker)?;
+    let rest = stack.get(at + marker.len()..)?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
