@@ -1,6 +1,6 @@
 use std::fmt;
 
-use crate::limits::Limit;
+use crate::limits::{Limit, Limits};
 
 /// Why a script ended without a result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,6 +16,16 @@ pub enum ScriptError {
     Stalled,
     /// The engine could not start (out of memory before the script ran).
     Engine(String),
+}
+
+impl ScriptError {
+    /// `limit` ended the script: the error names it with its value in `limits`.
+    pub fn limit(limit: Limit, limits: &Limits) -> Self {
+        ScriptError::Limit {
+            limit,
+            value: limit.value(limits),
+        }
+    }
 }
 
 impl fmt::Display for ScriptError {

@@ -210,8 +210,7 @@ impl Run {
     /// Where the script stands after a step.
     fn settle(&mut self) -> Step {
         if let Some(limit) = self.ended.get() {
-            let value = limit.value(&self.shared.borrow().limits);
-            return self.finish(Err(ScriptError::Limit { limit, value }));
+            return self.finish(Err(self.limit_error(limit)));
         }
         let Some(promise) = self.promise.clone() else {
             return self.finish(Err(ScriptError::Stalled));
@@ -264,10 +263,7 @@ impl Run {
         let mut s = self.shared.borrow_mut();
         let result = match result {
             Ok(json) if json.len().saturating_add(s.log.len()) > s.limits.output_bytes => {
-                Err(ScriptError::Limit {
-                    limit: Limit::Output,
-                    value: Limit::Output.value(&s.limits),
-                })
+                Err(ScriptError::limit(Limit::Output, &s.limits))
             }
             other => other,
         };
@@ -289,8 +285,7 @@ impl Run {
     fn thrown(&self, ctx: &Ctx<'_>, error: rquickjs::Error) -> ScriptError {
         if let Some(limit) = self.ended.get() {
             let _ = ctx.catch();
-            let value = limit.value(&self.shared.borrow().limits);
-            return ScriptError::Limit { limit, value };
+            return self.limit_error(limit);
         }
         match error {
             rquickjs::Error::Exception => self.limit_or(error_from_value(&ctx.catch())),
@@ -313,8 +308,11 @@ impl Run {
             ScriptError::Thrown { message, .. } if message == STACK_OVERFLOW => Limit::Stack,
             _ => return error,
         };
-        let value = limit.value(&self.shared.borrow().limits);
-        ScriptError::Limit { limit, value }
+        self.limit_error(limit)
+    }
+
+    fn limit_error(&self, limit: Limit) -> ScriptError {
+        ScriptError::limit(limit, &self.shared.borrow().limits)
     }
 }
 

@@ -135,6 +135,15 @@ fn limit_of(outcome: &Outcome) -> Limit {
     }
 }
 
+/// Starts a script that must wait for tool calls: the run and the calls it waits for.
+fn waiting(script: &str) -> (Run, Vec<ToolCall>) {
+    let (run, step) = Run::start(script, Catalog::boxed(), Limits::default());
+    let Step::Waiting { calls } = step else {
+        panic!("{step:?}")
+    };
+    (run.unwrap(), calls)
+}
+
 #[test]
 fn a_script_searches_describes_calls_three_tools_and_combines_them() {
     let script = r#"
@@ -341,15 +350,8 @@ fn too_many_calls_end_the_script_even_when_it_catches() {
 
 #[test]
 fn a_call_that_times_out_ends_the_script() {
-    let (run, step) = Run::start(
-        "try { await tools.weather_current({city: 'x'}); } catch (e) { return 'caught'; }",
-        Catalog::boxed(),
-        Limits::default(),
-    );
-    let mut run = run.unwrap();
-    let Step::Waiting { calls } = step else {
-        panic!("{step:?}")
-    };
+    let (mut run, calls) =
+        waiting("try { await tools.weather_current({city: 'x'}); } catch (e) { return 'caught'; }");
     let Step::Done(outcome) = run.resume(calls[0].id, Reply::TimedOut) else {
         panic!("still waiting")
     };
@@ -359,15 +361,9 @@ fn a_call_that_times_out_ends_the_script() {
 
 #[test]
 fn an_upstream_error_rejects_the_call() {
-    let (run, step) = Run::start(
+    let (mut run, calls) = waiting(
         "try { await tools.weather_current({city: 'x'}); } catch (e) { return e.message; }",
-        Catalog::boxed(),
-        Limits::default(),
     );
-    let mut run = run.unwrap();
-    let Step::Waiting { calls } = step else {
-        panic!("{step:?}")
-    };
     let Step::Done(outcome) = run.resume(calls[0].id, Reply::Error("upstream answered 503".into()))
     else {
         panic!("still waiting")
@@ -401,29 +397,17 @@ fn a_script_awaiting_nothing_stalls_with_an_error() {
 
 #[test]
 fn a_run_dropped_while_calls_are_in_flight_goes_quietly() {
-    let (run, step) = Run::start(
+    let (run, calls) = waiting(
         "const a = tools.weather_current({city: 'a'}); const b = tools.air_quality({city: 'b'}); return [await a, await b];",
-        Catalog::boxed(),
-        Limits::default(),
     );
-    let Step::Waiting { calls } = step else {
-        panic!("{step:?}")
-    };
     assert_eq!(calls.len(), 2);
     drop(run);
 }
 
 #[test]
 fn a_reply_to_an_unknown_call_changes_nothing() {
-    let (run, step) = Run::start(
-        "return (await tools.weather_current({city: 'a'})).structuredContent.city;",
-        Catalog::boxed(),
-        Limits::default(),
-    );
-    let mut run = run.unwrap();
-    let Step::Waiting { calls } = step else {
-        panic!("{step:?}")
-    };
+    let (mut run, calls) =
+        waiting("return (await tools.weather_current({city: 'a'})).structuredContent.city;");
     assert_eq!(
         run.resume(99, Reply::Result("{}".into())),
         Step::Waiting { calls: vec![] }
