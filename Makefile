@@ -12,11 +12,13 @@ WASM := target/dist/mcp_tool_search.wasm
 WASM_OPT := wasm-opt
 WASM_OPT_FLAGS := -O3 --enable-bulk-memory --enable-mutable-globals --enable-nontrapping-float-to-int \
 	--enable-sign-ext --enable-multivalue --enable-reference-types
-# A Debian package when the machine lacks its command: `$(call apt_install,command,package...)`.
-apt_install = command -v $(1) >/dev/null || { \
+# Debian packages: `$(call apt_get,package...)` installs them; `$(call apt_install,command,package...)`
+# when the machine lacks the command.
+apt_get = { \
 	sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo"; \
 	export DEBIAN_FRONTEND=noninteractive; \
-	$$sudo apt-get install -y -q $(2) || { $$sudo apt-get update -q && $$sudo apt-get install -y -q $(2); }; }
+	$$sudo apt-get install -y -q $(1) || { $$sudo apt-get update -q && $$sudo apt-get install -y -q $(1); }; }
+apt_install = command -v $(1) >/dev/null || $(call apt_get,$(2))
 VENV := .venv
 ENVOY := $(VENV)/bin/envoy
 ENVOY_VERSION := 1.40.0
@@ -44,7 +46,7 @@ VENV_BROWSER := .cache/venv-browser
 # Where `make embedder` puts the sidecar (cargo's target directory, wherever that is).
 EMBEDDER_BIN := $(abspath $(or $(CARGO_TARGET_DIR),target)/release/mcp-tool-search-embedder)
 
-.PHONY: help wasm wasm-opt oci test test-native lint fmt eval ablations demo gateway run run-baseline validate envoy peers python-peers \
+.PHONY: help wasm wasm-opt wasi-sdk sandbox-wasm oci test test-native lint fmt eval ablations demo gateway run run-baseline validate envoy peers python-peers \
 	node-peers clean model fetch-model embedder run-embedder bench-embedder bench bench-gateway soak fuzz \
 	playground playground-build test-playground browser
 
@@ -53,6 +55,7 @@ help:
 	@echo "make gateway    the filter before Envoy's mcp_router over three MCP servers (rmcp, FastMCP, server-everything)"
 	@echo "make test       every test: native core, Envoy end to end, make validate (builds and installs what it needs)"
 	@echo "make wasm       build $(WASM)"
+	@echo "make sandbox-wasm   code mode's sandbox alone in a proxy-wasm module, for its Envoy e2e: $(SANDBOX_WASM)"
 	@echo "make oci        the OCI image for Istio's WasmPlugin: $(OCI_ARCHIVE) (needs umoci, installed with apt-get)"
 	@echo "make run UPSTREAM=host:port LISTEN=port [PLUGIN_CONFIG=file]   the filter in front of any MCP server"
 	@echo "make eval [DATA=folder] [MIN_NDCG=x]   retrieval quality (tools.jsonl + queries.jsonl); fails below the BM25 NDCG@10 floor x"
@@ -93,6 +96,33 @@ target/dist/%.wasm: $(CARGO_OUT)/$(WASM_TARGET)/release/%.wasm
 # binaryen (Debian's package) for wasm-opt.
 wasm-opt:
 	@$(call apt_install,$(WASM_OPT),binaryen)
+
+# Code mode's engine (QuickJS, filter/script) is C: rquickjs-sys compiles it for wasm32-wasip1
+# with the WASI SDK found at WASI_SDK, and would otherwise download one. Debian's packages make
+# one: clang 14 (which names the target wasm32-wasi, not Rust's wasm32-wasip1), llvm-ar, and
+# wasi-libc's sysroot under /usr. Used as `WASI_SDK=$(abspath $(WASI_SDK)) cargo build ...`.
+WASI_SDK := .cache/wasi-sdk
+$(WASI_SDK)/bin/clang:
+	@$(call apt_install,clang-14,clang-14)
+	@$(call apt_install,llvm-ar-14,llvm-14)
+	@[ -e /usr/lib/wasm32-wasi/libc.a ] || $(call apt_get,wasi-libc)
+	@ls /usr/lib/llvm-14/lib/clang/*/lib/wasi/libclang_rt.builtins-wasm32.a >/dev/null 2>&1 || \
+		$(call apt_get,libclang-rt-14-dev-wasm32)
+	@mkdir -p $(WASI_SDK)/bin $(WASI_SDK)/share
+	ln -sfn /usr/bin/llvm-ar-14 $(WASI_SDK)/bin/ar
+	ln -sfn /usr $(WASI_SDK)/share/wasi-sysroot
+	printf '#!/bin/sh\nfor a; do shift; case "$$a" in --target=wasm32-wasip1) a=--target=wasm32-wasi;; esac; set -- "$$@" "$$a"; done\nexec clang-14 "$$@"\n' > $@.tmp
+	chmod +x $@.tmp && mv $@.tmp $@
+
+wasi-sdk: $(WASI_SDK)/bin/clang
+
+# Code mode's sandbox alone in a proxy-wasm module (filter/script/sandbox-module), which the
+# Envoy e2e of its limits loads (wasm-tests/tests/sandbox_e2e.rs).
+SANDBOX_WASM := target/dist/mcp_tool_search_sandbox_module.wasm
+sandbox-wasm: .rust-target-$(WASM_TARGET) wasm-opt $(WASI_SDK)/bin/clang
+	WASI_SDK=$(abspath $(WASI_SDK)) cargo build --release --target $(WASM_TARGET) -p mcp-tool-search-sandbox-module
+	@$(MAKE) --no-print-directory $(SANDBOX_WASM)
+	@ls -l $(SANDBOX_WASM)
 
 # A real Envoy with the V8 Wasm runtime, from PyPI, in a venv of our own.
 $(ENVOY):
@@ -148,24 +178,26 @@ test-native:
 # The Envoy end-to-end tests of semantic ranking (wasm-tests/tests/semantic_e2e.rs) run the
 # sidecar built by `embedder`, with the model from `model`.
 test: PLAYGROUND_MCP_PYTHON = $(CURDIR)/$(VENV)/bin/python
-test: wasm envoy python-peers node-peers model embedder validate test-playground
+test: wasm sandbox-wasm envoy python-peers node-peers model embedder validate test-playground
 	@rm -f $(OCI_ARCHIVE)
 	@envoy/oci-image.sh --install $(WASM) $(OCI_ARCHIVE) $(OCI_TAG) || \
 		echo "make test: no OCI image (umoci cannot be installed here); tests/oci_image.rs will say it skipped"
 	ENVOY_BIN=$(CURDIR)/$(ENVOY) FILTER_WASM=$(CURDIR)/$(WASM) EMBEDDER_BIN=$(EMBEDDER_BIN) \
 		MCP_PYTHON=$(CURDIR)/$(VENV)/bin/python MCP2_PYTHON=$(CURDIR)/$(VENV_MCP2)/bin/python MODEL_DIR=$(abspath $(MODEL_DIR)) \
-		SERVER_EVERYTHING=$(CURDIR)/$(SERVER_EVERYTHING) OCI_ARCHIVE=$(CURDIR)/$(OCI_ARCHIVE) cargo test --workspace
+		SERVER_EVERYTHING=$(CURDIR)/$(SERVER_EVERYTHING) OCI_ARCHIVE=$(CURDIR)/$(OCI_ARCHIVE) \
+		SANDBOX_WASM=$(CURDIR)/$(SANDBOX_WASM) cargo test --workspace
 
 # The OCI image Istio's WasmPlugin pulls (one layer, plugin.wasm), as an OCI layout archive:
 # push it with `skopeo copy oci-archive:$(OCI_ARCHIVE) docker://REGISTRY/mcp-tool-search:$(OCI_TAG)`.
 oci: wasm
 	envoy/oci-image.sh --install $(WASM) $(OCI_ARCHIVE) $(OCI_TAG)
 
-lint: .rust-target-$(WASM_TARGET) .rust-target-$(PLAYGROUND_TARGET)
+lint: .rust-target-$(WASM_TARGET) .rust-target-$(PLAYGROUND_TARGET) $(WASI_SDK)/bin/clang
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo build -p mcp-tool-search-core-fuzz --bins
 	cargo clippy -p mcp-tool-search -p mcp-tool-search-core -p mcp-tool-search-bench-floor --target $(WASM_TARGET) -- -D warnings
+	WASI_SDK=$(abspath $(WASI_SDK)) cargo clippy -p mcp-tool-search-sandbox-module --target $(WASM_TARGET) -- -D warnings
 	cargo clippy -p mcp-tool-search-playground --target $(PLAYGROUND_TARGET) -- -D warnings
 
 fmt:

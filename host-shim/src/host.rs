@@ -48,6 +48,8 @@ pub(crate) struct Store {
     /// Wall clock in nanoseconds since the epoch, and the monotonic clock.
     pub now_ns: u64,
     pub monotonic_ns: u64,
+    /// How far both clocks move on each read by a module ([`Host::set_clock_tick_ns`]).
+    pub tick_ns: u64,
     pub next_vm: usize,
 }
 
@@ -68,6 +70,7 @@ impl Store {
             metric_values: Vec::new(),
             now_ns,
             monotonic_ns: 1_000_000_000,
+            tick_ns: 0,
             next_vm: 0,
         }
     }
@@ -257,6 +260,29 @@ impl Host {
 
     pub fn set_now_ns(&self, ns: u64) {
         self.lock().now_ns = ns;
+    }
+
+    /// Makes time pass as modules work: every read of a clock by a module (proxy-wasm's or
+    /// WASI's) moves both clocks forward by `ns` after it. For code that bounds its own running
+    /// time by the clock, such as code mode's sandbox, which the host-shim clock, still unless
+    /// advanced, would let run forever.
+    pub fn set_clock_tick_ns(&self, ns: u64) {
+        self.lock().tick_ns = ns;
+    }
+
+    /// A module's read of clock `id` (0 the wall clock, 1 the monotonic one), which moves the
+    /// clocks by the tick.
+    pub(crate) fn read_clock(&self, id: u32) -> Option<u64> {
+        let mut s = self.lock();
+        let now = match id {
+            0 => s.now_ns,
+            1 => s.monotonic_ns,
+            _ => return None,
+        };
+        let tick = s.tick_ns;
+        s.now_ns = s.now_ns.saturating_add(tick);
+        s.monotonic_ns = s.monotonic_ns.saturating_add(tick);
+        Some(now)
     }
 
     /// Moves both clocks forward.

@@ -12,10 +12,11 @@
 
 mod error;
 mod limits;
+mod memory;
 mod run;
 
 pub use error::ScriptError;
-pub use limits::{Limit, Limits};
+pub use limits::{Limit, Limits, MAX_STACK_BYTES};
 pub use run::Run;
 
 /// The script API, as the injected tool's description documents it.

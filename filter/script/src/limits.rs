@@ -9,7 +9,7 @@ pub struct Limits {
     /// The engine's heap, in bytes. A Wasm VM's memory never shrinks, so this is also what one
     /// script may add to the worker's VM for good.
     pub memory_bytes: usize,
-    /// The engine's stack, in bytes (deep recursion).
+    /// The engine's stack, in bytes (deep recursion), at most [`MAX_STACK_BYTES`].
     pub stack_bytes: usize,
     /// Tool calls per script.
     pub calls: u32,
@@ -19,12 +19,20 @@ pub struct Limits {
     pub output_bytes: usize,
 }
 
+/// The largest stack a script may have. On Wasm QuickJS measures its stack in linear memory
+/// while the engine running the module (V8, wasmtime) has a native stack of its own, and running
+/// out of that one traps the whole VM instead of ending the script. Measured in Envoy 1.40's V8,
+/// every recursive path (calls, getters, callbacks, the parser, JSON) ends with the stack limit
+/// at 256 KiB, and a getter recursion trapped the VM at 512 KiB (docs/CODE-MODE.md); wasmtime's
+/// native stack is half of V8's. Larger values are lowered to this one.
+pub const MAX_STACK_BYTES: usize = 256 << 10;
+
 impl Default for Limits {
     fn default() -> Self {
         Self {
             time_ms: 200,
             memory_bytes: 8 << 20,
-            stack_bytes: 256 << 10,
+            stack_bytes: 128 << 10,
             calls: 16,
             call_time_ms: 30_000,
             output_bytes: 64 << 10,

@@ -3,9 +3,12 @@ use std::rc::Rc;
 
 use rquickjs::context::EvalOptions;
 use rquickjs::promise::PromiseState;
-use rquickjs::{Context, Ctx, Exception, Function, Object, Persistent, Promise, Runtime, Value};
+use rquickjs::{
+    qjs, Context, Ctx, Exception, Function, Object, Persistent, Promise, Runtime, Value,
+};
 
-use crate::{Host, Limit, Limits, Outcome, Reply, ScriptError, Step, ToolCall};
+use crate::memory::Metered;
+use crate::{Host, Limit, Limits, Outcome, Reply, ScriptError, Step, ToolCall, MAX_STACK_BYTES};
 
 const PRELUDE: &str = include_str!("prelude.js");
 
@@ -17,9 +20,8 @@ const FILENAME: &str = "script";
 const OPEN: &str = "(async () => {";
 const CLOSE: &str = "\n})()";
 
-/// What QuickJS throws when an allocation would pass `JS_SetMemoryLimit`, and when the stack
-/// passes `JS_SetMaxStackSize`.
-const OUT_OF_MEMORY: &str = "InternalError: out of memory";
+/// What QuickJS throws when the stack passes `JS_SetMaxStackSize`. (A refused allocation is
+/// known from the heap itself: `memory::Metered`.)
 const STACK_OVERFLOW: &str = "RangeError: Maximum call stack size exceeded";
 
 /// What the host functions and the interrupt handler share with the run.
@@ -75,8 +77,11 @@ impl Run {
             log: String::new(),
             ended: ended.clone(),
         }));
-        let engine =
-            Runtime::new().and_then(|runtime| Context::full(&runtime).map(|c| (runtime, c)));
+        let deadline = Rc::new(Cell::new(u64::MAX));
+        let over_time = over_time(&shared, &ended, &deadline);
+        let heap = Metered::new(limits.memory_bytes, ended.clone(), over_time.clone());
+        let engine = Runtime::new_with_alloc(heap)
+            .and_then(|runtime| Context::full(&runtime).map(|c| (runtime, c)));
         let (runtime, context) = match engine {
             Ok(engine) => engine,
             Err(e) => {
@@ -88,10 +93,10 @@ impl Run {
                 return (None, Step::Done(outcome));
             }
         };
-        runtime.set_memory_limit(limits.memory_bytes);
-        runtime.set_max_stack_size(limits.stack_bytes);
-        let deadline = Rc::new(Cell::new(u64::MAX));
-        runtime.set_interrupt_handler(Some(interrupt_handler(&shared, &ended, &deadline)));
+        // Zero would turn QuickJS's stack check off.
+        runtime.set_max_stack_size(limits.stack_bytes.clamp(1, MAX_STACK_BYTES));
+        // An uncatchable interrupt: the script cannot go on after a limit, even inside `try`.
+        runtime.set_interrupt_handler(Some(Box::new(move || over_time())));
         let mut run = Run {
             shared,
             promise: None,
@@ -134,6 +139,7 @@ impl Run {
         };
         self.deadline
             .set(started.saturating_add(budget.saturating_sub(self.ran_ns)));
+        self.measure_stack_from_here();
         let outcome = first(self).and_then(|()| self.run_jobs());
         let now = self.shared.borrow().host.now_ns();
         self.ran_ns = self.ran_ns.saturating_add(now.saturating_sub(started));
@@ -142,6 +148,17 @@ impl Run {
             Ok(()) => self.settle(),
             Err(error) => self.finish(Err(error)),
         }
+    }
+
+    /// QuickJS measures `stack_bytes` from the stack top it recorded when the runtime was made;
+    /// a host resumes the script from other callbacks, at other depths, so each step records it
+    /// again.
+    fn measure_stack_from_here(&self) {
+        self.context.with(|ctx| {
+            // SAFETY: the context is alive for the closure, and its runtime with it; recording
+            // the stack top reads only the current frame's address.
+            unsafe { qjs::JS_UpdateStackTop(qjs::JS_GetRuntime(ctx.as_raw().as_ptr())) }
+        });
     }
 
     fn evaluate(&mut self, script: &str) -> Result<(), ScriptError> {
@@ -289,10 +306,8 @@ impl Run {
         }
         match error {
             rquickjs::Error::Exception => self.limit_or(error_from_value(&ctx.catch())),
-            rquickjs::Error::Allocation => self.limit_or(ScriptError::Thrown {
-                message: OUT_OF_MEMORY.to_owned(),
-                line: None,
-            }),
+            // The heap refused nothing, so the VM's own memory could not grow.
+            rquickjs::Error::Allocation => self.limit_error(Limit::Memory),
             other => ScriptError::Thrown {
                 message: other.to_string(),
                 line: None,
@@ -300,15 +315,15 @@ impl Run {
         }
     }
 
-    /// The engine's own errors for its heap and stack limits, as those limits: the script may
-    /// catch them, but one that ends the script is the limit's doing.
+    /// The engine's own error for its stack limit, as that limit: the script may catch it, but
+    /// one that ends the script is the limit's doing.
     fn limit_or(&self, error: ScriptError) -> ScriptError {
-        let limit = match &error {
-            ScriptError::Thrown { message, .. } if message == OUT_OF_MEMORY => Limit::Memory,
-            ScriptError::Thrown { message, .. } if message == STACK_OVERFLOW => Limit::Stack,
-            _ => return error,
-        };
-        self.limit_error(limit)
+        match &error {
+            ScriptError::Thrown { message, .. } if message == STACK_OVERFLOW => {
+                self.limit_error(Limit::Stack)
+            }
+            _ => error,
+        }
     }
 
     fn limit_error(&self, limit: Limit) -> ScriptError {
@@ -326,16 +341,17 @@ impl Drop for Run {
     }
 }
 
-/// Ends the script (an uncatchable interrupt) when a limit was hit or its time is up. The engine
-/// calls it every few thousand instructions, also from inside a host function, where `shared`
-/// is borrowed: then it waits for the next call.
-fn interrupt_handler(
+/// Whether the script must end: a limit was hit, or its time is up (which it records). The
+/// interrupt handler asks it every few hundred calls and loop iterations, and the heap every few
+/// hundred allocations, for work inside built-in functions, which never polls. It may be asked
+/// from inside a host function, where `shared` is borrowed: then the next question decides.
+fn over_time(
     shared: &Rc<RefCell<Shared>>,
     ended: &Rc<Cell<Option<Limit>>>,
     deadline: &Rc<Cell<u64>>,
-) -> Box<dyn FnMut() -> bool> {
+) -> Rc<dyn Fn() -> bool> {
     let (shared, ended, deadline) = (Rc::downgrade(shared), ended.clone(), deadline.clone());
-    Box::new(move || {
+    Rc::new(move || {
         if ended.get().is_some() {
             return true;
         }

@@ -190,13 +190,11 @@ pub(super) fn define(l: &mut Linker<VmState>, m: &str) -> wasmtime::Result<()> {
         "clock_time_get",
         |mut c: C, id: i32, _precision: i64, out: i32| -> R {
             guard(&c, "clock_time_get")?;
-            let now = {
-                let store = c.data().host.lock();
-                match id {
-                    0 => store.now_ns,
-                    1 => store.monotonic_ns,
-                    _ => return Ok(errno::NOTSUP),
-                }
+            let Some(now) = u32::try_from(id)
+                .ok()
+                .and_then(|id| c.data().host.read_clock(id))
+            else {
+                return Ok(errno::NOTSUP);
             };
             Ok(if put_u64(&mut c, out, now) {
                 errno::SUCCESS
