@@ -21,18 +21,18 @@ pub struct Limits {
 
 /// The largest stack a script may have. On Wasm QuickJS measures its stack in linear memory
 /// while the engine running the module (V8, wasmtime) has a native stack of its own, and running
-/// out of that one traps the whole VM instead of ending the script. Measured in Envoy 1.40's V8,
-/// every recursive path (calls, getters, callbacks, the parser, JSON) ends with the stack limit
-/// at 256 KiB, and a getter recursion trapped the VM at 512 KiB (docs/CODE-MODE.md); wasmtime's
-/// native stack is half of V8's. Larger values are lowered to this one.
-pub const MAX_STACK_BYTES: usize = 256 << 10;
+/// out of that one traps the whole VM instead of ending the script. Every recursive path (calls,
+/// getters, callbacks, the parser, JSON) ends with the stack limit at 128 KiB in Envoy 1.40's V8
+/// and in wasmtime with its default 512 KiB stack; wasmtime trapped at 192 KiB and V8 at 512 KiB
+/// (docs/CODE-MODE.md). Larger values are lowered to this one.
+pub const MAX_STACK_BYTES: usize = 128 << 10;
 
 impl Default for Limits {
     fn default() -> Self {
         Self {
             time_ms: 200,
             memory_bytes: 8 << 20,
-            stack_bytes: 128 << 10,
+            stack_bytes: 64 << 10,
             calls: 16,
             call_time_ms: 30_000,
             output_bytes: 64 << 10,
