@@ -1,5 +1,6 @@
 //! The engine's heap, metered: QuickJS allocates through [`Metered`], which refuses what would
-//! pass the script's memory limit and records that it did, and which also watches the time.
+//! pass the script's memory limit and records that it did, watches the time, and gives back
+//! every block when the run's runtime goes.
 //!
 //! QuickJS's own limit (`JS_SetMemoryLimit`) only makes an allocation fail; the script can catch
 //! the error, and when memory is too short even to build the error the engine throws `null`, so
@@ -11,11 +12,19 @@
 //! past a 200 ms limit in Envoy's V8 before the next poll. Built-ins allocate as they work: every
 //! [`CHECK_EVERY`] allocations the heap asks whether the script is over its time, and refuses that
 //! allocation if so, which ends the built-in at once.
+//!
+//! A refusal lands wherever the built-in happens to be, and some of QuickJS's error paths then
+//! leave objects unfreed (in Envoy, `JSON.stringify` ended this way left some about one run in
+//! two). The patched QuickJS no longer aborts on them when the runtime is freed, and the heap
+//! keeps its blocks in a list and frees whatever is left when it is dropped, after the runtime:
+//! a script cannot leak into the worker's VM.
 
+use std::alloc::{self, Layout};
 use std::cell::Cell;
+use std::ptr::{self, NonNull};
 use std::rc::Rc;
 
-use rquickjs::allocator::{Allocator, RustAllocator};
+use rquickjs::allocator::Allocator;
 
 use crate::Limit;
 
@@ -23,9 +32,25 @@ use crate::Limit;
 /// a loop allocating as fast as it can makes a few million allocations a second.
 const CHECK_EVERY: u32 = 256;
 
+/// QuickJS stores 64-bit values in its blocks.
+const ALIGN: usize = 8;
+
+/// What precedes each block: its usable size and its neighbours in the list of live blocks.
+#[repr(C)]
+struct Header {
+    size: usize,
+    prev: *mut Header,
+    next: *mut Header,
+}
+
+/// The header's size rounded up to [`ALIGN`], so that the block after it is aligned.
+const HEADER: usize = std::mem::size_of::<Header>().div_ceil(ALIGN) * ALIGN;
+
 pub(crate) struct Metered {
     limit: usize,
     used: usize,
+    /// The most recent live block; each links to the one before.
+    live: *mut Header,
     /// The limit that ended the script, shared with the run and its interrupt handler.
     ended: Rc<Cell<Option<Limit>>>,
     /// Whether the script must end (a limit, or its time); the run's.
@@ -42,6 +67,7 @@ impl Metered {
         Self {
             limit,
             used: 0,
+            live: ptr::null_mut(),
             ended,
             over_time,
             since_check: 0,
@@ -67,42 +93,99 @@ impl Metered {
         }
         fits
     }
+
+    /// The layout of a block of `size` usable bytes with its header.
+    fn layout(size: usize) -> Option<Layout> {
+        let size = size.checked_next_multiple_of(ALIGN)?;
+        Layout::from_size_align(size.checked_add(HEADER)?, ALIGN).ok()
+    }
+
+    /// Records a new block (its header at `header`) as live, and returns what QuickJS gets.
+    ///
+    /// # Safety
+    /// `header` is a fresh allocation of `Self::layout(size)`.
+    unsafe fn adopt(&mut self, header: *mut Header, size: usize) -> *mut u8 {
+        header.write(Header {
+            size,
+            prev: ptr::null_mut(),
+            next: self.live,
+        });
+        if let Some(next) = NonNull::new(self.live) {
+            (*next.as_ptr()).prev = header;
+        }
+        self.live = header;
+        self.used += size;
+        header.cast::<u8>().add(HEADER)
+    }
+
+    /// Takes a live block out of the list; returns its header and usable size.
+    ///
+    /// # Safety
+    /// `block` is a pointer this heap returned and has not freed.
+    unsafe fn unlink(&mut self, block: *mut u8) -> (*mut Header, usize) {
+        let header = block.sub(HEADER).cast::<Header>();
+        let Header { size, prev, next } = header.read();
+        match NonNull::new(prev) {
+            Some(prev) => (*prev.as_ptr()).next = next,
+            None => self.live = next,
+        }
+        if let Some(next) = NonNull::new(next) {
+            (*next.as_ptr()).prev = prev;
+        }
+        self.used = self.used.saturating_sub(size);
+        (header, size)
+    }
+
+    fn allocate(&mut self, size: usize, zeroed: bool) -> *mut u8 {
+        let Some(layout) = Self::layout(size) else {
+            return ptr::null_mut();
+        };
+        // SAFETY: the layout has a non-zero size (the header).
+        let header = unsafe {
+            if zeroed {
+                alloc::alloc_zeroed(layout)
+            } else {
+                alloc::alloc(layout)
+            }
+        };
+        if header.is_null() {
+            return ptr::null_mut();
+        }
+        // SAFETY: a fresh allocation of that layout.
+        unsafe { self.adopt(header.cast(), size) }
+    }
 }
 
-// SAFETY: every block is RustAllocator's, which records its size in a header; `used` counts
-// those sizes, so `dealloc` and `realloc` only ever see blocks this allocator returned.
+// SAFETY: every block is allocated with its header by `allocate` or `realloc` and linked in the
+// list, so `dealloc`, `realloc` and `usable_size` only ever see blocks this heap returned, with
+// the layout it gave them.
 unsafe impl Allocator for Metered {
     fn alloc(&mut self, size: usize) -> *mut u8 {
         if !self.admit(Some(size)) {
-            return std::ptr::null_mut();
+            return ptr::null_mut();
         }
-        let block = RustAllocator.alloc(size);
-        if !block.is_null() {
-            // SAFETY: a block RustAllocator just returned.
-            self.used += unsafe { RustAllocator::usable_size(block) };
-        }
-        block
+        self.allocate(size, false)
     }
 
     fn calloc(&mut self, count: usize, size: usize) -> *mut u8 {
-        // RustAllocator panics on an overflowing product; it is refused here first.
-        if !self.admit(count.checked_mul(size)) {
-            return std::ptr::null_mut();
+        let Some(total) = count.checked_mul(size) else {
+            self.admit(None);
+            return ptr::null_mut();
+        };
+        if !self.admit(Some(total)) {
+            return ptr::null_mut();
         }
-        let block = RustAllocator.calloc(count, size);
-        if !block.is_null() {
-            // SAFETY: a block RustAllocator just returned.
-            self.used += unsafe { RustAllocator::usable_size(block) };
-        }
-        block
+        self.allocate(total, true)
     }
 
     unsafe fn dealloc(&mut self, block: *mut u8) {
         if block.is_null() {
             return;
         }
-        self.used = self.used.saturating_sub(RustAllocator::usable_size(block));
-        RustAllocator.dealloc(block);
+        let (header, size) = self.unlink(block);
+        if let Some(layout) = Self::layout(size) {
+            alloc::dealloc(header.cast(), layout);
+        }
     }
 
     unsafe fn realloc(&mut self, block: *mut u8, new_size: usize) -> *mut u8 {
@@ -112,20 +195,120 @@ unsafe impl Allocator for Metered {
         }
         if new_size == 0 {
             self.dealloc(block);
-            return std::ptr::null_mut();
+            return ptr::null_mut();
         }
-        let old = RustAllocator::usable_size(block);
+        let old = Self::usable_size(block);
         if new_size > old && !self.admit(Some(new_size - old)) {
-            return std::ptr::null_mut();
+            return ptr::null_mut();
         }
-        let moved = RustAllocator.realloc(block, new_size);
-        if !moved.is_null() {
-            self.used = self.used.saturating_sub(old) + RustAllocator::usable_size(moved);
+        let (Some(old_layout), Some(new_layout)) = (Self::layout(old), Self::layout(new_size))
+        else {
+            return ptr::null_mut();
+        };
+        // Out of the list while it may move; back in whether it moved or not.
+        let (header, _) = self.unlink(block);
+        let moved = alloc::realloc(header.cast(), old_layout, new_layout.size());
+        if moved.is_null() {
+            return self.adopt(header, old);
         }
-        moved
+        self.adopt(moved.cast(), new_size)
     }
 
     unsafe fn usable_size(block: *mut u8) -> usize {
-        RustAllocator::usable_size(block)
+        (*block.sub(HEADER).cast::<Header>()).size
+    }
+}
+
+impl Drop for Metered {
+    /// Frees what QuickJS left: the runtime is gone by now (rquickjs drops its allocator after
+    /// `JS_FreeRuntime`), so nothing points into these blocks.
+    fn drop(&mut self) {
+        let mut header = self.live;
+        while let Some(h) = NonNull::new(header) {
+            // SAFETY: a live block's header, with the layout it was allocated with.
+            unsafe {
+                let Header { size, next, .. } = h.as_ptr().read();
+                if let Some(layout) = Self::layout(size) {
+                    alloc::dealloc(h.as_ptr().cast(), layout);
+                }
+                header = next;
+            }
+        }
+        self.live = ptr::null_mut();
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    fn heap(limit: usize) -> Metered {
+        Metered::new(limit, Rc::new(Cell::new(None)), Rc::new(|| false))
+    }
+
+    /// The live list, newest first: (block, usable size).
+    fn live(heap: &Metered) -> Vec<(*mut u8, usize)> {
+        let mut out = Vec::new();
+        let mut header = heap.live;
+        while let Some(h) = NonNull::new(header) {
+            // SAFETY: the heap's own live headers.
+            unsafe {
+                out.push((h.as_ptr().cast::<u8>().add(HEADER), (*h.as_ptr()).size));
+                header = (*h.as_ptr()).next;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_live_list_and_the_count_follow_every_allocation() {
+        let mut heap = heap(1 << 20);
+        let mut blocks: Vec<(*mut u8, usize)> = Vec::new();
+        for i in 1..=40 {
+            let block = heap.alloc(i * 24);
+            assert!(!block.is_null());
+            assert_eq!(block as usize % ALIGN, 0);
+            // SAFETY: a block of that size.
+            unsafe { block.write_bytes(0xab, i * 24) };
+            blocks.push((block, i * 24));
+        }
+        for (block, size) in blocks.iter_mut().step_by(3) {
+            // SAFETY: a live block of this heap.
+            let moved = unsafe { heap.realloc(*block, *size * 5) };
+            assert!(!moved.is_null());
+            // SAFETY: the first bytes moved with the block.
+            assert_eq!(unsafe { moved.read() }, 0xab);
+            *block = moved;
+            *size *= 5;
+        }
+        for at in (0..blocks.len()).step_by(4).rev() {
+            let (block, _) = blocks.remove(at);
+            // SAFETY: a live block of this heap, freed once.
+            unsafe { heap.dealloc(block) };
+            assert!(live(&heap).iter().all(|(b, _)| *b != block));
+        }
+        let mut listed = live(&heap);
+        listed.sort();
+        blocks.sort();
+        assert_eq!(listed, blocks);
+        for (block, size) in &listed {
+            // SAFETY: a live block of this heap.
+            assert_eq!(unsafe { Metered::usable_size(*block) }, *size);
+        }
+        assert_eq!(heap.used, listed.iter().map(|(_, s)| s).sum::<usize>());
+    }
+
+    #[test]
+    fn a_refused_allocation_ends_the_script_with_the_memory_limit() {
+        let mut heap = heap(1000);
+        let block = heap.alloc(600);
+        assert!(!block.is_null());
+        assert!(heap.alloc(600).is_null());
+        assert_eq!(heap.ended.get(), Some(Limit::Memory));
+        // SAFETY: a live block of this heap.
+        assert!(unsafe { heap.realloc(block, 2000) }.is_null());
+        assert_eq!(heap.used, 600, "a refused realloc keeps the block");
+        assert!(heap.calloc(usize::MAX, 2).is_null());
     }
 }

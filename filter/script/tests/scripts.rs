@@ -10,7 +10,7 @@ mod hostile;
 
 use std::time::{Duration, Instant};
 
-use hostile::HOSTILE;
+use hostile::{CAUGHT, HOSTILE};
 use mcp_tool_search_script::{
     Host, Limit, Limits, Outcome, Reply, Run, ScriptError, Step, ToolCall,
 };
@@ -305,6 +305,17 @@ fn an_endless_loop_ends_with_the_time_limit_even_when_it_catches() {
 
 /// A script that ends with its limit ends soon after it: the bound is loose (ten times the time
 /// limit) so that a slow machine does not fail it; the regressions it catches ran for seconds.
+#[test]
+fn scripts_that_catch_what_the_engine_throws_end() {
+    let limits = Limits::default();
+    for script in CAUGHT {
+        let started = Instant::now();
+        let outcome = run_with(script, limits.clone(), &mut Vec::new());
+        let bound = Duration::from_millis(10 * limits.time_ms);
+        assert!(started.elapsed() < bound, "{script}: {outcome:?}");
+    }
+}
+
 #[test]
 fn hostile_scripts_end_with_their_limit() {
     let limits = Limits::default();

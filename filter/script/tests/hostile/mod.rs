@@ -66,3 +66,31 @@ pub const HOSTILE: [Hostile; 26] = [
     time("const a = Array.from({length: 20000}, (_, i) => (i * 7919) % 20011); while (true) a.slice().sort();"),
     time("const s = 'ab'.repeat(50000); while (true) s.split('b').join('-');"),
 ];
+
+/// Scripts that run into a limit and catch its error, or push the engine's own checks (regular
+/// expressions, prototype and proxy chains, bound functions): whatever each returns or throws,
+/// it must end, and in a Wasm VM the VM must serve on.
+pub const CAUGHT: [&str; 22] = [
+    "let d = 0; const f = () => { d++; [1].map(f) }; try { f() } catch (e) { return [d, String(e)] }",
+    "let d = 0; const o = { toString() { d++; return `${this}` } }; try { String(o) } catch (e) { return [d, String(e)] }",
+    "let d = 0; const p = new Proxy({}, { get(t, k, r) { d++; return r[k] } }); try { p.x } catch (e) { return [d, String(e)] }",
+    "let d = 0; const o = { toJSON() { d++; return JSON.stringify(o) } }; try { JSON.stringify(o) } catch (e) { return [d, String(e)] }",
+    "let d = 0; const f = (...a) => { d++; return f.apply(null, a) }; try { f(1, 2, 3) } catch (e) { return [d, String(e)] }",
+    "let d = 0; const f = () => { d++; return [3, 1, 2].sort(() => f()) }; try { f() } catch (e) { return [d, String(e)] }",
+    "let d = 0; const f = () => { d++; return 'ab'.replace(/a/, () => f()) }; try { f() } catch (e) { return [d, String(e)] }",
+    "let d = 0; function* g() { d++; yield* g() }; try { [...g()] } catch (e) { return [d, String(e)] }",
+    "let d = 0; class A { constructor() { d++; new A() } }; try { new A() } catch (e) { return [d, String(e)] }",
+    "let d = 0; const f = async () => { d++; await f() }; try { await f() } catch (e) { return [d, String(e)] }",
+    "try { return eval('{'.repeat(100000) + '}'.repeat(100000)) } catch (e) { return String(e) }",
+    "try { return eval('if(1)'.repeat(100000) + '1') } catch (e) { return String(e) }",
+    "try { return eval('1+'.repeat(100000) + '1') } catch (e) { return String(e) }",
+    "let a = []; for (let i = 0; i < 100000; i++) a = [a]; try { return String(a).length } catch (e) { return String(e) }",
+    "try { return new RegExp('('.repeat(50000) + 'a' + ')'.repeat(50000)).test('a') } catch (e) { return String(e) }",
+    "try { return new RegExp('(?:'.repeat(50000) + 'a' + ')'.repeat(50000)).test('a') } catch (e) { return String(e) }",
+    "try { return /(a|b)*c/.test('ab'.repeat(100000)) } catch (e) { return String(e) }",
+    "let p = Promise.resolve(); for (let i = 0; i < 100000; i++) p = p.then(() => 1); await p; return 'chained'",
+    "let o = {}; for (let i = 0; i < 100000; i++) o = Object.create(o); try { return 'x' in o } catch (e) { return String(e) }",
+    "let f = () => 1; for (let i = 0; i < 100000; i++) f = f.bind(null); try { return f() } catch (e) { return String(e) }",
+    "let p = new Proxy({}, {}); for (let i = 0; i < 100000; i++) p = new Proxy(p, {}); try { return p.x } catch (e) { return String(e) }",
+    "let e = new Error('x'); for (let i = 0; i < 100000; i++) e = new Error('y', { cause: e }); return String(e)",
+];
