@@ -16,8 +16,13 @@
 //! A refusal lands wherever the built-in happens to be, and some of QuickJS's error paths then
 //! leave objects unfreed (in Envoy, `JSON.stringify` ended this way left some about one run in
 //! two). The patched QuickJS no longer aborts on them when the runtime is freed, and the heap
-//! keeps its blocks in a list and frees whatever is left when it is dropped, after the runtime:
-//! a script cannot leak into the worker's VM.
+//! keeps its blocks in a list and frees whatever is left when it is dropped, after the runtime.
+//! What such an object held outside this heap stays: a leaked host function's Rust closure
+//! (rquickjs boxes it with the global allocator, and its finalizer never runs), which is why the
+//! host functions hold the run's state only weakly (`run.rs`, `natives`).
+//!
+//! The limit counts each block with its header and rounding, which is what it takes from the
+//! VM's memory.
 
 use std::alloc::{self, Layout};
 use std::cell::Cell;
@@ -31,6 +36,9 @@ use crate::Limit;
 /// Allocations between two questions about the time. A question is a host call (the clock);
 /// a loop allocating as fast as it can makes a few million allocations a second.
 const CHECK_EVERY: u32 = 256;
+
+/// What the heap still gives once a limit has ended the script ([`Metered::admit`]).
+const RESERVE: usize = 64 << 10;
 
 /// QuickJS stores 64-bit values in its blocks.
 const ALIGN: usize = 8;
@@ -74,10 +82,13 @@ impl Metered {
         }
     }
 
-    /// Whether `size` more bytes may be given. Over the limit, the refusal ends the script
-    /// (unless another limit already has). Allocations go on being given afterwards, but for
-    /// one in [`CHECK_EVERY`]: the engine needs them to stop the script uncatchably.
-    fn admit(&mut self, size: Option<usize>) -> bool {
+    /// Whether `extra` more bytes (as [`Metered::counted`] counts them) may be given. Over the
+    /// limit, the refusal ends the script (unless another limit already
+    /// has). Once a limit has ended it, [`RESERVE`] bytes more are given, but for one allocation
+    /// in [`CHECK_EVERY`]: the engine must build the uncatchable error that stops the script,
+    /// and were that refused, it would throw a catchable `null` instead, at every poll, to a
+    /// script that catches it forever.
+    fn admit(&mut self, extra: Option<usize>) -> bool {
         self.since_check += 1;
         if self.since_check >= CHECK_EVERY {
             self.since_check = 0;
@@ -85,13 +96,22 @@ impl Metered {
                 return false;
             }
         }
-        let fits = size
-            .and_then(|size| self.used.checked_add(size))
-            .is_some_and(|total| total <= self.limit);
+        let limit = match self.ended.get() {
+            Some(_) => self.limit.saturating_add(RESERVE),
+            None => self.limit,
+        };
+        let fits = extra
+            .and_then(|extra| self.used.checked_add(extra))
+            .is_some_and(|total| total <= limit);
         if !fits && self.ended.get().is_none() {
             self.ended.set(Some(Limit::Memory));
         }
         fits
+    }
+
+    /// What a block of `size` usable bytes costs the heap: with its header and rounding.
+    fn counted(size: usize) -> Option<usize> {
+        Self::layout(size).map(|layout| layout.size())
     }
 
     /// The layout of a block of `size` usable bytes with its header.
@@ -114,7 +134,7 @@ impl Metered {
             (*next.as_ptr()).prev = header;
         }
         self.live = header;
-        self.used += size;
+        self.used += Self::counted(size).unwrap_or(size);
         header.cast::<u8>().add(HEADER)
     }
 
@@ -132,7 +152,9 @@ impl Metered {
         if let Some(next) = NonNull::new(next) {
             (*next.as_ptr()).prev = prev;
         }
-        self.used = self.used.saturating_sub(size);
+        self.used = self
+            .used
+            .saturating_sub(Self::counted(size).unwrap_or(size));
         (header, size)
     }
 
@@ -149,6 +171,10 @@ impl Metered {
             }
         };
         if header.is_null() {
+            // The VM's memory could not grow: as much the memory limit as the heap's own.
+            if self.ended.get().is_none() {
+                self.ended.set(Some(Limit::Memory));
+            }
             return ptr::null_mut();
         }
         // SAFETY: a fresh allocation of that layout.
@@ -161,21 +187,18 @@ impl Metered {
 // the layout it gave them.
 unsafe impl Allocator for Metered {
     fn alloc(&mut self, size: usize) -> *mut u8 {
-        if !self.admit(Some(size)) {
+        if !self.admit(Self::counted(size)) {
             return ptr::null_mut();
         }
         self.allocate(size, false)
     }
 
     fn calloc(&mut self, count: usize, size: usize) -> *mut u8 {
-        let Some(total) = count.checked_mul(size) else {
-            self.admit(None);
-            return ptr::null_mut();
-        };
-        if !self.admit(Some(total)) {
+        let total = count.checked_mul(size);
+        if !self.admit(total.and_then(Self::counted)) {
             return ptr::null_mut();
         }
-        self.allocate(total, true)
+        self.allocate(total.unwrap_or(0), true)
     }
 
     unsafe fn dealloc(&mut self, block: *mut u8) {
@@ -198,8 +221,13 @@ unsafe impl Allocator for Metered {
             return ptr::null_mut();
         }
         let old = Self::usable_size(block);
-        if new_size > old && !self.admit(Some(new_size - old)) {
-            return ptr::null_mut();
+        if new_size > old {
+            let growth = Self::counted(new_size)
+                .zip(Self::counted(old))
+                .map(|(new, old)| new.saturating_sub(old));
+            if !self.admit(growth) {
+                return ptr::null_mut();
+            }
         }
         let (Some(old_layout), Some(new_layout)) = (Self::layout(old), Self::layout(new_size))
         else {
@@ -296,19 +324,26 @@ mod tests {
             // SAFETY: a live block of this heap.
             assert_eq!(unsafe { Metered::usable_size(*block) }, *size);
         }
-        assert_eq!(heap.used, listed.iter().map(|(_, s)| s).sum::<usize>());
+        let counted: usize = listed
+            .iter()
+            .filter_map(|(_, s)| Metered::counted(*s))
+            .sum();
+        assert_eq!(heap.used, counted);
     }
 
     #[test]
-    fn a_refused_allocation_ends_the_script_with_the_memory_limit() {
+    fn a_refused_allocation_ends_the_script_and_a_reserve_is_left_to_stop_it() {
         let mut heap = heap(1000);
         let block = heap.alloc(600);
         assert!(!block.is_null());
-        assert!(heap.alloc(600).is_null());
-        assert_eq!(heap.ended.get(), Some(Limit::Memory));
         // SAFETY: a live block of this heap.
         assert!(unsafe { heap.realloc(block, 2000) }.is_null());
-        assert_eq!(heap.used, 600, "a refused realloc keeps the block");
+        assert_eq!(heap.used, HEADER + 600, "a refused realloc keeps the block");
+        assert_eq!(heap.ended.get(), Some(Limit::Memory));
+        // Small allocations go on, within the reserve, so that the engine can stop the script.
+        let error = heap.alloc(200);
+        assert!(!error.is_null());
+        assert!(heap.alloc(RESERVE + 1000).is_null());
         assert!(heap.calloc(usize::MAX, 2).is_null());
     }
 }

@@ -1,5 +1,5 @@
 use std::cell::{Cell, RefCell};
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
 use rquickjs::context::EvalOptions;
 use rquickjs::promise::PromiseState;
@@ -366,44 +366,59 @@ fn over_time(
     })
 }
 
+/// The run's shared state, for a host function: while the run lives. The functions hold it
+/// weakly, because an object QuickJS leaks on an error path (see `memory.rs`) keeps its
+/// function's closure, and with a strong reference the host and the log, for good.
+fn upgrade(ctx: &Ctx<'_>, shared: &Weak<RefCell<Shared>>) -> rquickjs::Result<Rc<RefCell<Shared>>> {
+    shared
+        .upgrade()
+        .ok_or_else(|| Exception::throw_internal(ctx, "the run has ended"))
+}
+
 /// The host functions the prelude wraps.
 fn natives<'js>(ctx: &Ctx<'js>, shared: &Rc<RefCell<Shared>>) -> rquickjs::Result<Object<'js>> {
     let natives = Object::new(ctx.clone())?;
-    let s = shared.clone();
+    let s = Rc::downgrade(shared);
     natives.set(
         "search",
         Function::new(
             ctx.clone(),
             move |ctx: Ctx<'js>, query: String, namespace: Option<String>, limit: Option<f64>| {
                 let limit = limit.map(|l| l.clamp(0.0, f64::from(u32::MAX)) as u32);
-                let answer = s
-                    .borrow_mut()
-                    .host
-                    .search(&query, namespace.as_deref(), limit);
+                let answer = upgrade(&ctx, &s)?.borrow_mut().host.search(
+                    &query,
+                    namespace.as_deref(),
+                    limit,
+                );
                 answer.map_err(|message| Exception::throw_message(&ctx, &message))
             },
         )?,
     )?;
-    let s = shared.clone();
+    let s = Rc::downgrade(shared);
     natives.set(
         "describe",
         Function::new(ctx.clone(), move |ctx: Ctx<'js>, names: Vec<String>| {
-            let answer = s.borrow_mut().host.describe(&names);
+            let answer = upgrade(&ctx, &s)?.borrow_mut().host.describe(&names);
             answer.map_err(|message| Exception::throw_message(&ctx, &message))
         })?,
     )?;
-    let s = shared.clone();
+    let s = Rc::downgrade(shared);
     natives.set(
         "call",
         Function::new(
             ctx.clone(),
-            move |ctx: Ctx<'js>, name: String, arguments: String| call(&ctx, &s, name, arguments),
+            move |ctx: Ctx<'js>, name: String, arguments: String| {
+                call(&ctx, &upgrade(&ctx, &s)?, name, arguments)
+            },
         )?,
     )?;
-    let s = shared.clone();
+    let s = Rc::downgrade(shared);
     natives.set(
         "log",
         Function::new(ctx.clone(), move |line: String| {
+            let Some(s) = s.upgrade() else {
+                return;
+            };
             let mut s = s.borrow_mut();
             if s.log.len().saturating_add(line.len()).saturating_add(1) > s.limits.output_bytes {
                 s.ended.set(Some(Limit::Output));

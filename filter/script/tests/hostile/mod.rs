@@ -32,7 +32,7 @@ const fn time(script: &'static str) -> Hostile {
     }
 }
 
-pub const HOSTILE: [Hostile; 26] = [
+pub const HOSTILE: [Hostile; 27] = [
     // Every recursive path in the engine, 20,000 to 100,000 levels deep: JavaScript calls, and
     // the C recursion of the parser, JSON and arrays, whose native frames the patched QuickJS
     // charges to the stack limit on Wasm (quickjs-sys/VENDORED.md).
@@ -57,6 +57,9 @@ pub const HOSTILE: [Hostile; 26] = [
     memory("const a = []; while (true) { try { a.push(new Array(1 << 16).fill(1)); } catch (e) {} }"),
     memory("try { const a = []; while (true) a.push({ a }); } catch (e) {} return 'caught';"),
     memory("let a = []; for (let i = 0; i < 1e6; i++) a = [a]; try { JSON.stringify(a) } catch (e) { throw null }"),
+    // The heap full to the last byte, then a loop that catches everything: the error that stops
+    // the script must still be built.
+    memory("const keep = []; try { while (true) keep.push({}) } catch (e) {} for (;;) { try { for (;;) {} } catch (e) {} }"),
     // Time, also inside `try`, in a regular expression, and in loops around built-in functions,
     // which never poll the interrupt handler.
     time("while (true) {}"),
