@@ -62,7 +62,7 @@ pub(crate) struct Metered {
     /// The limit that ended the script, shared with the run and its interrupt handler.
     ended: Rc<Cell<Option<Limit>>>,
     /// Whether the script must end (a limit, or its time); the run's.
-    over_time: Rc<dyn Fn() -> bool>,
+    must_end: Rc<dyn Fn() -> bool>,
     since_check: u32,
 }
 
@@ -70,14 +70,14 @@ impl Metered {
     pub(crate) fn new(
         limit: usize,
         ended: Rc<Cell<Option<Limit>>>,
-        over_time: Rc<dyn Fn() -> bool>,
+        must_end: Rc<dyn Fn() -> bool>,
     ) -> Self {
         Self {
             limit,
             used: 0,
             live: ptr::null_mut(),
             ended,
-            over_time,
+            must_end,
             since_check: 0,
         }
     }
@@ -92,7 +92,7 @@ impl Metered {
         self.since_check += 1;
         if self.since_check >= CHECK_EVERY {
             self.since_check = 0;
-            if (self.over_time)() {
+            if (self.must_end)() {
                 return false;
             }
         }

@@ -78,8 +78,8 @@ impl Run {
             ended: ended.clone(),
         }));
         let deadline = Rc::new(Cell::new(u64::MAX));
-        let over_time = over_time(&shared, &ended, &deadline);
-        let heap = Metered::new(limits.memory_bytes, ended.clone(), over_time.clone());
+        let must_end = must_end(&shared, &ended, &deadline);
+        let heap = Metered::new(limits.memory_bytes, ended.clone(), must_end.clone());
         let engine = Runtime::new_with_alloc(heap)
             .and_then(|runtime| Context::full(&runtime).map(|c| (runtime, c)));
         let (runtime, context) = match engine {
@@ -96,7 +96,7 @@ impl Run {
         // Zero would turn QuickJS's stack check off.
         runtime.set_max_stack_size(limits.stack_bytes.clamp(1, MAX_STACK_BYTES));
         // An uncatchable interrupt: the script cannot go on after a limit, even inside `try`.
-        runtime.set_interrupt_handler(Some(Box::new(move || over_time())));
+        runtime.set_interrupt_handler(Some(Box::new(move || must_end())));
         let mut run = Run {
             shared,
             promise: None,
@@ -342,10 +342,10 @@ impl Drop for Run {
 }
 
 /// Whether the script must end: a limit was hit, or its time is up (which it records). The
-/// interrupt handler asks it every few hundred calls and loop iterations, and the heap every few
-/// hundred allocations, for work inside built-in functions, which never polls. It may be asked
-/// from inside a host function, where `shared` is borrowed: then the next question decides.
-fn over_time(
+/// interrupt handler asks it every 1,000 calls and loop iterations, and the heap every 256
+/// allocations, for work inside built-in functions, which never poll. It may be asked from
+/// inside a host function, where `shared` is borrowed: then the next question decides.
+fn must_end(
     shared: &Rc<RefCell<Shared>>,
     ended: &Rc<Cell<Option<Limit>>>,
     deadline: &Rc<Cell<u64>>,
