@@ -223,7 +223,10 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         if path.is_dir() {
-            if !["target", "node_modules", "pkg", ".git"].contains(&name.as_str()) {
+            // A folder with a VENDORED.md holds another project's code (QuickJS's bindings), kept
+            // as published: these rules are ours.
+            let vendored = path.join("VENDORED.md").is_file();
+            if !vendored && !["target", "node_modules", "pkg", ".git"].contains(&name.as_str()) {
                 out.extend(rust_files(&path));
             }
         } else if name.ends_with(".rs") {
