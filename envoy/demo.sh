@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # `make demo`: the catalog MCP server (300 tools) behind Envoy with the filter, a sample
-# tool_search, and a curl flow to paste. Ctrl-C stops everything it started.
+# tool_search, and a curl flow to paste. `make demo MODE=code`: code mode's module instead, and a
+# script that searches, calls three tools and returns one answer. Ctrl-C stops everything it
+# started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LISTEN=${LISTEN:-10000}
@@ -34,7 +36,12 @@ pids+=($!)
 wait_port "$UPSTREAM_PORT"
 
 plugin_config=""
-if [ "${EMBEDDINGS:-0}" = 1 ]; then
+wasm=target/dist/mcp_tool_search.wasm
+if [ "${MODE:-search}" = code ]; then
+  wasm=target/dist/mcp_tool_search_code.wasm
+  plugin_config="$logs/plugin.json"
+  echo '{"mode":"code"}' > "$plugin_config"
+elif [ "${EMBEDDINGS:-0}" = 1 ]; then
   EMBED_PORT=${EMBED_PORT:-18090}
   step "starting the embeddings sidecar (all-MiniLM-L6-v2) on 127.0.0.1:$EMBED_PORT"
   target/release/mcp-tool-search-embedder --model-dir .cache/models/all-MiniLM-L6-v2 \
@@ -49,7 +56,7 @@ JSON
 fi
 
 step "starting Envoy $(.venv/bin/envoy --version | grep -o '[0-9]*\.[0-9]*\.[0-9]*' | head -1) with the filter on 127.0.0.1:$LISTEN (admin :$ADMIN)"
-BASE_ID=$LISTEN envoy/run.sh "127.0.0.1:$UPSTREAM_PORT" "$LISTEN" "$plugin_config" "$ADMIN" > "$logs/envoy.log" 2>&1 &
+WASM=$wasm BASE_ID=$LISTEN envoy/run.sh "127.0.0.1:$UPSTREAM_PORT" "$LISTEN" "$plugin_config" "$ADMIN" > "$logs/envoy.log" 2>&1 &
 pids+=($!)
 wait_port "$LISTEN"
 
@@ -81,7 +88,7 @@ import json, sys
 tools = json.load(sys.stdin)["result"]["tools"]
 print(f"    {len(tools)} tools listed instead of '"$(wc -l < "$CATALOG")"': " + ", ".join(t["name"] for t in tools))'
 
-if [ -n "$plugin_config" ]; then
+if [ "${MODE:-search}" != code ] && [ -n "$plugin_config" ]; then
   step "waiting for the tools to be embedded"
   for _ in $(seq 1 120); do
     embedded=$(curl -s "http://127.0.0.1:$LISTEN/mcp/search/health" | python3 -c 'import json,sys; print(sum(c["embedded"] for c in json.load(sys.stdin)["catalogs"].values()))' 2>/dev/null || echo 0)
@@ -89,6 +96,42 @@ if [ -n "$plugin_config" ]; then
     sleep 1
   done
   echo "    $embedded tools embedded"
+fi
+
+if [ "${MODE:-search}" = code ]; then
+  script='const find = (q) => catalog.tools.search({query: q, limit: 1})[0].name;
+const issue = find("get a github issue"), message = find("post a message to a slack channel"),
+      events = find("list google calendar events");
+const [i, m, e] = await Promise.all([
+  tools.call(issue, {owner: "acme", repo: "shop", issue_number: 42}),
+  tools.call(message, {channel: "#ops", text: "issue 42 triaged"}),
+  tools.call(events, {calendar_id: "primary"}),
+]);
+const ok = (r) => JSON.parse(r.content[0].text).ok;
+return {called: [issue, message, events], allOk: [i, m, e].every(ok)};'
+  step "run_script: one script searches the catalog, calls three tools, returns one answer"
+  printf '%s
+' "$script" | sed 's/^/    | /'
+  body=$(python3 -c 'import json,sys; print(json.dumps({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run_script","arguments":{"script":sys.argv[1]}}}))' "$script")
+  call "$body" | python3 -c '
+import json, sys
+result = json.load(sys.stdin)["result"]
+print("    isError:", result["isError"])
+print("    answer:", result["content"][0]["text"])'
+  cat <<TXT
+
+MCP endpoint: $url
+
+Try it (this session's id is reused):
+  curl -s -X POST $url -H 'content-type: application/json' -H 'accept: $accept' \\
+    -H 'mcp-session-id: $session' -H 'mcp-protocol-version: 2025-11-25' \\
+    -d '{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"run_script","arguments":{"script":"return catalog.tools.search(\\"refund a payment\\").map(t => t.name)"}}}'
+  curl -s http://127.0.0.1:$ADMIN/stats | grep mcp_tool_search.script
+
+Or point any MCP client at $url. Ctrl-C stops Envoy and the server.
+TXT
+  wait
+  exit 0
 fi
 
 query="refund a customer payment"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs Envoy with the filter in front of any MCP server:
-#   envoy/run.sh UPSTREAM_HOST:PORT LISTEN_PORT [PLUGIN_CONFIG_FILE] [ADMIN_PORT]
+#   [WASM=target/dist/mcp_tool_search_code.wasm] envoy/run.sh UPSTREAM_HOST:PORT LISTEN_PORT [PLUGIN_CONFIG_FILE] [ADMIN_PORT]
 # Renders envoy/demo.yaml's marked lines (@upstream, @listen, @plugin-config, @admin) into a
 # temporary config and execs Envoy on it; PLUGIN_CONFIG_FILE is merged over the shipped plugin
 # configuration (printed at start). Run from the repository root.
@@ -14,7 +14,8 @@ host=${upstream%:*}
 port=${upstream##*:}
 [[ "$host" != "$upstream" && "$port" =~ ^[0-9]+$ ]] || { echo "UPSTREAM must be HOST:PORT, got '$upstream'" >&2; exit 2; }
 [[ "$listen" =~ ^[0-9]+$ ]] || { echo "LISTEN must be a port number, got '$listen'" >&2; exit 2; }
-[ -f target/dist/mcp_tool_search.wasm ] || { echo "no .wasm: run 'make wasm' first" >&2; exit 2; }
+wasm=${WASM:-target/dist/mcp_tool_search.wasm}
+[ -f "$wasm" ] || { echo "no $wasm: run 'make wasm' first" >&2; exit 2; }
 config_json=""
 if [ -n "$plugin_config" ]; then
   # Validate as JSON here; the filter itself reports anything it does not accept.
@@ -22,9 +23,9 @@ if [ -n "$plugin_config" ]; then
     || { echo "PLUGIN_CONFIG $plugin_config is not valid JSON" >&2; exit 2; }
 fi
 out=$(mktemp -t mcp-tool-search-envoy.XXXXXX.yaml)
-python3 - "$host" "$port" "$listen" "$admin" "$config_json" > "$out" <<'PY'
+python3 - "$host" "$port" "$listen" "$admin" "$config_json" "$wasm" > "$out" <<'PY'
 import json, sys
-host, port, listen, admin, plugin = sys.argv[1:6]
+host, port, listen, admin, plugin, wasm = sys.argv[1:7]
 
 def merge(base, over):
     if isinstance(base, dict) and isinstance(over, dict):
@@ -39,6 +40,8 @@ for line in open("envoy/demo.yaml"):
         line = line.replace("127.0.0.1, port_value: 18081", f"{host}, port_value: {port}")
     elif "# @listen" in line:
         line = line.replace("port_value: 10000", f"port_value: {listen}")
+    elif "filename: target/dist/mcp_tool_search.wasm" in line:
+        line = line.replace("target/dist/mcp_tool_search.wasm", wasm)
     elif "# @admin" in line:
         line = line.replace("port_value: 9901", f"port_value: {admin}")
     elif "# @plugin-config" in line:

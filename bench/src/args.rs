@@ -31,6 +31,10 @@ pub struct Args {
     pub gateway: Option<(usize, usize)>,
     /// `--skip-gateway`: a full run without the many-servers section (the file's is kept).
     pub skip_gateway: bool,
+    /// `--code-wasm`: code mode's module; a full run then measures code mode too.
+    pub code_wasm: Option<PathBuf>,
+    /// `--code-mode`: only the code-mode section.
+    pub code_mode_only: bool,
 }
 
 pub fn parse_args() -> Result<Args, String> {
@@ -54,6 +58,8 @@ pub fn parse_args() -> Result<Args, String> {
         no_spin: false,
         gateway: None,
         skip_gateway: false,
+        code_wasm: None,
+        code_mode_only: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -99,6 +105,8 @@ pub fn parse_args() -> Result<Args, String> {
             "--gateway" => a.gateway = Some(gateway::parse_spec(&value()?)?),
             "--skip-inproc" => a.skip_inproc = true,
             "--skip-gateway" => a.skip_gateway = true,
+            "--code-wasm" => a.code_wasm = Some(value()?.into()),
+            "--code-mode" => a.code_mode_only = true,
             "--quick" => {
                 // 10,000 tools on 21 servers is no quick check.
                 a.skip_gateway = true;
@@ -118,7 +126,7 @@ pub fn parse_args() -> Result<Args, String> {
 }
 
 /// The usage line printed when the arguments are wrong.
-pub const USAGE: &str = "usage: mcp-tool-search-bench --envoy BIN --wasm FILE --floor-wasm FILE --catalog-server BIN [--out FILE] [--sizes 100,1000,10000,100000] [--round-secs S] [--rounds N] [--change-rounds N] [--budget-secs S] [--eval FILE]... [--notes FILE] [--commands FILE] [--skip-http] [--skip-inproc] [--quick] [--no-spin] [--perf list|list-fresh|list-sse|build|load|search|search-session|search-session-off|vm-search|vm-search-off] [--gateway SERVERSxTOOLS] [--skip-gateway]";
+pub const USAGE: &str = "usage: mcp-tool-search-bench --envoy BIN --wasm FILE --floor-wasm FILE --catalog-server BIN [--out FILE] [--sizes 100,1000,10000,100000] [--round-secs S] [--rounds N] [--change-rounds N] [--budget-secs S] [--eval FILE]... [--notes FILE] [--commands FILE] [--skip-http] [--skip-inproc] [--quick] [--no-spin] [--perf list|list-fresh|list-sse|build|load|search|search-session|search-session-off|vm-search|vm-search-off] [--gateway SERVERSxTOOLS] [--skip-gateway] [--code-wasm FILE] [--code-mode]";
 
 /// What `--floor-wasm` is for, when it is missing.
 pub const FLOOR_WASM_MISSING: &str = "--floor-wasm is required for the HTTP benchmarks: the proxy-wasm floor, \

@@ -43,27 +43,6 @@ pub fn section(doc: &str) -> String {
     mcp_tool_search_bench::markdown_section(doc, HEADING)
 }
 
-/// `doc` with its gateway section replaced by `new` (or `new` added before `## Chaos soak`,
-/// else at the end).
-pub fn replace_section(doc: &str, new: &str) -> String {
-    let old = section(doc);
-    let without = if old.is_empty() {
-        doc.to_owned()
-    } else {
-        doc.replacen(old.trim_start_matches('\n'), "", 1)
-    };
-    let without = without.trim_end().to_owned() + "\n";
-    match without.find("\n## Chaos soak\n") {
-        Some(i) => format!(
-            "{}\n\n{}\n{}",
-            without.get(..i).unwrap_or_default().trim_end(),
-            new.trim(),
-            without.get(i..).unwrap_or_default()
-        ),
-        None => format!("{}\n{}\n", without, new.trim()),
-    }
-}
-
 struct Figures {
     search: [Samples; 2],
     search_ratio: f64,
@@ -485,15 +464,27 @@ mod tests {
         assert!(parse_spec("20").is_err());
         assert!(parse_spec("0x5").is_err());
         let doc = "# B\n\n## One\n\nx\n\n## Chaos soak\n\ny\n";
-        let with = replace_section(doc, &format!("{HEADING}\n\nfig 1\n"));
+        let with = mcp_tool_search_bench::replace_markdown_section(
+            doc,
+            HEADING,
+            &format!("{HEADING}\n\nfig 1\n"),
+        );
         assert_eq!(
             with,
             format!("# B\n\n## One\n\nx\n\n{HEADING}\n\nfig 1\n\n## Chaos soak\n\ny\n")
         );
         assert_eq!(section(&with), format!("\n{HEADING}\n\nfig 1\n"));
-        let again = replace_section(&with, &format!("{HEADING}\n\nfig 2\n"));
+        let again = mcp_tool_search_bench::replace_markdown_section(
+            &with,
+            HEADING,
+            &format!("{HEADING}\n\nfig 2\n"),
+        );
         assert_eq!(again, with.replace("fig 1", "fig 2"));
-        let plain = replace_section("# B\n", &format!("{HEADING}\n\nf\n"));
+        let plain = mcp_tool_search_bench::replace_markdown_section(
+            "# B\n",
+            HEADING,
+            &format!("{HEADING}\n\nf\n"),
+        );
         assert_eq!(plain, format!("# B\n\n{HEADING}\n\nf\n"));
     }
 }

@@ -22,6 +22,27 @@ pub fn markdown_section(doc: &str, heading: &str) -> String {
     format!("\n{}", rest.get(..end).unwrap_or_default().trim_end()) + "\n"
 }
 
+/// `doc` with its section under `heading` replaced by `new` (or `new` added before `## Chaos
+/// soak`, which `make soak` keeps last, else at the end).
+pub fn replace_markdown_section(doc: &str, heading: &str, new: &str) -> String {
+    let old = markdown_section(doc, heading);
+    let without = if old.is_empty() {
+        doc.to_owned()
+    } else {
+        doc.replacen(old.trim_start_matches('\n'), "", 1)
+    };
+    let without = without.trim_end().to_owned() + "\n";
+    match without.find("\n## Chaos soak\n") {
+        Some(i) => format!(
+            "{}\n\n{}\n{}",
+            without.get(..i).unwrap_or_default().trim_end(),
+            new.trim(),
+            without.get(i..).unwrap_or_default()
+        ),
+        None => format!("{}\n{}\n", without, new.trim()),
+    }
+}
+
 /// A small difference in µs with one decimal (`ms` rounds below 1 ms to whole µs).
 pub fn us_tenths(d: Duration) -> String {
     format!("{:.1} µs", d.as_secs_f64() * 1e6)

@@ -27,6 +27,7 @@
 mod args;
 mod changes;
 mod client;
+mod code_mode;
 mod embed_change;
 mod floor;
 mod gateway;
@@ -197,8 +198,8 @@ fn main() -> ExitCode {
     };
     let started = Instant::now();
     // Before the in-process part (minutes), not after it.
-    if args.perf.is_none() && args.gateway.is_none() && !args.skip_http && args.floor_wasm.is_none()
-    {
+    let one_section = args.gateway.is_some() || args.code_mode_only;
+    if args.perf.is_none() && !one_section && !args.skip_http && args.floor_wasm.is_none() {
         eprintln!("mcp-tool-search-bench: {FLOOR_WASM_MISSING}");
         return ExitCode::from(2);
     }
@@ -226,7 +227,14 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     if let Some(spec) = args.gateway {
-        return run_gateway(&args, spec);
+        return run_only(&args, "bench-gateway", gateway::HEADING, |dir| {
+            gateway::run(&args, spec, dir)
+        });
+    }
+    if args.code_mode_only {
+        return run_only(&args, "bench-code", code_mode::HEADING, |dir| {
+            code_mode::run(&args, dir)
+        });
     }
     let machine = report::Machine::probe(args.envoy.as_deref());
     let catalogs: Vec<(usize, String)> = args
@@ -295,6 +303,21 @@ fn main() -> ExitCode {
             }
         }
     };
+    // Code mode, given its module (`make bench` passes it); otherwise the file's section is kept.
+    let code_section = if args.skip_http || args.code_wasm.is_none() {
+        None
+    } else {
+        match TestDir::new("bench-code")
+            .map_err(|e| e.to_string())
+            .and_then(|dir| code_mode::run(&args, &dir))
+        {
+            Ok(s) => Some(format!("\n{s}")),
+            Err(e) => {
+                eprintln!("mcp-tool-search-bench: code mode benchmark failed: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    };
     let load_end = report::loadavg();
     let text = report::render(&report::Inputs {
         args: &args,
@@ -312,6 +335,7 @@ fn main() -> ExitCode {
     let text = text
         + &embed_change
         + &gateway_section.unwrap_or_else(|| gateway::section(&old))
+        + &code_section.unwrap_or_else(|| code_mode::section(&old))
         + &soak_section(&old);
     if let Err(e) = std::fs::write(&args.out, text) {
         eprintln!("mcp-tool-search-bench: {}: {e}", args.out.display());
@@ -325,28 +349,32 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// `--gateway`: only the many-servers section, written into `--out` in place of the old one.
-fn run_gateway(args: &Args, spec: (usize, usize)) -> ExitCode {
-    let section = TestDir::new("bench-gateway")
+/// `--gateway`, `--code-mode`: only one section (`measure` writes it), put into `--out` in place
+/// of the old one under `heading`.
+fn run_only(
+    args: &Args,
+    name: &str,
+    heading: &str,
+    measure: impl FnOnce(&TestDir) -> Result<String, String>,
+) -> ExitCode {
+    let section = TestDir::new(name)
         .map_err(|e| e.to_string())
-        .and_then(|dir| gateway::run(args, spec, &dir));
+        .and_then(|dir| measure(&dir));
     let section = match section {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("mcp-tool-search-bench: gateway benchmark failed: {e}");
+            eprintln!("mcp-tool-search-bench: {name} failed: {e}");
             return ExitCode::FAILURE;
         }
     };
     print!("{section}");
     let old = std::fs::read_to_string(&args.out).unwrap_or_default();
-    if let Err(e) = std::fs::write(&args.out, gateway::replace_section(&old, &section)) {
+    let new = mcp_tool_search_bench::replace_markdown_section(&old, heading, &section);
+    if let Err(e) = std::fs::write(&args.out, new) {
         eprintln!("mcp-tool-search-bench: {}: {e}", args.out.display());
         return ExitCode::FAILURE;
     }
-    log(&format!(
-        "wrote the gateway section of {}",
-        args.out.display()
-    ));
+    log(&format!("wrote {heading:?} of {}", args.out.display()));
     ExitCode::SUCCESS
 }
 

@@ -40,7 +40,7 @@ impl Context for Root {
 
 impl RootContext for Root {
     fn on_configure(&mut self, size: usize) -> bool {
-        crate::follow_host_log_level();
+        crate::host::follow_host_log_level();
         let bytes = match hostcalls::get_buffer(BufferType::PluginConfiguration, 0, size) {
             Ok(bytes) => bytes.unwrap_or_default(),
             Err(status) => {

@@ -7,7 +7,7 @@ use mcp_tool_search_core::{
     STATS,
 };
 use proxy_wasm::hostcalls;
-use proxy_wasm::types::{BufferType, MapType, MetricType, Status};
+use proxy_wasm::types::{BufferType, LogLevel, MapType, MetricType, Status};
 use std::cell::RefCell;
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -233,4 +233,17 @@ impl HttpHost for ProxyHost {
     fn set_property(&self, path: &[&str], value: &[u8]) -> Result<(), String> {
         hostcalls::set_property(path.to_vec(), Some(value)).map_err(reason)
     }
+}
+
+/// Follows Envoy's log level: formatting a message Envoy would drop is wasted work.
+pub(crate) fn follow_host_log_level() {
+    let max = match hostcalls::get_log_level() {
+        Ok(LogLevel::Trace) => log::LevelFilter::Trace,
+        Ok(LogLevel::Debug) => log::LevelFilter::Debug,
+        Ok(LogLevel::Info) => log::LevelFilter::Info,
+        Ok(LogLevel::Warn) | Err(_) => log::LevelFilter::Warn,
+        Ok(LogLevel::Error) => log::LevelFilter::Error,
+        Ok(LogLevel::Critical) => log::LevelFilter::Off,
+    };
+    log::set_max_level(max);
 }

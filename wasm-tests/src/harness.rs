@@ -25,8 +25,8 @@ pub use envoy::{
     FilterOptions,
 };
 pub use paths::{
-    catalog_300, embedder_bin, envoy_bin, filter_wasm, filter_wasm_path, model_dir, workspace_root,
-    FILTER_WASM_ARTIFACT, MODEL_FILES,
+    catalog_300, code_wasm, embedder_bin, envoy_bin, filter_wasm, filter_wasm_path, model_dir,
+    workspace_root, FILTER_WASM_ARTIFACT, MODEL_FILES,
 };
 pub use process::{free_port, port_open, tail, wait_until, Proc, TestDir};
 pub use script::{run_printed, still_listening, Script};

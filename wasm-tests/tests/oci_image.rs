@@ -54,15 +54,29 @@ fn run(cmd: &mut Command) -> Vec<u8> {
 
 #[test]
 fn the_oci_image_holds_the_built_filter_as_istio_pulls_it() {
-    let archive = std::env::var_os("OCI_ARCHIVE").map(PathBuf::from);
+    image_holds("OCI_ARCHIVE", || harness::filter_wasm().unwrap());
+}
+
+#[test]
+fn the_code_mode_image_holds_the_code_mode_module() {
+    image_holds("CODE_OCI_ARCHIVE", || harness::code_wasm().unwrap());
+}
+
+/// The archive at `$var` is an image as Istio pulls it, whose one layer holds `module()` as
+/// `plugin.wasm`.
+fn image_holds(var: &str, module: impl FnOnce() -> PathBuf) {
+    let archive = std::env::var_os(var).map(PathBuf::from);
     let Some(archive) = archive.filter(|a| a.is_file()) else {
-        let why = "no OCI image archive: umoci could not be installed here (make test builds one \
-                   into $OCI_ARCHIVE with `envoy/oci-image.sh --install`)";
-        harness::skip("oci_image", why).unwrap();
+        let why = format!(
+            "no OCI image archive at ${var}: umoci could not be installed here (make test builds \
+             both with `envoy/oci-image.sh --install`)"
+        );
+        harness::skip("oci_image", &why).unwrap();
         return;
     };
-    let wasm = std::fs::read(harness::filter_wasm().unwrap()).unwrap();
-    let dir = std::env::temp_dir().join(format!("mcp-tool-search-oci-{}", std::process::id()));
+    let wasm = std::fs::read(module()).unwrap();
+    let dir =
+        std::env::temp_dir().join(format!("mcp-tool-search-oci-{var}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let layout = dir.join("layout");
     std::fs::create_dir_all(&layout).unwrap();

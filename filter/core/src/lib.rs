@@ -44,7 +44,7 @@ pub use http::{
     METADATA_KEY,
 };
 pub use plugin::{Host, Level, Plugin, CATALOG_TICK_MS, EMBED_TICK_MS, MAX_BACKOFF_MS};
-pub use stats::{Event, PassReason, Refusal, HELP, HISTOGRAMS, STATS};
+pub use stats::{Event, PassReason, Refusal, ScriptEnd, HELP, HISTOGRAMS, STATS};
 pub use store::{SharedData, StoreError};
 pub use stream::RequestHead;
 

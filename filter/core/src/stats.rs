@@ -55,6 +55,10 @@ stats! {
     RESPONSES_WITHHELD = "responses_withheld": "responses (or SSE events) withheld under a policy: not readable in exactly one way",
     LISTS_FILTERED_UNPAIRED = "lists_filtered_unpaired": "list results filtered for the caller on a stream that did not ask for them",
     LISTS_NOT_LEARNED = "lists_not_learned": "lists answered but not learned (another authority than `catalog.authority`)",
+    SCRIPTS_OK = "scripts.ok": "code mode: scripts that returned a result",
+    SCRIPTS_ERROR = "scripts.error": "code mode: scripts that threw, or were not valid",
+    SCRIPTS_LIMIT = "scripts.limit": "code mode: scripts a limit ended (time, memory, stack, calls, call time, output)",
+    SCRIPT_CALLS = "script_calls": "code mode: `tools/call`s scripts made upstream",
 }
 
 stats! {
@@ -159,7 +163,19 @@ pub enum Event {
     ListFilteredUnpaired,
     /// A list of a request to another authority than `catalog.authority`: answered, not learned.
     ListNotLearned,
+    /// A script ended (code mode).
+    Script(ScriptEnd),
+    /// A script's `tools/call`s sent upstream.
+    ScriptCalls(u64),
     Error,
+}
+
+/// How a script ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScriptEnd {
+    Ok,
+    Error,
+    Limit,
 }
 
 /// Why a request was refused before it reached the upstream.
@@ -190,6 +206,9 @@ impl Event {
         if stat == TOOLS_HIDDEN {
             return Some(Event::ToolsHidden(by));
         }
+        if stat == SCRIPT_CALLS {
+            return Some(Event::ScriptCalls(by));
+        }
         let mut every = vec![
             Event::ListRewritten,
             Event::SearchRejected,
@@ -201,6 +220,9 @@ impl Event {
             Event::ResponseWithheld,
             Event::ListFilteredUnpaired,
             Event::ListNotLearned,
+            Event::Script(ScriptEnd::Ok),
+            Event::Script(ScriptEnd::Error),
+            Event::Script(ScriptEnd::Limit),
         ];
         every.extend([Ranking::Bm25, Ranking::Vector, Ranking::Hybrid].map(Event::SearchAnswered));
         every.extend(FallbackKind::ALL.map(Event::SearchFallback));
@@ -245,6 +267,10 @@ impl Event {
             Event::ResponseWithheld => RESPONSES_WITHHELD,
             Event::ListFilteredUnpaired => LISTS_FILTERED_UNPAIRED,
             Event::ListNotLearned => LISTS_NOT_LEARNED,
+            Event::Script(ScriptEnd::Ok) => SCRIPTS_OK,
+            Event::Script(ScriptEnd::Error) => SCRIPTS_ERROR,
+            Event::Script(ScriptEnd::Limit) => SCRIPTS_LIMIT,
+            Event::ScriptCalls(n) => return (SCRIPT_CALLS, n),
         };
         (name, 1)
     }
@@ -268,6 +294,10 @@ mod tests {
             Event::ResponseWithheld,
             Event::ListFilteredUnpaired,
             Event::ListNotLearned,
+            Event::Script(ScriptEnd::Ok),
+            Event::Script(ScriptEnd::Error),
+            Event::Script(ScriptEnd::Limit),
+            Event::ScriptCalls(2),
         ];
         for r in [Ranking::Bm25, Ranking::Vector, Ranking::Hybrid] {
             events.push(Event::SearchAnswered(r));

@@ -58,6 +58,22 @@ pub fn filter_wasm() -> Result<PathBuf> {
     ))
 }
 
+/// Code mode's module (`make wasm` builds it beside the filter), as an absolute path:
+/// `$CODE_WASM`, else `target/dist/mcp_tool_search_code.wasm` at the workspace root.
+pub fn code_wasm() -> Result<PathBuf> {
+    let p = std::env::var_os("CODE_WASM").map_or_else(
+        || workspace_root().join("target/dist/mcp_tool_search_code.wasm"),
+        PathBuf::from,
+    );
+    if p.is_file() {
+        return Ok(std::fs::canonicalize(&p).unwrap_or(p));
+    }
+    err(format!(
+        "code-mode .wasm not found at {}: run `make wasm`, or set CODE_WASM",
+        p.display()
+    ))
+}
+
 /// The committed 300-tool catalog used by the tests and the demo.
 pub fn catalog_300() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("data/catalog-300.jsonl")

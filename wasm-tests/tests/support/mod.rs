@@ -44,6 +44,8 @@ pub struct Setup {
     /// More Envoy clusters (e.g. the filter's `embeddings`), see
     /// [`EnvoyOptions::extra_clusters`].
     pub extra_clusters: Vec<Cluster>,
+    /// Load code mode's module instead of the filter's.
+    pub code_module: bool,
 }
 
 impl Setup {
@@ -59,7 +61,14 @@ impl Setup {
             allow_stop: false,
             namespace: Some(NAMESPACE.to_owned()),
             extra_clusters: Vec::new(),
+            code_module: false,
         }
+    }
+
+    /// Code mode's module (`mcp_tool_search_code.wasm`) instead of the filter's.
+    pub fn code_module(mut self) -> Self {
+        self.code_module = true;
+        self
     }
 
     /// `"hold_request_headers": true` in the plugin config, and Envoy's
@@ -93,7 +102,12 @@ impl Setup {
     /// Start Envoy (with the filter) in front of an already running upstream.
     pub fn start_envoy(&self, dir: TestDir, upstream: CatalogServer) -> Stack {
         let filter = FilterOptions {
-            wasm: harness::filter_wasm().unwrap_or_else(|e| panic!("{e}")),
+            wasm: if self.code_module {
+                harness::code_wasm()
+            } else {
+                harness::filter_wasm()
+            }
+            .unwrap_or_else(|e| panic!("{e}")),
             config_json: self.config.to_string(),
         };
         let mut opts = EnvoyOptions::new(upstream.addr, Some(filter));

@@ -9,6 +9,7 @@
 //! and silently accepted a struct written as an array (`"weights": [1, 2, 3]`).
 
 pub mod catalog;
+pub mod code;
 pub mod disclosure;
 pub mod entries;
 pub(crate) mod glob;
@@ -80,7 +81,13 @@ pub enum Mode {
     List,
     /// Search behaviour only when the caller may use more tools than `search_threshold`.
     Auto,
+    /// Progressive tools hidden behind one tool that runs an agent's script against the
+    /// catalog (`code`); no search tool. Only in the code-mode module.
+    Code,
 }
+
+/// Whether this build runs scripts (the code-mode module, `mcp_tool_search_code.wasm`).
+pub const RUNS_SCRIPTS: bool = cfg!(feature = "code-mode");
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -108,6 +115,8 @@ pub struct Config {
     /// through the search tool's `type`.
     pub prompts_disclosure: DisclosureMode,
     pub resources_disclosure: DisclosureMode,
+    /// Code mode's tool and limits (`mode: "code"`).
+    pub code: code::CodeConfig,
 }
 
 pub const DEFAULT_SEARCH_THRESHOLD: usize = 40;
@@ -130,6 +139,7 @@ impl Default for Config {
             prompts_disclosure: DisclosureMode::Eager,
             resources_disclosure: DisclosureMode::Eager,
             catalog: catalog::CatalogConfig::default(),
+            code: code::CodeConfig::default(),
         }
     }
 }
@@ -185,14 +195,31 @@ impl Config {
                 Some("search") => Mode::Search,
                 Some("list") => Mode::List,
                 Some("auto") => Mode::Auto,
+                Some("code") if RUNS_SCRIPTS => Mode::Code,
+                Some("code") => {
+                    return Err(ConfigError::invalid(
+                        "mode",
+                        v,
+                        "\"search\", \"list\" or \"auto\" in this module; code mode runs \
+                         scripts, which only the code-mode module does: load \
+                         mcp_tool_search_code.wasm (`make wasm` builds both)",
+                    ))
+                }
                 _ => {
                     return Err(ConfigError::invalid(
                         "mode",
                         v,
-                        "\"search\", \"list\" or \"auto\"",
+                        if RUNS_SCRIPTS {
+                            "\"search\", \"list\", \"auto\" or \"code\""
+                        } else {
+                            "\"search\", \"list\" or \"auto\""
+                        },
                     ))
                 }
             };
+        }
+        if let Some(v) = obj.take("code") {
+            config.code = code::parse(v)?;
         }
         if let Some(v) = obj.take("search_threshold") {
             let n = integer("search_threshold", v, 0, 1_000_000)?;

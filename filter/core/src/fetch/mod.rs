@@ -18,7 +18,8 @@ use crate::call::HttpCall;
 use crate::config::entries::Entry;
 use crate::index::catalog::Tool;
 use crate::mcp::json;
-use reply::{read_reply, ListPage};
+pub(crate) use reply::read_reply;
+use reply::ListPage;
 use std::fmt;
 
 pub use reply::ReplyError;

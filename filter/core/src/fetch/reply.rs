@@ -58,7 +58,7 @@ struct RpcError {
 }
 
 /// The `result` of the response to request `id` in `body`.
-pub(super) fn read_reply(body: &[u8], id: u64) -> Result<Box<RawValue>, ReplyError> {
+pub(crate) fn read_reply(body: &[u8], id: u64) -> Result<Box<RawValue>, ReplyError> {
     let text = std::str::from_utf8(body).map_err(|_| ReplyError::NotUtf8)?;
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') || trimmed.starts_with('[') {

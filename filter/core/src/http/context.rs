@@ -34,6 +34,8 @@ enum Awaited {
     Query { texts: usize },
     /// The `tools/call` that `call_tool` stands for.
     Upstream,
+    /// A script's `tools/call` (code mode), by the script's call id.
+    Script(u32),
 }
 
 pub(super) struct State {
@@ -299,6 +301,26 @@ impl State {
                     self.carry_out(root, host, action)
                 }
             },
+            RequestBodyAction::ScriptCalls(calls) => {
+                // Every call is sent before any failure resumes the script: a failure can end
+                // it, and the calls sent with it are then answered to nobody.
+                let mut failed = Vec::new();
+                for (id, call) in calls {
+                    match host.http_call(call) {
+                        Ok(token) => self.calls.push((token, Awaited::Script(id))),
+                        Err(reason) => failed.push((id, reason)),
+                    }
+                }
+                let mut action = Action::Pause;
+                for (id, reason) in failed {
+                    let next = self.run(root, host, |stream, config, env| {
+                        stream.on_script_reply(config, env, id, Err(reason))
+                    });
+                    action = self.carry_out(root, host, next);
+                }
+                action
+            }
+            RequestBodyAction::Wait => Action::Pause,
             RequestBodyAction::Fetch { namespace, spec } => {
                 match root.plugin.start_fetch(host, &namespace, spec) {
                     // The fetch's calls answer through `on_call_response`; the plugin knows
@@ -353,6 +375,12 @@ impl State {
                     let answer = Ok((status, headers, body));
                     self.run(root, host, |stream, config, env| {
                         stream.on_call_answer(config, env, answer)
+                    })
+                }
+                Awaited::Script(id) => {
+                    let answer = Ok((status, headers, body));
+                    self.run(root, host, |stream, config, env| {
+                        stream.on_script_reply(config, env, id, answer)
                     })
                 }
                 Awaited::Query { texts } => {

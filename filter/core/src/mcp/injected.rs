@@ -3,7 +3,7 @@
 //! definitions (MCP spec 2025-11-25, "Tool"), argument rules and results.
 
 use crate::config::entries::SearchType;
-use crate::config::{Config, ResultFormat};
+use crate::config::{Config, Mode, ResultFormat};
 use crate::index::catalog::Tool;
 pub(crate) mod answer;
 
@@ -40,10 +40,15 @@ pub enum Injected {
     ListGroups,
     Describe,
     Call,
+    /// Code mode's tool: runs the agent's script (the only tool injected in code mode).
+    Script,
 }
 
 impl Injected {
     pub fn of(config: &Config, name: &str) -> Option<Injected> {
+        if config.mode == Mode::Code {
+            return (name == config.code.tool_name).then_some(Injected::Script);
+        }
         let summary = config.search.result_format == ResultFormat::Summary;
         match name {
             n if n == config.search.tool_name => Some(Injected::Search),
@@ -560,6 +565,61 @@ pub fn describe_result(found: &[&Tool], missing: &[String], modern: bool) -> Str
 
 /// A tool result that reports a problem to the model (`isError`, MCP spec 2025-11-25 "Error
 /// Handling": tool errors are results, so the model can read and correct them).
+/// The longest script `run_script` takes: a program an agent writes is a few kilobytes.
+#[cfg_attr(not(feature = "code-mode"), allow(dead_code))]
+pub const MAX_SCRIPT_CHARS: usize = 100_000;
+
+/// Code mode's tool: its input is the script; its structured result the script's return value
+/// (`result`) or its error (`error`, with the `limit` that ended it), and its log.
+pub fn script_definition(config: &Config, structured: bool) -> Vec<String> {
+    #[cfg(feature = "code-mode")]
+    {
+        let schema = format!(
+            "{{\"type\":\"object\",\"properties\":{{\"script\":{{\"type\":\"string\",\
+             \"maxLength\":{MAX_SCRIPT_CHARS},\"description\":\"JavaScript: the body of an \
+             async function. Use await, and return the answer.\"}}}},\"required\":[\"script\"]}}"
+        );
+        let output =
+            "{\"type\":\"object\",\"properties\":{\"result\":{},\"error\":{\"type\":\"string\"},\
+                      \"limit\":{\"type\":[\"string\",\"null\"]},\"log\":{\"type\":\"string\"}}}";
+        vec![definition(
+            &config.code.tool_name,
+            "Run a script",
+            mcp_tool_search_script::API,
+            &schema,
+            structured.then_some(output),
+            false,
+        )]
+    }
+    #[cfg(not(feature = "code-mode"))]
+    {
+        // `mode: "code"` is refused at configuration in a module without the sandbox.
+        let _ = (config, structured);
+        Vec::new()
+    }
+}
+
+/// `run_script`'s arguments: `{"script": "..."}`.
+#[cfg_attr(not(feature = "code-mode"), allow(dead_code))]
+pub fn parse_script(arguments: Option<&RawValue>) -> Result<String, String> {
+    let args = object(arguments)?;
+    match args.get("script") {
+        Some(Value::String(s)) if s.trim().is_empty() => {
+            Err("Argument `script` is empty: pass the JavaScript to run.".to_string())
+        }
+        Some(Value::String(s)) if s.chars().count() > MAX_SCRIPT_CHARS => Err(format!(
+            "Argument `script` is longer than {MAX_SCRIPT_CHARS} characters."
+        )),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(other) => Err(format!(
+            "Argument `script` must be a string of JavaScript, not {other}."
+        )),
+        None => Err(
+            "Missing required argument `script`: pass {\"script\": \"return 1 + 1\"}.".to_string(),
+        ),
+    }
+}
+
 pub fn error_result(message: &str, modern: bool) -> String {
     result::text(&[message], true, modern)
 }

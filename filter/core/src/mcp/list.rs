@@ -333,7 +333,7 @@ fn rewrite_object(
     let config = ctx.config;
     let whole_list_known = ctx.known_complete || whole_page;
     let searching = match config.mode {
-        Mode::Search => true,
+        Mode::Search | Mode::Code => true,
         Mode::List => false,
         // Until the whole list has been seen its size is unknown: search, so that no page
         // shows a different choice and every tool stays reachable.
@@ -355,7 +355,13 @@ fn rewrite_object(
         }
     }
     let hidden: Vec<&str> = usable.iter().copied().filter(|n| progressive(n)).collect();
-    let injected = if searching && target.first_page && !hidden.is_empty() {
+    let injected = if config.mode == Mode::Code {
+        // Scripts reach every tool the caller may use, eager ones too.
+        match target.first_page {
+            true => injected::script_definition(config, ctx.structured),
+            false => Vec::new(),
+        }
+    } else if searching && target.first_page && !hidden.is_empty() {
         let mut groups: Vec<String> = usable
             .iter()
             .map(|n| config.group_of(ctx.namespace, n))

@@ -212,6 +212,18 @@ fn result(
     o.end()
 }
 
+/// A script's tool result (code mode): its texts and, where the protocol has it, the same as
+/// `structuredContent`.
+#[cfg_attr(not(feature = "code-mode"), allow(dead_code))]
+pub fn script(
+    texts: &[&str],
+    structured: Option<&RawValue>,
+    is_error: bool,
+    modern: bool,
+) -> String {
+    result(texts, structured, is_error, Meta::None, modern)
+}
+
 /// A tool result of text items.
 pub fn text(texts: &[&str], is_error: bool, modern: bool) -> String {
     result(texts, None, is_error, Meta::None, modern)

@@ -159,6 +159,23 @@ impl Env<'_> {
         self.origin.clone()
     }
 
+    /// The configuration, for what outlives this callback (a running script's catalog view).
+    #[cfg_attr(not(feature = "code-mode"), allow(dead_code))]
+    pub(crate) fn shared_config(&self) -> Rc<crate::config::Config> {
+        self.plugin.config.clone()
+    }
+
+    /// A place for one more script in this VM (`code.max_running`), or `None` when it is full.
+    #[cfg_attr(not(feature = "code-mode"), allow(dead_code))]
+    pub(crate) fn script_slot(&self) -> Option<super::ScriptSlot> {
+        self.plugin.script_slot(self.plugin.config.code.max_running)
+    }
+
+    #[cfg_attr(not(feature = "code-mode"), allow(dead_code))]
+    pub(crate) fn random_u64(&self) -> u64 {
+        self.host.random_u64()
+    }
+
     /// The callback's clock, read once: every decision of one callback sees one instant.
     pub(crate) fn now_ms(&self) -> u64 {
         self.now_ns() / 1_000_000
@@ -262,6 +279,13 @@ impl Env<'_> {
         let now = self.host.now_ns();
         self.clock.set(Some(now));
         now
+    }
+
+    /// The clock as it reads now, not at the callback's start: when a call leaves and returns
+    /// after a script ran for part of the callback.
+    #[cfg_attr(not(feature = "code-mode"), allow(dead_code))]
+    pub(crate) fn clock_now_ns(&self) -> u64 {
+        self.host.now_ns()
     }
 
     /// Microseconds since `start_ns` (of [`Env::now_ns`]), read from the clock now.

@@ -31,7 +31,8 @@ pub const EMBED_TICK_MS: u64 = 500;
 pub const CATALOG_TICK_MS: u64 = 200;
 
 pub struct Plugin {
-    pub config: Config,
+    /// Shared with what outlives one callback (a running script's view of the catalog).
+    pub config: std::rc::Rc<Config>,
     cache: RefCell<CatalogCache>,
     worker: RefCell<Worker>,
     health: health::Health,
@@ -45,13 +46,26 @@ pub struct Plugin {
     searches: std::cell::Cell<u64>,
     /// This VM's search insights not yet folded into shared data.
     insights: RefCell<crate::insights::Pending>,
+    /// Code mode's scripts alive in this VM (each holds its heap until it ends).
+    scripts: std::rc::Rc<std::cell::Cell<u32>>,
+}
+
+/// One running script's place in its VM's count, given back when the script ends or its
+/// stream goes (dropped).
+#[derive(Debug)]
+pub(crate) struct ScriptSlot(std::rc::Rc<std::cell::Cell<u32>>);
+
+impl Drop for ScriptSlot {
+    fn drop(&mut self) {
+        self.0.set(self.0.get().saturating_sub(1));
+    }
 }
 
 impl Plugin {
     /// `vm_id` must differ between the VMs of one host (the embedding lease tells them apart).
     pub fn new(config: Config, vm_id: String) -> Self {
         Plugin {
-            config,
+            config: std::rc::Rc::new(config),
             cache: RefCell::new(CatalogCache::new()),
             worker: RefCell::new(Worker::default()),
             health: health::Health::default(),
@@ -60,6 +74,7 @@ impl Plugin {
             serving: std::cell::Cell::new(false),
             searches: std::cell::Cell::new(0),
             insights: RefCell::new(crate::insights::Pending::default()),
+            scripts: std::rc::Rc::default(),
         }
     }
 
@@ -84,6 +99,16 @@ impl Plugin {
     }
 
     /// A new search id: this VM's id and its count of searches, unique across the Envoy.
+    /// A place for one more script in this VM, unless `max` run already.
+    #[cfg_attr(not(feature = "code-mode"), allow(dead_code))]
+    pub(crate) fn script_slot(&self, max: u32) -> Option<ScriptSlot> {
+        let running = self.scripts.get();
+        (running < max).then(|| {
+            self.scripts.set(running + 1);
+            ScriptSlot(self.scripts.clone())
+        })
+    }
+
     pub(crate) fn next_search_id(&self) -> String {
         let n = self.searches.get().wrapping_add(1);
         self.searches.set(n);

@@ -151,13 +151,14 @@ impl Stream {
     /// search endpoint, and requests waiting for a catalog, query vectors or the call
     /// `call_tool` stands for. An upstream response that arrives first must not reach the client.
     pub fn answering_locally(&self) -> bool {
-        matches!(
-            self.phase,
-            Phase::SearchEndpointBody
-                | Phase::Fetching(_)
-                | Phase::Embedding(_)
-                | Phase::Calling(_)
-        )
+        self.running_script()
+            || matches!(
+                self.phase,
+                Phase::SearchEndpointBody
+                    | Phase::Fetching(_)
+                    | Phase::Embedding(_)
+                    | Phase::Calling(_)
+            )
     }
 
     /// Whether the stream waits for a catalog fetch.
@@ -174,6 +175,10 @@ impl Stream {
     ) -> RequestBodyAction {
         match pending {
             Pending::Mcp(incoming) => {
+                #[cfg(feature = "code-mode")]
+                if let Some(action) = self.script_request(config, env, &incoming) {
+                    return action;
+                }
                 if self.needs_query_vectors(config) {
                     let texts = request::search_texts(config, &incoming);
                     if !texts.is_empty() {

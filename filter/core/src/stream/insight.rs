@@ -148,6 +148,7 @@ impl Stream {
             Mode::Search => "search",
             Mode::List => "list",
             Mode::Auto => "auto",
+            Mode::Code => "code",
         };
         // Namespaces come sorted, each once.
         let mut reports = Vec::new();

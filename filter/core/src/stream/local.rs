@@ -103,6 +103,13 @@ impl Stream {
                         modern,
                     ),
                 ),
+                Some(Injected::Script) => jsonrpc::result_response(
+                    id,
+                    &injected::error_result(
+                        &format!("{name} cannot be used inside a batch; send it alone."),
+                        modern,
+                    ),
+                ),
                 None => {
                     env.record(Event::CallRefused);
                     jsonrpc::error_response(
@@ -495,7 +502,7 @@ impl Stream {
 impl Stream {
     /// The `tools/call` of `target` as the caller would have sent it: its headers (but the
     /// hop-by-hop ones and the fetch marker), `mcp-name` naming the tool, to the route's cluster.
-    fn upstream_call(
+    pub(super) fn upstream_call(
         &self,
         config: &Config,
         origin: Origin,

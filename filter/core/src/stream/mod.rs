@@ -26,6 +26,8 @@ mod local;
 mod reply;
 mod request;
 mod response;
+#[cfg(feature = "code-mode")]
+mod script;
 
 pub use crate::stats::{Event, PassReason, Refusal};
 use serde_json::value::RawValue;
@@ -117,7 +119,8 @@ impl RequestHead {
                 })
                 .collect(),
             fetch_marker: first(crate::fetch::MARKER_HEADER),
-            headers: if config.hold_request_headers {
+            // Code mode's scripts call tools with the caller's headers whatever the hold mode.
+            headers: if config.hold_request_headers && config.mode != Mode::Code {
                 Vec::new()
             } else {
                 headers.to_vec()
@@ -191,6 +194,12 @@ pub(crate) enum RequestBodyAction {
     /// Make this call (the `tools/call` that `call_tool` stands for), then hand its answer to
     /// `on_call_answer`.
     Call(crate::call::HttpCall),
+    /// Make these calls (a script's `tools/call`s, by the script's call id), then hand each
+    /// answer to `on_script_reply`.
+    #[cfg_attr(not(feature = "code-mode"), allow(dead_code))]
+    ScriptCalls(Vec<(u32, crate::call::HttpCall)>),
+    /// Nothing to do until a call this stream made answers.
+    Wait,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -229,6 +238,9 @@ enum Phase {
     /// Waiting for the answer to a `tools/call` the filter made for `call_tool` (the request's
     /// id, to answer a failure with).
     Calling(Option<Box<RawValue>>),
+    /// A script runs (code mode), between its steps.
+    #[cfg(feature = "code-mode")]
+    Script(Box<script::Scripting>),
     AwaitResponse,
     /// JSON is held in the VM, not in Envoy's buffer: Envoy resets a stream whose paused body
     /// passes its buffer limit (1 MiB by default), long before our own cap.
@@ -300,6 +312,18 @@ impl Stream {
             guarding: false,
             reply_id: None,
             changes: None,
+        }
+    }
+
+    /// Whether a script runs on this stream (code mode): its answer is the filter's own.
+    fn running_script(&self) -> bool {
+        #[cfg(feature = "code-mode")]
+        {
+            matches!(self.phase, Phase::Script(_))
+        }
+        #[cfg(not(feature = "code-mode"))]
+        {
+            false
         }
     }
 
@@ -405,6 +429,20 @@ impl Stream {
     fn allowed<'c>(&self, config: &'c Config, namespace: &str) -> impl Fn(&str) -> bool + 'c {
         let scope = self.scope(config, namespace);
         move |name: &str| scope.as_ref().is_none_or(|s| s.allows(name))
+    }
+}
+
+/// Without code mode no stream runs a script, so none waits for a script's call.
+#[cfg(not(feature = "code-mode"))]
+impl Stream {
+    pub fn on_script_reply(
+        &mut self,
+        _: &Config,
+        _: &mut Env<'_>,
+        _: u32,
+        _: Result<crate::call::CallResponse, String>,
+    ) -> RequestBodyAction {
+        RequestBodyAction::Wait
     }
 }
 

@@ -29,7 +29,10 @@ impl Stream {
         let forms = crate::config::paths::candidates(&head.path);
         let path = &forms[0];
         if let Some(search_path) = config.search.http_path.as_deref() {
-            if path == search_path {
+            // Code mode serves no search but the scripts' own: its search and groups paths are
+            // the route's, like any other path.
+            let searching = config.mode != Mode::Code;
+            if searching && path == search_path {
                 self.head = head;
                 if self.head.method != "POST" {
                     return RequestHeadersAction::Reply(method_not_allowed("POST"));
@@ -50,7 +53,7 @@ impl Stream {
                     },
                 );
             }
-            if path.strip_prefix(search_path) == Some("/groups") {
+            if searching && path.strip_prefix(search_path) == Some("/groups") {
                 if head.method != "GET" {
                     return RequestHeadersAction::Reply(method_not_allowed("GET"));
                 }
@@ -367,6 +370,10 @@ impl Stream {
                     return self.fetch(env, &namespace, origin, Pending::Mcp(incoming));
                 }
             }
+            #[cfg(feature = "code-mode")]
+            if let Some(action) = self.script_request(config, env, &incoming) {
+                return action;
+            }
             if self.needs_query_vectors(config) {
                 let texts = search_texts(config, &incoming);
                 if !texts.is_empty() {
@@ -496,7 +503,7 @@ fn needs_catalog(config: &Config, incoming: &Incoming) -> bool {
     incoming.messages().iter().any(|m| match m.kind() {
         Kind::ToolsCall { name, .. } => matches!(
             Injected::of(config, name),
-            Some(Injected::Search | Injected::ListGroups | Injected::Describe)
+            Some(Injected::Search | Injected::ListGroups | Injected::Describe | Injected::Script)
         ),
         Kind::ToolsList { .. } => list_query(config, m).is_some(),
         _ => false,
@@ -526,7 +533,7 @@ pub(super) fn list_query<'m>(
     config: &Config,
     m: &'m Message,
 ) -> Option<&'m Result<ListQuery, String>> {
-    if !config.search.list_query || config.mode == Mode::List {
+    if !config.search.list_query || matches!(config.mode, Mode::List | Mode::Code) {
         return None;
     }
     match m.kind() {
