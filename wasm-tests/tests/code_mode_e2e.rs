@@ -18,6 +18,7 @@ mod support;
 use mcp_tool_search_wasm_tests::harness::{
     self, CatalogOptions, Envoy, EnvoyOptions, FilterOptions, TestDir,
 };
+use mcp_tool_search_wasm_tests::mcp;
 use mcp_tool_search_wasm_tests::python::{FastMcpOptions, FastMcpServer};
 use serde_json::{json, Value};
 use std::time::Instant;
@@ -39,6 +40,19 @@ fn config(hold: bool) -> Value {
             "default": "deny"
         }
     })
+}
+
+/// The code-mode module, or `None` (a skip; under CI a failure) when it is not built.
+fn code_module() -> Option<std::path::PathBuf> {
+    let wasm = harness::code_wasm();
+    if wasm.is_err() {
+        harness::skip(
+            "code_mode_e2e",
+            "the code-mode module is not built: run `make wasm`",
+        )
+        .unwrap();
+    }
+    wasm.ok()
 }
 
 /// Runs `script` through `run_script` at `url`: the tool result, and how long it took.
@@ -167,12 +181,7 @@ async fn catalog_server_flow(stack: &Stack) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scripts_against_the_rmcp_catalog_server_json_and_sse_both_hold_modes() {
-    if harness::code_wasm().is_err() {
-        harness::skip(
-            "code_mode_e2e",
-            "the code-mode module is not built: run `make wasm`",
-        )
-        .unwrap();
+    if code_module().is_none() {
         return;
     }
     for (hold, json) in [(false, false), (true, true), (false, true), (true, false)] {
@@ -193,6 +202,8 @@ async fn scripts_against_the_rmcp_catalog_server_json_and_sse_both_hold_modes() 
 
 const FASTMCP_SCRIPT: &str = r#"
 const names = catalog.tools.search({query: "github issues and the stripe balance", limit: 5}).map((t) => t.name);
+const [issue] = catalog.tools.describe("github_get_issue");
+if (issue.inputSchema.properties.number.type !== "integer") throw new Error("not the server's definition");
 const results = await Promise.all([
   tools.github_get_issue({number: 3}),
   tools.github_list_issues({repo: "a/b"}),
@@ -203,18 +214,34 @@ try { await tools.stripe_create_refund({charge: "ch_1"}); } catch (e) { refund =
 return {found: names.sort(), ran: results.map((r) => r.content[0].text), refund};
 "#;
 
+/// The code-mode configuration for the Python SDK's servers (their tools: GitHub and Stripe).
+fn fastmcp_config(hold: bool) -> Value {
+    let mut config = config(hold);
+    config["authorization"]["rules"][0]["tools"] = json!(["github_*", "stripe_get_balance"]);
+    config
+}
+
+/// Envoy with the code-mode module before `server`, holding request headers when `config` does.
+fn envoy_before(
+    server: &FastMcpServer,
+    wasm: &std::path::Path,
+    config: &Value,
+    dir: &TestDir,
+) -> Envoy {
+    let filter = FilterOptions {
+        wasm: wasm.to_path_buf(),
+        config_json: config.to_string(),
+    };
+    let mut opts = EnvoyOptions::new(server.addr, Some(filter));
+    opts.allow_on_headers_stop_iteration = config["hold_request_headers"] == true;
+    Envoy::start(&opts, dir).unwrap_or_else(|e| panic!("{e}"))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scripts_against_fastmcp_json_and_sse_both_hold_modes() {
-    let Ok(wasm) = harness::code_wasm() else {
-        harness::skip(
-            "code_mode_e2e",
-            "the code-mode module is not built: run `make wasm`",
-        )
-        .unwrap();
+    let Some(wasm) = code_module() else {
         return;
     };
-    let mut config = config(false);
-    config["authorization"]["rules"][0]["tools"] = json!(["github_*", "stripe_get_balance"]);
     for (hold, sse) in [(false, false), (true, true), (false, true), (true, false)] {
         let dir = TestDir::new(&format!("code_mode_fastmcp_{hold}_{sse}")).unwrap();
         let server = FastMcpServer::start(
@@ -225,14 +252,7 @@ async fn scripts_against_fastmcp_json_and_sse_both_hold_modes() {
             &dir,
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        config["hold_request_headers"] = json!(hold);
-        let filter = FilterOptions {
-            wasm: wasm.clone(),
-            config_json: config.to_string(),
-        };
-        let mut opts = EnvoyOptions::new(server.addr, Some(filter));
-        opts.allow_on_headers_stop_iteration = hold;
-        let envoy = Envoy::start(&opts, &dir).unwrap_or_else(|e| panic!("{e}"));
+        let envoy = envoy_before(&server, &wasm, &fastmcp_config(hold), &dir);
         let url = envoy.mcp_url();
         within("fastmcp flow", async {
             let resp = rpc(&url, &[ROLE, PROTOCOL], &list_request(1, None)).await;
@@ -261,5 +281,55 @@ async fn scripts_against_fastmcp_json_and_sse_both_hold_modes() {
             !ran.iter().any(|l| l.contains("stripe_create_refund")),
             "{ran:?}"
         );
+    }
+}
+
+/// The SDK 2.x server speaks protocol 2026-07-28, which checks `Mcp-Name` against the body: a
+/// 2026-07-28 client's script calls carry their own, with the request's `params._meta`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_of_a_2026_07_28_client_against_the_sdk2_server_both_hold_modes() {
+    let Some(wasm) = code_module() else {
+        return;
+    };
+    let Ok(python2) = mcp_tool_search_wasm_tests::python::python2() else {
+        harness::skip("code_mode_e2e", "no Python with `mcp` 2.x (MCP2_PYTHON)").unwrap();
+        return;
+    };
+    drop(python2);
+    for hold in [false, true] {
+        let dir = TestDir::new(&format!("code_mode_sdk2_{hold}")).unwrap();
+        let server = FastMcpServer::start_sdk2(FastMcpOptions::default(), &dir)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let envoy = envoy_before(&server, &wasm, &fastmcp_config(hold), &dir);
+        let url = envoy.mcp_url();
+        within("sdk2 flow", async {
+            let mut headers = mcp::headers_2026("tools/list", None);
+            headers.push(ROLE);
+            let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+                "params": {"_meta": mcp::meta_2026()}});
+            let resp = rpc(&url, &headers, &list).await;
+            assert_eq!(names(&listed(&resp, 1)), ["run_script"], "{}", resp.text());
+            let mut headers = mcp::headers_2026("tools/call", Some("run_script"));
+            headers.push(ROLE);
+            let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                "params": {"name": "run_script", "arguments": {"script": FASTMCP_SCRIPT},
+                           "_meta": mcp::meta_2026()}});
+            let resp = rpc(&url, &headers, &body).await;
+            let result = result_of(&resp, 9);
+            assert_eq!(result["resultType"], "complete", "{result}");
+            assert_eq!(
+                answer(&result)["ran"],
+                json!([
+                    "github_get_issue ran",
+                    "github_list_issues ran",
+                    "stripe_get_balance ran"
+                ]),
+                "{}\n{}",
+                server.log(),
+                envoy.log()
+            );
+        })
+        .await;
+        assert_eq!(server.recorded().len(), 3, "{:?}", server.recorded());
     }
 }

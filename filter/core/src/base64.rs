@@ -1,5 +1,6 @@
-//! Base64 decoding (RFC 4648) for the two places the filter meets it: `Mcp-Name` in the
-//! 2026-07-28 sentinel form (standard alphabet) and `jwt_authn`'s forwarded payload (base64url).
+//! Base64 (RFC 4648) for the places the filter meets it: `Mcp-Name` and `Mcp-Param-*` in the
+//! 2026-07-28 sentinel form (standard alphabet; decoded from clients, encoded in the filter's own
+//! calls) and `jwt_authn`'s forwarded payload (base64url).
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Alphabet {
@@ -39,9 +40,43 @@ pub(crate) fn decode(text: &str, alphabet: Alphabet) -> Option<Vec<u8>> {
     (bits < 6 && acc == 0).then_some(out)
 }
 
+/// `bytes` in the standard alphabet, padded (RFC 4648 §4).
+pub(crate) fn encode(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let digit = |v: u32| char::from(ALPHABET.get((v & 63) as usize).copied().unwrap_or(b'A'));
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let mut group = [0u8; 3];
+        for (slot, b) in group.iter_mut().zip(chunk) {
+            *slot = *b;
+        }
+        let [a, b, c] = group;
+        let n = (u32::from(a) << 16) | (u32::from(b) << 8) | u32::from(c);
+        out.push(digit(n >> 18));
+        out.push(digit(n >> 12));
+        out.push(if chunk.len() > 1 { digit(n >> 6) } else { '=' });
+        out.push(if chunk.len() > 2 { digit(n) } else { '=' });
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn encoding_is_what_decoding_reads() {
+        for (bytes, text) in [
+            (&b""[..], ""),
+            (&b"H"[..], "SA=="),
+            (&b"Hi"[..], "SGk="),
+            (&b"Hi!"[..], "SGkh"),
+            (&[0xfb, 0xff][..], "+/8="),
+        ] {
+            assert_eq!(encode(bytes), text);
+            assert_eq!(decode(text, Alphabet::Standard).as_deref(), Some(bytes));
+        }
+    }
 
     #[test]
     fn both_alphabets_and_canonical_endings() {

@@ -876,3 +876,63 @@ fn a_large_call_tool_is_read_whole_without_a_policy() {
     assert_eq!(out.body(), upstream_answer);
     assert_eq!(sent_upstream().as_deref(), Some(body.as_slice()));
 }
+
+/// A 2026-07-28 client's `call_tool` carries the target's `Mcp-Param-*` headers (Streamable HTTP
+/// 2026-07-28 "Custom Headers", which the server checks against the body), whether the filter
+/// makes the call itself or sends the held request on rewritten.
+#[test]
+fn call_tool_sends_the_targets_param_headers() {
+    for hold in [false, true] {
+        let config =
+            format!(r#"{{"search":{{"result_format":"summary"}},"hold_request_headers":{hold}}}"#);
+        let mut env = TestEnv::new(&config);
+        env.route = Some(("mcp_upstream".into(), "svc.local:8080".into()));
+        let tools = json!({"jsonrpc":"2.0","id":1,"result":{"tools":[
+            {"name":"sql_run","description":"Run SQL","inputSchema":{"type":"object","properties":{
+                "region":{"type":"string","x-mcp-header":"Region"},"query":{"type":"string"}}}}]}});
+        let tools = serde_json::to_vec(&tools).unwrap();
+        exchange(
+            &mut env,
+            post("/mcp"),
+            LIST,
+            ("200", "application/json", &[&tools]),
+        );
+        let made: std::rc::Rc<std::cell::RefCell<Vec<mcp_tool_search_core::HttpCall>>> =
+            std::rc::Rc::default();
+        let record = std::rc::Rc::clone(&made);
+        let answer = br#"{"jsonrpc":"2.0","id":"c","result":{"content":[]}}"#;
+        env.upstream = Some(std::rc::Rc::new(move |call| {
+            record.borrow_mut().push(call.clone());
+            (Some("200".into()), vec![], answer.to_vec())
+        }));
+        let parsed = mcp_tool_search_core::Config::parse(&config).unwrap();
+        let head = RequestHead::from_headers(&parsed, &call_tool_headers(true), || None);
+        let body = serde_json::to_vec(&json!({"jsonrpc":"2.0","id":"c","method":"tools/call",
+            "params":{"name":"call_tool","arguments":{"name":"sql_run",
+                "arguments":{"region":"eu-west","query":"SELECT 1"}},
+            "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}))
+        .unwrap();
+        let request = mcp_tool_search_core::Request {
+            headers: env.request_headers(&head, &body),
+            chunks: vec![body],
+            trailers: false,
+        };
+        let response = upstream_response("200", "application/json", &[answer]);
+        let sent: Vec<(String, String)> = match exchange_raw(&mut env, &request, &response) {
+            mcp_tool_search_core::Exchanged::Local(_) if !hold => made.borrow()[0].headers.clone(),
+            mcp_tool_search_core::Exchanged::Upstream { sent_headers, .. } if hold => sent_headers
+                .into_iter()
+                .map(|(k, v)| (k, String::from_utf8(v).unwrap()))
+                .collect(),
+            other => panic!("hold {hold}: {other:?}"),
+        };
+        let header = |name: &str| {
+            sent.iter()
+                .filter(|(k, _)| k == name)
+                .map(|(_, v)| v.as_str())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(header("mcp-name"), ["sql_run"], "hold {hold}");
+        assert_eq!(header("mcp-param-region"), ["eu-west"], "hold {hold}");
+    }
+}

@@ -22,9 +22,9 @@ use support::*;
 
 const LIST: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
 
-/// A 2025-11-25 client's POST to /mcp in a session, as `role`.
-fn head(config: &Config, role: &str) -> RequestHead {
-    let headers: Vec<(String, String)> = vec![
+/// A POST to /mcp of protocol `version` with `more` headers.
+fn client_headers(version: &str, more: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut headers: Vec<(String, String)> = vec![
         (":method".into(), "POST".into()),
         (":path".into(), "/mcp".into()),
         (":authority".into(), "svc.local:8080".into()),
@@ -33,11 +33,22 @@ fn head(config: &Config, role: &str) -> RequestHead {
             "accept".into(),
             "application/json, text/event-stream".into(),
         ),
-        ("mcp-protocol-version".into(), "2025-11-25".into()),
-        ("mcp-session-id".into(), "s-1".into()),
-        ("authorization".into(), "Bearer t0k3n".into()),
-        ("x-user-roles".into(), role.into()),
+        ("mcp-protocol-version".into(), version.into()),
     ];
+    headers.extend(more.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    headers
+}
+
+/// A 2025-11-25 client's POST to /mcp in a session, as `role`.
+fn head(config: &Config, role: &str) -> RequestHead {
+    let headers = client_headers(
+        "2025-11-25",
+        &[
+            ("mcp-session-id", "s-1"),
+            ("authorization", "Bearer t0k3n"),
+            ("x-user-roles", role),
+        ],
+    );
     RequestHead::from_headers(config, &headers, || None)
 }
 
@@ -317,4 +328,83 @@ fn a_worker_runs_at_most_max_running_scripts_at_once() {
     drop(waiting);
     let result = run(&mut env, "support", "return 1;");
     assert_eq!(result["structuredContent"]["result"], 1, "{result}");
+}
+
+/// Protocol 2026-07-28: a script's call carries `Mcp-Name` and the tool's `Mcp-Param-*`
+/// headers as "Value Encoding" writes them (Base64 where a value could add a header line), and
+/// none of the caller's own `Mcp-Param-*`.
+#[test]
+fn a_modern_callers_script_calls_carry_the_tools_param_headers_encoded() {
+    let config = r#"{"mode":"code"}"#;
+    let mut env = TestEnv::new(config);
+    env.route = Some(("mcp_upstream".into(), "svc.local:8080".into()));
+    let tools = json!({"jsonrpc":"2.0","id":1,"result":{"tools":[
+        {"name":"sql_run","description":"Run SQL","inputSchema":{"type":"object","properties":{
+            "region":{"type":"string","x-mcp-header":"Region"},"query":{"type":"string"}}}},
+        {"name":"odd\r\nx-injected: 1","description":"A name no header may carry",
+         "inputSchema":{"type":"object"}}]}});
+    let headers = client_headers(
+        "2026-07-28",
+        &[
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "run_script"),
+            ("mcp-param-region", "forged"),
+        ],
+    );
+    let parsed = Config::parse(config).unwrap();
+    let head = RequestHead::from_headers(&parsed, &headers, || None);
+    let list = RequestHead::from_headers(&parsed, &headers[..5], || None);
+    exchange(
+        &mut env,
+        list,
+        LIST,
+        (
+            "200",
+            "application/json",
+            &[&serde_json::to_vec(&tools).unwrap()],
+        ),
+    );
+    let seen: Seen = Rc::default();
+    let record = Rc::clone(&seen);
+    env.upstream = Some(Rc::new(move |call| {
+        record.borrow_mut().push(call.clone());
+        (Some("200".into()), vec![], answer(&call.body))
+    }));
+    let script = r#"await tools.sql_run({region: "eu\nwest", query: "SELECT 1"});
+                    await tools.call("odd\r\nx-injected: 1", {}); return 1;"#;
+    let body = serde_json::to_vec(&json!({"jsonrpc":"2.0","id":7,"method":"tools/call",
+        "params":{"name":"run_script","arguments":{"script":script},
+                  "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}))
+    .unwrap();
+    let out = exchange(&mut env, head, &body, ("200", "application/json", &[]));
+    let (reply, _) = local_result(&out);
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+    let calls = seen.borrow();
+    let header = |call: &HttpCall, name: &str| -> Vec<String> {
+        call.headers
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .collect()
+    };
+    assert_eq!(header(&calls[0], "mcp-name"), ["sql_run"]);
+    assert_eq!(
+        header(&calls[0], "mcp-param-region"),
+        ["=?base64?ZXUKd2VzdA==?="],
+        "the tool's own header, encoded; not the caller's"
+    );
+    assert_eq!(
+        header(&calls[1], "mcp-name"),
+        ["=?base64?b2RkDQp4LWluamVjdGVkOiAx?="]
+    );
+    assert!(header(&calls[1], "mcp-param-region").is_empty());
+    for call in calls.iter() {
+        assert!(
+            call.headers
+                .iter()
+                .all(|(k, v)| !k.contains(['\r', '\n']) && !v.contains(['\r', '\n'])),
+            "{:?}",
+            call.headers
+        );
+    }
 }

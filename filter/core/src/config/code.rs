@@ -2,6 +2,7 @@
 //! (docs/CODE-MODE.md). Only the limits an operator sets are kept; the sandbox
 //! (`mcp-tool-search-script`) holds the defaults, so that they are written once.
 
+#[cfg(feature = "code-mode")]
 use super::read::{integer, tool_name, Object};
 use super::ConfigError;
 use serde_json::Value;
@@ -14,6 +15,7 @@ pub const DEFAULT_MAX_RUNNING: u32 = 16;
 
 /// The largest stack a script may be given: the sandbox's `MAX_STACK_BYTES` (a larger one lets a
 /// deep recursion trap the Wasm VM instead of ending the script), checked equal in its tests.
+#[cfg(feature = "code-mode")]
 pub const MAX_STACK_BYTES: u64 = 128 << 10;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +48,7 @@ pub struct LimitOverrides {
     pub output_bytes: Option<u64>,
 }
 
+#[cfg(feature = "code-mode")]
 /// Each limit with the range it may take: a script runs on an Envoy worker, which serves nothing
 /// else meanwhile (time), and what it allocates stays in the worker's Wasm VM for good (memory).
 const RANGES: [(&str, u64, u64); 6] = [
@@ -57,6 +60,18 @@ const RANGES: [(&str, u64, u64); 6] = [
     ("output_bytes", 1 << 10, 16 << 20),
 ];
 
+/// The `code` block. The search module, which runs no script, refuses it rather than carry a
+/// parser for settings it cannot use (its `.wasm` has a size budget).
+#[cfg(not(feature = "code-mode"))]
+pub(super) fn parse(value: &Value) -> Result<CodeConfig, ConfigError> {
+    Err(ConfigError::invalid(
+        "code",
+        value,
+        "no `code` block in this module: code mode runs only in mcp_tool_search_code.wasm",
+    ))
+}
+
+#[cfg(feature = "code-mode")]
 pub(super) fn parse(value: &Value) -> Result<CodeConfig, ConfigError> {
     let mut obj = Object::new("code", value)?;
     let mut code = CodeConfig::default();
@@ -92,10 +107,13 @@ pub(super) fn parse(value: &Value) -> Result<CodeConfig, ConfigError> {
 
 #[cfg(test)]
 mod tests {
+    #[cfg(feature = "code-mode")]
     use super::*;
+    #[cfg(feature = "code-mode")]
     use serde_json::json;
 
     #[test]
+    #[cfg(feature = "code-mode")]
     fn limits_are_kept_only_where_set() {
         let code =
             parse(&json!({"tool_name": "js", "limits": {"calls": 3, "time_ms": 50}})).unwrap();
@@ -119,6 +137,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "code-mode")]
     fn a_limit_out_of_range_names_the_field_and_the_range() {
         let error = parse(&json!({"limits": {"stack_bytes": 1048576}}))
             .unwrap_err()

@@ -196,15 +196,11 @@ impl Config {
                 Some("list") => Mode::List,
                 Some("auto") => Mode::Auto,
                 Some("code") if RUNS_SCRIPTS => Mode::Code,
-                Some("code") => {
-                    return Err(ConfigError::invalid(
-                        "mode",
-                        v,
-                        "\"search\", \"list\" or \"auto\" in this module; code mode runs \
-                         scripts, which only the code-mode module does: load \
-                         mcp_tool_search_code.wasm (`make wasm` builds both)",
-                    ))
-                }
+                Some("code") => return Err(ConfigError::invalid(
+                    "mode",
+                    v,
+                    "\"search\", \"list\" or \"auto\"; \"code\" only in mcp_tool_search_code.wasm",
+                )),
                 _ => {
                     return Err(ConfigError::invalid(
                         "mode",

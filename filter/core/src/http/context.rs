@@ -35,6 +35,7 @@ enum Awaited {
     /// The `tools/call` that `call_tool` stands for.
     Upstream,
     /// A script's `tools/call` (code mode), by the script's call id.
+    #[cfg(feature = "code-mode")]
     Script(u32),
 }
 
@@ -301,6 +302,7 @@ impl State {
                     self.carry_out(root, host, action)
                 }
             },
+            #[cfg(feature = "code-mode")]
             RequestBodyAction::ScriptCalls(calls) => {
                 // Every call is sent before any failure resumes the script: a failure can end
                 // it, and the calls sent with it are then answered to nobody.
@@ -320,6 +322,7 @@ impl State {
                 }
                 action
             }
+            #[cfg(feature = "code-mode")]
             RequestBodyAction::Wait => Action::Pause,
             RequestBodyAction::Fetch { namespace, spec } => {
                 match root.plugin.start_fetch(host, &namespace, spec) {
@@ -377,6 +380,7 @@ impl State {
                         stream.on_call_answer(config, env, answer)
                     })
                 }
+                #[cfg(feature = "code-mode")]
                 Awaited::Script(id) => {
                     let answer = Ok((status, headers, body));
                     self.run(root, host, |stream, config, env| {
@@ -630,6 +634,7 @@ fn change_request_headers(host: &dyn HttpHost, changes: &[HeaderChange]) {
         let _ = match change {
             HeaderChange::Remove(name) => host.remove_header(Headers::Request, name),
             HeaderChange::Set(name, value) => host.set_header(Headers::Request, name, value),
+            HeaderChange::Add(name, value) => host.set_header(Headers::Request, name, value),
         };
     }
 }

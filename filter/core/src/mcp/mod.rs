@@ -10,5 +10,6 @@ pub(crate) mod json;
 pub(crate) mod jsonrpc;
 pub(crate) mod list;
 pub mod notify;
+pub(crate) mod outgoing;
 pub(crate) mod result;
 pub mod sse;

@@ -1,8 +1,10 @@
 //! One HTTP stream through the filter, as a state machine over plain data. The proxy-wasm glue
 //! feeds it headers and bodies and carries out the actions it returns; tests feed it the same
 //! way, over a host in memory. In the order a request meets them: `request` (classification,
-//! header checks, authorization), `local` (the answers given here), `http_api` (the plain-HTTP
-//! search endpoint), `response` (the list rewrite), `reply` (how local answers are framed).
+//! header checks, authorization), `local` (the answers given here), `upstream` (the calls the
+//! filter sends itself: `call_tool`'s), `script` (code mode's scripts), `http_api` (the
+//! plain-HTTP search endpoint), `response` (the list rewrite), `reply` (how local answers are
+//! framed).
 
 use crate::config::entries::{Entry, SearchType};
 use crate::config::policy::{Caller, Scope};
@@ -28,6 +30,7 @@ mod request;
 mod response;
 #[cfg(feature = "code-mode")]
 mod script;
+mod upstream;
 
 pub use crate::stats::{Event, PassReason, Refusal};
 use serde_json::value::RawValue;
@@ -169,6 +172,8 @@ pub(crate) enum RequestHeadersAction {
 pub(crate) enum HeaderChange {
     Remove(&'static str),
     Set(&'static str, String),
+    /// A header named at run time (a tool's `Mcp-Param-*`).
+    Add(String, String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -196,9 +201,10 @@ pub(crate) enum RequestBodyAction {
     Call(crate::call::HttpCall),
     /// Make these calls (a script's `tools/call`s, by the script's call id), then hand each
     /// answer to `on_script_reply`.
-    #[cfg_attr(not(feature = "code-mode"), allow(dead_code))]
+    #[cfg(feature = "code-mode")]
     ScriptCalls(Vec<(u32, crate::call::HttpCall)>),
     /// Nothing to do until a call this stream made answers.
+    #[cfg(feature = "code-mode")]
     Wait,
 }
 
@@ -429,20 +435,6 @@ impl Stream {
     fn allowed<'c>(&self, config: &'c Config, namespace: &str) -> impl Fn(&str) -> bool + 'c {
         let scope = self.scope(config, namespace);
         move |name: &str| scope.as_ref().is_none_or(|s| s.allows(name))
-    }
-}
-
-/// Without code mode no stream runs a script, so none waits for a script's call.
-#[cfg(not(feature = "code-mode"))]
-impl Stream {
-    pub fn on_script_reply(
-        &mut self,
-        _: &Config,
-        _: &mut Env<'_>,
-        _: u32,
-        _: Result<crate::call::CallResponse, String>,
-    ) -> RequestBodyAction {
-        RequestBodyAction::Wait
     }
 }
 

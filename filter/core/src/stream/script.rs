@@ -24,6 +24,9 @@ pub(super) struct Scripting {
     meta: Option<Box<RawValue>>,
     limits: Limits,
     origin: Option<Origin>,
+    /// The catalog the script sees: its tools' `x-mcp-header` annotations name the headers of
+    /// their calls.
+    index: Option<Rc<CatalogIndex>>,
     in_flight: Vec<InFlight>,
     /// Time with at least one call in flight, until `waiting_since`.
     waited_ns: u64,
@@ -125,8 +128,9 @@ impl Stream {
         let namespace = env.namespace();
         let key = self.catalog_key(env, &namespace);
         let origin = env.origin();
+        let index = self.catalog_or_error(env, &key);
         let view = CatalogView {
-            index: self.catalog_or_error(env, &key),
+            index: index.clone(),
             config: env.shared_config(),
             caller: self.head.caller.clone(),
             namespace,
@@ -146,6 +150,7 @@ impl Stream {
             meta: params_meta(message),
             limits,
             origin,
+            index: index.ok(),
             in_flight: Vec::new(),
             waited_ns: 0,
             waiting_since: None,
@@ -226,7 +231,10 @@ impl Stream {
                 .max(1);
             let timeout_ms = left_ms + CALL_TIMEOUT_SLACK_MS;
             let Some(http) = self.script_call(config, &s, &call, timeout_ms) else {
-                continue;
+                // Not for a call the view authorized (it checks the route and the arguments);
+                // were it so, the script ends here rather than wait for a call never sent.
+                let step = s.run.resume(call.id, Reply::TimedOut);
+                return self.advance(config, env, s, step);
             };
             s.in_flight.push(InFlight {
                 id: call.id,
@@ -281,7 +289,14 @@ impl Stream {
                 meta: s.meta.as_deref(),
             },
         });
-        let mut http = self.upstream_call(config, origin, &call.name, body);
+        let definition = s.index.as_deref().and_then(|i| i.catalog.get(&call.name));
+        let params = match definition {
+            Some(tool) if self.modern() => {
+                crate::mcp::outgoing::param_headers(tool.definition(), &call.arguments)
+            }
+            _ => Vec::new(),
+        };
+        let mut http = self.upstream_call(config, origin, &call.name, body, params);
         http.timeout_ms = timeout_ms;
         Some(http)
     }
@@ -526,7 +541,7 @@ impl Host for CatalogView {
         Ok(crate::mcp::result::definitions(found))
     }
 
-    fn authorize(&mut self, name: &str, _arguments: &str) -> Result<(), String> {
+    fn authorize(&mut self, name: &str, arguments: &str) -> Result<(), String> {
         if Injected::of(&self.config, name).is_some() {
             return Err(format!("{name} cannot be called from a script"));
         }
@@ -537,7 +552,9 @@ impl Host for CatalogView {
         if !self.can_call {
             return Err("this proxy cannot reach the server (the route has no cluster)".into());
         }
-        Ok(())
+        serde_json::from_str::<&RawValue>(arguments)
+            .map(drop)
+            .map_err(|e| format!("the arguments are not JSON: {e}"))
     }
 
     fn now_ns(&self) -> u64 {
