@@ -89,19 +89,36 @@ fn round_trip(conn: &mut client::Conn, req: &Request) -> Result<Vec<u8>, String>
     Ok(resp.body)
 }
 
-/// The median of `SAMPLES` timings of `f` (after as many unmeasured runs).
-fn median(mut f: impl FnMut() -> Result<(), String>) -> Result<Duration, String> {
-    for _ in 0..SAMPLES {
-        f()?;
+/// Rounds of every measurement in turn: a slower stretch of a shared machine then falls on all
+/// of them alike instead of on whichever ran during it.
+const ROUNDS: usize = 6;
+
+/// The medians of `SAMPLES` timings of each of `runs` (after as many unmeasured runs of each),
+/// taken in `ROUNDS` interleaved rounds.
+fn medians<const N: usize>(
+    runs: &mut [&mut dyn FnMut() -> Result<(), String>; N],
+) -> Result<[Duration; N], String> {
+    for run in runs.iter_mut() {
+        for _ in 0..SAMPLES {
+            run()?;
+        }
     }
-    let mut times = Vec::with_capacity(SAMPLES);
-    for _ in 0..SAMPLES {
-        let t = Instant::now();
-        f()?;
-        times.push(t.elapsed());
+    let mut times: Vec<Vec<Duration>> = (0..N).map(|_| Vec::with_capacity(SAMPLES)).collect();
+    for _ in 0..ROUNDS {
+        for (run, times) in runs.iter_mut().zip(times.iter_mut()) {
+            for _ in 0..SAMPLES / ROUNDS {
+                let t = Instant::now();
+                run()?;
+                times.push(t.elapsed());
+            }
+        }
     }
-    times.sort_unstable();
-    Ok(client::percentile_of(&times, 0.5))
+    let mut out = [Duration::ZERO; N];
+    for (slot, mut t) in out.iter_mut().zip(times) {
+        t.sort_unstable();
+        *slot = client::percentile_of(&t, 0.5);
+    }
+    Ok(out)
 }
 
 struct Figures {
@@ -155,7 +172,18 @@ pub fn run(args: &Args, dir: &TestDir) -> Result<String, String> {
         .to_yaml();
     log("code mode: starting Envoy (--concurrency 1) with both modules before the 300-tool server");
     let mut envoy = envoy::Envoy::start(&envoy_bin, dir.path(), &yaml)?;
+    // As the other sections: idle vCPUs kept awake (see `Spinners`).
+    let spinners = (!args.no_spin).then(|| {
+        crate::spinners::Spinners::start(
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2),
+        )
+    });
     let result = measure(envoy.filtered, envoy.baseline);
+    if let Some(s) = spinners {
+        s.stop();
+    }
     if !envoy.running() {
         return Err(format!(
             "Envoy exited during the run:\n{}",
@@ -183,18 +211,20 @@ fn measure(code: SocketAddr, search: SocketAddr) -> Result<Figures, String> {
     let code_bytes = (code_list, task.len());
 
     log("code mode: a script's start-up, three calls in a script and from the client");
-    let startup = median(|| round_trip(&mut conn, &post(code, &script(3, "return 1"))).map(drop))?;
-    let script_calls =
-        median(|| round_trip(&mut conn, &post(code, &script(4, CALLS_SCRIPT))).map(drop))?;
-    let client_calls = median(|| {
-        for (i, (name, args)) in CALLS.iter().enumerate() {
-            round_trip(&mut conn, &post(code, &tool_call(5 + i as u64, name, args)))?;
-        }
-        Ok(())
-    })?;
+    let conn = std::cell::RefCell::new(conn);
+    let send = |body: &Value| round_trip(&mut conn.borrow_mut(), &post(code, body)).map(drop);
     let [(name, args), ..] = CALLS;
-    let one_call =
-        median(|| round_trip(&mut conn, &post(code, &tool_call(8, name, args))).map(drop))?;
+    let [startup, script_calls, client_calls, one_call] = medians(&mut [
+        &mut || send(&script(3, "return 1")),
+        &mut || send(&script(4, CALLS_SCRIPT)),
+        &mut || {
+            for (i, (name, args)) in CALLS.iter().enumerate() {
+                send(&tool_call(5 + i as u64, name, args))?;
+            }
+            Ok(())
+        },
+        &mut || send(&tool_call(8, name, args)),
+    ])?;
 
     // The same task the way a search-mode agent does it: list, search three times, call the
     // first result of each.
@@ -244,7 +274,7 @@ fn render(f: &Figures, elapsed: Duration) -> String {
         "Code mode's module (`mcp_tool_search_code.wasm`, `mode: \"code\"`) and the search module \
          side by side in one Envoy (V8, one worker, `hold_request_headers`), in front of the \
          300-tool catalog server (rmcp, JSON, loopback); one HTTP/1.1 keep-alive client; each \
-         latency the median of {SAMPLES} requests after {SAMPLES} unmeasured. Section measured in \
+         latency the median of {SAMPLES} requests after {SAMPLES} unmeasured, the four taken in {ROUNDS} interleaved rounds, idle vCPUs kept awake as in the other sections. Section measured in \
          {:.0} s by `make bench-code` (a full `make bench` measures it too).\n",
         elapsed.as_secs_f64()
     );

@@ -148,7 +148,8 @@ fn every_script_comes_to_what_it_must_in_both_hold_modes_and_both_wires() {
             let sent: Value = serde_json::from_slice(&call.body).unwrap();
             assert_eq!(header("mcp-name"), sent["params"]["name"].as_str());
             assert_eq!(sent["method"], "tools/call");
-            assert_eq!(sent["params"]["_meta"], json!({"progressToken": "p"}));
+            // The request's `_meta`, but its progress token: one request's, not every call's.
+            assert_eq!(sent["params"]["_meta"], json!({}));
             assert!(sent["id"].as_u64().unwrap() < 1 << 53);
         }
         let limits = CASES
@@ -349,6 +350,7 @@ fn a_modern_callers_script_calls_carry_the_tools_param_headers_encoded() {
             ("mcp-method", "tools/call"),
             ("mcp-name", "run_script"),
             ("mcp-param-region", "forged"),
+            ("x-envoy-upstream-rq-timeout-ms", "0"),
         ],
     );
     let parsed = Config::parse(config).unwrap();
@@ -398,6 +400,10 @@ fn a_modern_callers_script_calls_carry_the_tools_param_headers_encoded() {
         ["=?base64?b2RkDQp4LWluamVjdGVkOiAx?="]
     );
     assert!(header(&calls[1], "mcp-param-region").is_empty());
+    assert!(
+        header(&calls[0], "x-envoy-upstream-rq-timeout-ms").is_empty(),
+        "Envoy's request controls are not the caller's to set on the filter's calls"
+    );
     for call in calls.iter() {
         assert!(
             call.headers
@@ -407,4 +413,64 @@ fn a_modern_callers_script_calls_carry_the_tools_param_headers_encoded() {
             call.headers
         );
     }
+}
+
+/// Where the calls go: the route's cluster, or with `catalog.loopback` the catalog's cluster
+/// (this listener: behind Envoy's mcp_router the only way to the right server); another catalog
+/// cluster is some other service, never sent a caller's call.
+#[test]
+fn script_calls_go_where_the_callers_own_call_would() {
+    for (catalog, cluster) in [
+        (
+            r#""catalog":{"cluster":"registry","loopback":false}"#,
+            "mcp_upstream",
+        ),
+        (r#""catalog":{"cluster":"self","loopback":true}"#, "self"),
+    ] {
+        let (mut env, seen) = env_with(&format!(",{catalog}"), false);
+        let result = run(
+            &mut env,
+            "support",
+            "return (await tools.notes_create({title: 't'})).isError;",
+        );
+        assert_eq!(result["structuredContent"]["result"], false, "{result}");
+        let calls = seen.borrow();
+        assert_eq!(
+            calls.last().map(|c| c.cluster.as_str()),
+            Some(cluster),
+            "{catalog}"
+        );
+    }
+}
+
+/// A tool's answer above `max_body_bytes` is refused without being copied into the VM, and a
+/// script that retries calls the host refuses at once ends, whatever it catches.
+#[test]
+fn oversized_answers_and_refused_dispatches_reject_the_call() {
+    let (mut env, _) = env_with(r#","max_body_bytes":1024"#, false);
+    env.upstream = Some(Rc::new(|call| {
+        let big = String::from_utf8(answer(&call.body))
+            .unwrap()
+            .replace("done", &"x".repeat(2000));
+        (Some("200".into()), vec![], big.into_bytes())
+    }));
+    let result = run(
+        &mut env,
+        "support",
+        "try { await tools.notes_create({title: 't'}); } catch (e) { return e.message; }",
+    );
+    let message = result["structuredContent"]["result"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        message.contains("larger than max_body_bytes (1024)"),
+        "{result}"
+    );
+    *env.host.refuse_calls.borrow_mut() = Some("no healthy upstream".into());
+    let result = run(
+        &mut env,
+        "support",
+        "let n = 0; for (;;) { try { await tools.notes_create({}); } catch (e) { n++; } }",
+    );
+    assert_eq!(result["structuredContent"]["limit"], "calls", "{result}");
 }

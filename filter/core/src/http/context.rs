@@ -304,23 +304,25 @@ impl State {
             },
             #[cfg(feature = "code-mode")]
             RequestBodyAction::ScriptCalls(calls) => {
-                // Every call is sent before any failure resumes the script: a failure can end
-                // it, and the calls sent with it are then answered to nobody.
-                let mut failed = Vec::new();
-                for (id, call) in calls {
-                    match host.http_call(call) {
-                        Ok(token) => self.calls.push((token, Awaited::Script(id))),
-                        Err(reason) => failed.push((id, reason)),
-                    }
-                }
-                let mut action = Action::Pause;
-                for (id, reason) in failed {
+                // Every call is sent before any failure resumes the script (a failure can end
+                // it, and the calls sent with it are then answered to nobody), and the failures
+                // are handed back in a loop: a script retrying calls the host refuses at once
+                // must not deepen the native stack it runs on.
+                let mut failed = std::collections::VecDeque::new();
+                self.send_script_calls(host, calls, &mut failed);
+                while let Some((id, reason)) = failed.pop_front() {
                     let next = self.run(root, host, |stream, config, env| {
                         stream.on_script_reply(config, env, id, Err(reason))
                     });
-                    action = self.carry_out(root, host, next);
+                    match next {
+                        RequestBodyAction::ScriptCalls(more) => {
+                            self.send_script_calls(host, more, &mut failed)
+                        }
+                        RequestBodyAction::Wait => {}
+                        done => return self.carry_out(root, host, done),
+                    }
                 }
-                action
+                Action::Pause
             }
             #[cfg(feature = "code-mode")]
             RequestBodyAction::Wait => Action::Pause,
@@ -340,6 +342,22 @@ impl State {
                         self.carry_out(root, host, action)
                     }
                 }
+            }
+        }
+    }
+
+    /// Starts a script's calls; those the host refuses at once go to `failed`.
+    #[cfg(feature = "code-mode")]
+    fn send_script_calls<H: Host + HttpHost>(
+        &mut self,
+        host: &H,
+        calls: Vec<(u32, crate::call::HttpCall)>,
+        failed: &mut std::collections::VecDeque<(u32, String)>,
+    ) {
+        for (id, call) in calls {
+            match host.http_call(call) {
+                Ok(token) => self.calls.push((token, Awaited::Script(id))),
+                Err(reason) => failed.push_back((id, reason)),
             }
         }
     }
@@ -370,24 +388,33 @@ impl State {
         num_headers: usize,
         body_size: usize,
     ) {
-        let (status, headers, body) = call_response(host, num_headers, body_size);
         if let Some(at) = self.calls.iter().position(|(t, _)| *t == token) {
             let (_, awaited) = self.calls.swap_remove(at);
+            // A tool's answer larger than the filter relays is never copied into the VM (whose
+            // memory never shrinks): several calls in flight could each bring hundreds of MB.
+            let cap = root.plugin.config.max_body_bytes;
+            let tool_answer = || match body_size > cap {
+                true => Err(format!(
+                    "its response is larger than max_body_bytes ({cap})"
+                )),
+                false => Ok(call_response(host, num_headers, body_size)),
+            };
             let action = match awaited {
                 Awaited::Upstream => {
-                    let answer = Ok((status, headers, body));
+                    let answer = tool_answer();
                     self.run(root, host, |stream, config, env| {
                         stream.on_call_answer(config, env, answer)
                     })
                 }
                 #[cfg(feature = "code-mode")]
                 Awaited::Script(id) => {
-                    let answer = Ok((status, headers, body));
+                    let answer = tool_answer();
                     self.run(root, host, |stream, config, env| {
                         stream.on_script_reply(config, env, id, answer)
                     })
                 }
                 Awaited::Query { texts } => {
+                    let (status, _, body) = call_response(host, num_headers, body_size);
                     let vectors =
                         root.plugin
                             .on_query_embeddings(host, status.as_deref(), &body, texts);
@@ -399,6 +426,7 @@ impl State {
             self.carry_out_later(root, host, action);
             return;
         }
+        let (status, headers, body) = call_response(host, num_headers, body_size);
         let progress =
             root.plugin
                 .on_fetch_response(host, token, status.as_deref(), &headers, &body);

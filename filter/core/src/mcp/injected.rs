@@ -565,9 +565,10 @@ pub fn describe_result(found: &[&Tool], missing: &[String], modern: bool) -> Str
 
 /// A tool result that reports a problem to the model (`isError`, MCP spec 2025-11-25 "Error
 /// Handling": tool errors are results, so the model can read and correct them).
-/// The longest script `run_script` takes: a program an agent writes is a few kilobytes.
+/// The longest script `run_script` takes, in UTF-8 bytes: a program an agent writes is a few
+/// kilobytes, and a request body above 256 KiB is not read (`REQUEST_CLASSIFY_CAP`).
 #[cfg_attr(not(feature = "code-mode"), allow(dead_code))]
-pub const MAX_SCRIPT_CHARS: usize = 100_000;
+pub const MAX_SCRIPT_BYTES: usize = 100_000;
 
 /// Code mode's tool: its input is the script; its structured result the script's return value
 /// (`result`) or its error (`error`, with the `limit` that ended it), and its log.
@@ -576,7 +577,7 @@ pub fn script_definition(config: &Config, structured: bool) -> Vec<String> {
     {
         let schema = format!(
             "{{\"type\":\"object\",\"properties\":{{\"script\":{{\"type\":\"string\",\
-             \"maxLength\":{MAX_SCRIPT_CHARS},\"description\":\"JavaScript: the body of an \
+             \"maxLength\":{MAX_SCRIPT_BYTES},\"description\":\"JavaScript: the body of an \
              async function. Use await, and return the answer.\"}}}},\"required\":[\"script\"]}}"
         );
         let output =
@@ -607,8 +608,8 @@ pub fn parse_script(arguments: Option<&RawValue>) -> Result<String, String> {
         Some(Value::String(s)) if s.trim().is_empty() => {
             Err("Argument `script` is empty: pass the JavaScript to run.".to_string())
         }
-        Some(Value::String(s)) if s.chars().count() > MAX_SCRIPT_CHARS => Err(format!(
-            "Argument `script` is longer than {MAX_SCRIPT_CHARS} characters."
+        Some(Value::String(s)) if s.len() > MAX_SCRIPT_BYTES => Err(format!(
+            "Argument `script` is longer than {MAX_SCRIPT_BYTES} bytes (UTF-8)."
         )),
         Some(Value::String(s)) => Ok(s.clone()),
         Some(other) => Err(format!(

@@ -18,6 +18,9 @@ pub struct Env<'a> {
     pub(super) host: view::CallbackView<'a>,
     pub(super) namespace: String,
     pub(super) origin: Option<Origin>,
+    /// Where the filter's own `tools/call`s go: the route's cluster (or, with `catalog.loopback`,
+    /// the catalog's cluster, which is this listener), with the request's `:authority`.
+    pub(super) route: Option<Origin>,
     /// The callback's clock, once read (ns since the epoch).
     pub(super) clock: std::cell::Cell<Option<u64>>,
     /// What the filter did with the request, for the access log (`ACCESS_PROPERTY`).
@@ -29,6 +32,18 @@ impl Env<'_> {
     /// request's `:authority`, both unless configured, and the configured path.
     pub(crate) fn with_route(mut self, cluster: Option<String>, authority: Option<String>) -> Self {
         let catalog = &self.plugin.config.catalog;
+        // A loopback catalog cluster is this listener (behind Envoy's mcp_router, the only way
+        // to the right server: the route's cluster is any one of them); another one is some
+        // other service, never sent a caller's call.
+        let call_cluster = match &catalog.cluster {
+            Some(own) if catalog.loopback => Some(own.clone()),
+            _ => cluster.clone(),
+        };
+        self.route = call_cluster.map(|cluster| Origin {
+            authority: authority.clone().unwrap_or_else(|| cluster.clone()),
+            cluster,
+            path: catalog.path.clone(),
+        });
         self.origin = catalog.cluster.clone().or(cluster).map(|cluster| Origin {
             authority: catalog
                 .authority
@@ -157,6 +172,12 @@ impl Env<'_> {
 
     pub(crate) fn origin(&mut self) -> Option<Origin> {
         self.origin.clone()
+    }
+
+    /// Where a `tools/call` the filter makes for the caller goes: where the caller's own call
+    /// would (see `route`).
+    pub(crate) fn route(&self) -> Option<Origin> {
+        self.route.clone()
     }
 
     /// The configuration, for what outlives this callback (a running script's catalog view).

@@ -167,6 +167,7 @@ impl Plugin {
             host: view::CallbackView::new(host),
             namespace,
             origin: None,
+            route: None,
             clock: std::cell::Cell::new(None),
             access: None,
         }

@@ -127,7 +127,7 @@ impl Stream {
         };
         let namespace = env.namespace();
         let key = self.catalog_key(env, &namespace);
-        let origin = env.origin();
+        let origin = env.route();
         let index = self.catalog_or_error(env, &key);
         let view = CatalogView {
             index: index.clone(),
@@ -139,10 +139,12 @@ impl Stream {
         let limits = limits(config);
         let (run, step) = Run::start(&script, Box::new(view), limits.clone());
         let Some(run) = run else {
-            let Step::Done(outcome) = step else {
-                return RequestBodyAction::Wait;
+            return match step {
+                Step::Done(outcome) => {
+                    RequestBodyAction::Reply(self.script_answer(env, &id, 0, outcome))
+                }
+                Step::Waiting { .. } => self.script_not_run(env, &id, "the script could not start"),
             };
-            return RequestBodyAction::Reply(self.script_answer(env, &id, 0, outcome));
         };
         let scripting = Scripting {
             run,
@@ -224,11 +226,13 @@ impl Stream {
         let mut out = Vec::with_capacity(calls.len());
         for call in calls {
             let waited = s.waited_ns + s.waiting_since.map_or(0, |t| now.saturating_sub(t));
-            let left_ms = s
-                .limits
-                .call_time_ms
-                .saturating_sub(waited / 1_000_000)
-                .max(1);
+            let left_ms = s.limits.call_time_ms.saturating_sub(waited / 1_000_000);
+            if left_ms == 0 {
+                // The calls in flight used the script's call time while it ran on: this one
+                // would run upstream for a script already past its limit.
+                let step = s.run.resume(call.id, Reply::TimedOut);
+                return self.advance(config, env, s, step);
+            }
             let timeout_ms = left_ms + CALL_TIMEOUT_SLACK_MS;
             let Some(http) = self.script_call(config, &s, &call, timeout_ms) else {
                 // Not for a call the view authorized (it checks the route and the arguments);
@@ -312,11 +316,8 @@ impl Stream {
         let (status, body) = match answer {
             Ok((Some(status), _, body)) => (status, body),
             Ok((None, _, _)) => return Reply::Error("the server did not answer".to_string()),
-            Err(why) => return Reply::Error(format!("the call did not reach the server ({why})")),
+            Err(why) => return Reply::Error(format!("the call failed: {why}")),
         };
-        if body.len() > config.max_body_bytes {
-            return Reply::Error("the server's answer is larger than max_body_bytes".to_string());
-        }
         let result = match crate::fetch::read_reply(&body, rpc_id) {
             Ok(result) => result,
             Err(crate::fetch::ReplyError::Rpc { code, message }) => {
@@ -439,7 +440,9 @@ impl Stream {
     }
 }
 
-/// `params._meta` of the request, if it has one.
+/// `params._meta` of the request, if it has one, without its `progressToken`: the calls a
+/// script makes together would share it, and a token names one request (spec 2025-11-25
+/// "Progress": unique across active requests).
 fn params_meta(message: &Message) -> Option<Box<RawValue>> {
     #[derive(serde::Deserialize)]
     struct Params<'a> {
@@ -448,7 +451,11 @@ fn params_meta(message: &Message) -> Option<Box<RawValue>> {
     }
     let params = message.params.as_deref()?;
     let meta = serde_json::from_str::<Params>(params.get()).ok()?.meta?;
-    Some(meta.to_owned())
+    let mut meta = crate::mcp::json::RawObject::parse(meta.get()).ok()?;
+    meta.0.retain(|(k, _)| k != "progressToken");
+    let mut text = String::new();
+    meta.write(&mut text);
+    RawValue::from_string(text).ok()
 }
 
 /// What a script sees of the catalog: the caller's, as the policy allows it, ranked as

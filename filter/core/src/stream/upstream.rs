@@ -55,7 +55,7 @@ impl Stream {
                     "call_tool could not be rewritten; call the tool directly.",
                 );
             };
-            let Some(origin) = env.origin() else {
+            let Some(origin) = env.route() else {
                 return fail(
                     self,
                     &format!("Call {target} directly (this proxy cannot reach the server itself)."),
@@ -149,9 +149,12 @@ impl Stream {
                 .headers
                 .iter()
                 .filter(|(k, _)| {
+                    // Envoy's own request controls (`x-envoy-upstream-rq-timeout-ms`, retries)
+                    // are not the caller's to set on the filter's call.
                     !k.starts_with(':')
                         && !DROPPED.contains(&k.as_str())
                         && !k.starts_with("mcp-param-")
+                        && !k.starts_with("x-envoy-")
                 })
                 .cloned(),
         );
@@ -192,9 +195,6 @@ impl Stream {
             Ok((None, _, _)) => return failed(self, "no response"),
             Err(why) => return failed(self, &why),
         };
-        if body.len() > config.max_body_bytes {
-            return failed(self, "its response is larger than max_body_bytes");
-        }
         let Ok(status) = status.parse::<u32>() else {
             return failed(self, "a response without a valid status");
         };
