@@ -48,16 +48,24 @@ pub struct LimitOverrides {
     pub output_bytes: Option<u64>,
 }
 
+/// Where a limit is kept in [`LimitOverrides`].
+#[cfg(feature = "code-mode")]
+type Slot = fn(&mut LimitOverrides) -> &mut Option<u64>;
+
 #[cfg(feature = "code-mode")]
 /// Each limit with the range it may take: a script runs on an Envoy worker, which serves nothing
 /// else meanwhile (time), and what it allocates stays in the worker's Wasm VM for good (memory).
-const RANGES: [(&str, u64, u64); 6] = [
-    ("time_ms", 1, 10_000),
-    ("memory_bytes", 256 << 10, 256 << 20),
-    ("stack_bytes", 16 << 10, MAX_STACK_BYTES),
-    ("calls", 0, 1_000),
-    ("call_time_ms", 1, 600_000),
-    ("output_bytes", 1 << 10, 16 << 20),
+const RANGES: [(&str, u64, u64, Slot); 6] = [
+    ("time_ms", 1, 10_000, |l| &mut l.time_ms),
+    ("memory_bytes", 256 << 10, 256 << 20, |l| {
+        &mut l.memory_bytes
+    }),
+    ("stack_bytes", 16 << 10, MAX_STACK_BYTES, |l| {
+        &mut l.stack_bytes
+    }),
+    ("calls", 0, 1_000, |l| &mut l.calls),
+    ("call_time_ms", 1, 600_000, |l| &mut l.call_time_ms),
+    ("output_bytes", 1 << 10, 16 << 20, |l| &mut l.output_bytes),
 ];
 
 /// The `code` block. The search module, which runs no script, refuses it rather than carry a
@@ -84,20 +92,11 @@ pub(super) fn parse(value: &Value) -> Result<CodeConfig, ConfigError> {
     }
     if let Some(v) = obj.take("limits") {
         let mut limits = Object::new("code.limits", v)?;
-        for (key, min, max) in RANGES {
-            let Some(v) = limits.take(key) else {
-                continue;
-            };
-            let n = Some(integer(&format!("code.limits.{key}"), v, min, max)?);
-            let slot = match key {
-                "time_ms" => &mut code.limits.time_ms,
-                "memory_bytes" => &mut code.limits.memory_bytes,
-                "stack_bytes" => &mut code.limits.stack_bytes,
-                "calls" => &mut code.limits.calls,
-                "call_time_ms" => &mut code.limits.call_time_ms,
-                _ => &mut code.limits.output_bytes,
-            };
-            *slot = n;
+        for (key, min, max, slot) in RANGES {
+            if let Some(v) = limits.take(key) {
+                *slot(&mut code.limits) =
+                    Some(integer(&format!("code.limits.{key}"), v, min, max)?);
+            }
         }
         limits.finish()?;
     }

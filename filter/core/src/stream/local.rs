@@ -121,12 +121,7 @@ impl Stream {
             replies.push(reply);
         }
         if replies.is_empty() {
-            // Streamable HTTP: notifications alone are answered 202 Accepted with no body.
-            return LocalReply {
-                status: 202,
-                headers: Vec::new(),
-                body: Vec::new(),
-            };
+            return LocalReply::accepted();
         }
         let body = match incoming {
             Incoming::Single(_) => replies.concat(),

@@ -140,6 +140,15 @@ pub(crate) struct LocalReply {
 }
 
 impl LocalReply {
+    /// Streamable HTTP: notifications alone are answered 202 Accepted with no body.
+    fn accepted() -> Self {
+        LocalReply {
+            status: 202,
+            headers: Vec::new(),
+            body: Vec::new(),
+        }
+    }
+
     fn json(status: u32, body: String) -> Self {
         LocalReply {
             status,

@@ -7,6 +7,7 @@
 
 use super::*;
 use crate::mcp::guard;
+use crate::mcp::injected::answer;
 use crate::stats::ScriptEnd;
 use mcp_tool_search_script::{
     Host, Limits, Outcome, Reply, Run, ScriptError, Step, ToolCall, MAX_STACK_BYTES,
@@ -108,11 +109,7 @@ impl Stream {
     ) -> RequestBodyAction {
         let Some(id) = message.id.clone() else {
             // A notification has no answer to carry a result: nothing runs.
-            return RequestBodyAction::Reply(LocalReply {
-                status: 202,
-                headers: Vec::new(),
-                body: Vec::new(),
-            });
+            return RequestBodyAction::Reply(LocalReply::accepted());
         };
         let script = match injected::parse_script(arguments) {
             Ok(script) => script,
@@ -223,10 +220,10 @@ impl Stream {
         };
         // The script ran for part of this callback: its calls leave now.
         let now = env.clock_now_ns();
+        let waited = s.waited_ns + s.waiting_since.map_or(0, |t| now.saturating_sub(t));
+        let left_ms = s.limits.call_time_ms.saturating_sub(waited / 1_000_000);
         let mut out = Vec::with_capacity(calls.len());
         for call in calls {
-            let waited = s.waited_ns + s.waiting_since.map_or(0, |t| now.saturating_sub(t));
-            let left_ms = s.limits.call_time_ms.saturating_sub(waited / 1_000_000);
             if left_ms == 0 {
                 // The calls in flight used the script's call time while it ran on: this one
                 // would run upstream for a script already past its limit.
@@ -469,9 +466,6 @@ struct CatalogView {
     can_call: bool,
 }
 
-/// How long a compact entry's description may be: its first line, cut here.
-const COMPACT_DESCRIPTION_CHARS: usize = 200;
-
 impl CatalogView {
     fn scope(&self) -> Option<Scope<'_>> {
         self.config
@@ -518,19 +512,19 @@ impl Host for CatalogView {
                 .then_some(&allowed as &dyn Fn(&Tool) -> bool),
             Err(no_vectors()),
         );
-        #[derive(serde::Serialize)]
-        struct Compact<'a> {
-            name: &'a str,
-            description: String,
-            required: Vec<String>,
-        }
-        let entries: Vec<Compact> = ranked
+        // As `tool_search`'s one-line results describe a tool.
+        let max_chars = self.config.search.max_description_chars;
+        let entries: Vec<Value> = ranked
             .found
             .iter()
-            .map(|f| Compact {
-                name: &f.tool.name,
-                description: one_line(&f.tool.description),
-                required: required(f.tool.definition()),
+            .map(|f| {
+                let definition: Value =
+                    serde_json::from_str(f.tool.definition()).unwrap_or(Value::Null);
+                serde_json::json!({
+                    "name": f.tool.name,
+                    "description": answer::short_description(&f.tool.description, max_chars),
+                    "required": answer::required_arguments(&definition),
+                })
             })
             .collect();
         Ok(crate::mcp::result::to_json(&entries))
@@ -576,42 +570,6 @@ fn monotonic_ns() -> u64 {
         static START: Instant = Instant::now();
     }
     START.with(|start| u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX))
-}
-
-fn one_line(description: &str) -> String {
-    let line = description
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("");
-    match line.char_indices().nth(COMPACT_DESCRIPTION_CHARS) {
-        Some((cut, _)) => format!("{}…", line.get(..cut).unwrap_or(line)),
-        None => line.to_string(),
-    }
-}
-
-/// The names in the definition's `inputSchema.required`.
-fn required(definition: &str) -> Vec<String> {
-    #[derive(serde::Deserialize)]
-    struct Definition {
-        #[serde(rename = "inputSchema", default)]
-        input_schema: Option<Schema>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Schema {
-        #[serde(default)]
-        required: Vec<Value>,
-    }
-    serde_json::from_str::<Definition>(definition)
-        .ok()
-        .and_then(|d| d.input_schema)
-        .map(|s| {
-            s.required
-                .into_iter()
-                .filter_map(|v| v.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

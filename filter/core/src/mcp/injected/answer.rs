@@ -506,16 +506,12 @@ pub fn compact_line(found: &Found<'_>, max_chars: usize) -> String {
     let tool = found.tool;
     let def: Value = serde_json::from_str(tool.definition()).unwrap_or(Value::Null);
     let mut line = tool.name.clone();
-    let sentence = cut(&first_sentence(&tool.description), max_chars);
+    let sentence = short_description(&tool.description, max_chars);
     if !sentence.is_empty() {
         line.push_str(" · ");
         line.push_str(&sentence);
     }
-    let required: Vec<&str> = def
-        .pointer("/inputSchema/required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let required = required_arguments(&def);
     if !required.is_empty() {
         line.push_str(" · requires: ");
         line.push_str(&required.join(", "));
@@ -525,6 +521,20 @@ pub fn compact_line(found: &Found<'_>, max_chars: usize) -> String {
         line.push_str(" · asks the user first");
     }
     line
+}
+
+/// A description as one-line results show it: its first sentence, cut at `max_chars`.
+pub fn short_description(description: &str, max_chars: usize) -> String {
+    cut(&first_sentence(description), max_chars)
+}
+
+/// The names a tool definition's `inputSchema.required` lists.
+pub fn required_arguments(definition: &Value) -> Vec<&str> {
+    definition
+        .pointer("/inputSchema/required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
 }
 
 /// The marker a cut description ends with.
