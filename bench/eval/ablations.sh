@@ -13,7 +13,8 @@ fi
 bm25=("--set k1=8" "--set input_schema=0.5" "--set input_schema=0" "--set name_as_written=0"
   "--set b_description=0.75" "--set stem=0" "--set stop_words=0")
 # Hybrid ablations (vectors cached per set under target/eval-vectors).
-hybrid=("--set vector_weight_drop=0 --set hybrid=0.75" "--set input_schema=0" "--set stem=0")
+hybrid=("--set vector_weight_drop=0 --set hybrid=0.75" "--set input_schema=0" "--set stem=0"
+  "--set task_parts=0" "--set argument_descriptions=1")
 
 out=bench/eval/ablations.txt
 tmp=$(mktemp)

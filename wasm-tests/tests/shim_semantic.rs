@@ -181,6 +181,38 @@ fn tools_embedded_from_the_tick_rank_queries_embedded_on_the_request_path() {
 }
 
 #[test]
+fn a_task_is_embedded_with_its_steps_in_one_callout() {
+    let mut env = learned_and_embedded();
+    // The whole task and its first step say "weather"; its second step is slack's. Without the
+    // parts slack (cosine 0, no word shared) would not match at all; with them its cosine is
+    // raised half way to its part's (0.5).
+    let view = search(
+        &mut env,
+        "check the weather and ping the team",
+        |env, call| {
+            let sent: Value = serde_json::from_slice(&call.body).unwrap();
+            assert_eq!(
+                sent["input"],
+                json!([
+                    "check the weather and ping the team",
+                    "check the weather",
+                    "ping the team"
+                ])
+            );
+            env.vm
+                .complete_http_call(call.token, ok_headers(), &answer(call), vec![])
+                .unwrap();
+        },
+    );
+    let (names, meta) = result(&view);
+    assert_eq!(meta["strategy"], "vector");
+    assert_eq!(
+        names,
+        ["get_weather", "stripe_refund_charge", "slack_post_message"]
+    );
+}
+
+#[test]
 fn a_timed_out_query_embedding_falls_back_to_bm25_and_says_why() {
     let mut env = learned_and_embedded();
     let view = search(&mut env, "refund", |env, call| {

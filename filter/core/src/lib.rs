@@ -75,7 +75,8 @@ pub use rank::embeddings::{
     parse_response as parse_embeddings, request_body as embeddings_request, tool_text,
 };
 pub use rank::explain::{explain, Explanation};
-pub use rank::search::{search, Fallback, FallbackKind, Query, Vectors};
+pub use rank::parts::{query_texts, query_vector};
+pub use rank::search::{query_cosine, search, Fallback, FallbackKind, Query, Vectors};
 pub use vector::{normalize, ToolVectors};
 
 // The wire: SSE, notifications, mirrored headers, the injected tools' arguments.

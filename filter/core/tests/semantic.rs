@@ -150,6 +150,61 @@ fn any_embedding_trouble_falls_back_to_bm25_and_says_why() {
     assert_eq!(meta["fallback"]["kind"], "dimensions");
 }
 
+/// A task of two steps that shares no word with any tool: the whole query's vector points at
+/// slack alone, its first step's at the weather. The step's part lifts get_weather's cosine
+/// half way (0 → 0.5), over the 0.25 floor: without parts it would not match at all.
+fn task_service(texts: Rc<std::cell::RefCell<Vec<String>>>) -> Rc<Embedder> {
+    Rc::new(move |text: &str| {
+        texts.borrow_mut().push(text.to_string());
+        if text == "how is it outside" {
+            vec![1.0, 0.0]
+        } else {
+            vec![0.0, 1.0]
+        }
+    })
+}
+
+#[test]
+fn a_task_is_embedded_with_its_steps_and_each_step_finds_its_tool() {
+    const TASK: &str = "how is it outside, and tell the team";
+    let texts = Rc::new(std::cell::RefCell::new(Vec::new()));
+    let mut env = env("vector");
+    env.query_vectors = Some(task_service(texts.clone()));
+    let (names, meta) = search(&mut env, TASK);
+    // One request: the whole query, then its parts.
+    assert_eq!(
+        *texts.borrow(),
+        [TASK, "how is it outside", "tell the team"]
+    );
+    assert_eq!(meta["strategy"], "vector");
+    assert_eq!(
+        names,
+        ["slack_post_message", "stripe_refund_charge", "get_weather"]
+    );
+
+    // The plain HTTP search sends the same texts and ranks the same way.
+    texts.borrow_mut().clear();
+    let head = mcp_tool_search_core::RequestHead {
+        path: "/mcp/search".into(),
+        ..post("/mcp")
+    };
+    let body = json!({ "query": TASK }).to_string();
+    let out = exchange(&mut env, head, body.as_bytes(), ("200", "", &[]));
+    let v: Value = serde_json::from_slice(out.body()).unwrap();
+    assert_eq!(v["tools"][2]["name"], "get_weather", "{v}");
+    assert_eq!(
+        *texts.borrow(),
+        [TASK, "how is it outside", "tell the team"]
+    );
+
+    // A one-step query is embedded alone, and get_weather (cosine 0, no shared word) does not
+    // match it.
+    texts.borrow_mut().clear();
+    let (names, _) = search(&mut env, "tell the team");
+    assert_eq!(*texts.borrow(), ["tell the team"]);
+    assert!(!names.contains(&"get_weather".to_string()), "{names:?}");
+}
+
 #[test]
 fn http_search_uses_the_same_ranking() {
     let mut env = env("vector");

@@ -16,23 +16,25 @@
 //! `b_input_schema`, `per_field` (0/1), `name_as_written`, `vector_weight_drop`,
 //! `feedback_docs`, `feedback_terms`, `feedback_weight`, `stem` and `stop_words` (0/1: the
 //! term rules), `name`, `description`,
-//! `input_schema` (field weights), `hybrid` (the vector weight). `--vectors FILE` keeps the embeddings of tools and queries in FILE and reads
+//! `input_schema` (field weights), `hybrid` (the vector weight), `task_parts` (0: embed the
+//! whole query alone, not its parts too), `argument_descriptions` (1: embed the arguments'
+//! descriptions with their names). `--vectors FILE` keeps the embeddings of tools and queries in FILE and reads
 //! them from there next time (same texts only).
 
+mod embed;
 mod metrics;
 mod reference;
 
 use mcp_tool_search_core::{
-    embeddings_request, parse_embeddings, search, tool_text, Catalog, CatalogIndex, Config,
+    query_cosine, query_texts, query_vector, search, tool_text, Catalog, CatalogIndex, Config,
     Fallback, FallbackKind, Query, Ranking, Strategy, Tool, ToolVectors, Tuning, Vectors,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
 use std::process::ExitCode;
 
+use embed::{embed, embed_cached};
 use metrics::Metrics;
 
 #[derive(Deserialize)]
@@ -48,74 +50,6 @@ fn read_lines(path: &Path) -> Result<Vec<String>, String> {
         .filter(|l| !l.trim().is_empty())
         .map(str::to_string)
         .collect())
-}
-
-/// Embeds `texts` through an OpenAI-compatible endpoint (`http://host:port/path`), 64 at a time.
-fn embed(url: &str, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
-    let rest = url
-        .strip_prefix("http://")
-        .ok_or("only http:// embeddings URLs")?;
-    let (authority, path) = rest
-        .split_once('/')
-        .map(|(a, p)| (a, format!("/{p}")))
-        .unwrap_or((rest, "/v1/embeddings".to_string()));
-    let config = Config::parse(
-        r#"{"search":{"embeddings":{"cluster":"eval","model_id":"all-MiniLM-L6-v2","dimensions":384}}}"#,
-    )
-    .map_err(|e| e.to_string())?;
-    let emb = config.search.embeddings.ok_or("no embeddings config")?;
-    let mut out = Vec::with_capacity(texts.len());
-    for batch in texts.chunks(64) {
-        let body = embeddings_request(&emb, batch);
-        let mut stream = TcpStream::connect(authority).map_err(|e| format!("{authority}: {e}"))?;
-        let head = format!(
-            "POST {path} HTTP/1.1\r\nhost: {authority}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-            body.len()
-        );
-        stream
-            .write_all(head.as_bytes())
-            .and_then(|_| stream.write_all(&body))
-            .map_err(|e| e.to_string())?;
-        let mut response = Vec::new();
-        stream
-            .read_to_end(&mut response)
-            .map_err(|e| e.to_string())?;
-        let split = response
-            .windows(4)
-            .position(|w| w == b"\r\n\r\n")
-            .ok_or("no HTTP header end")?;
-        let (head, body) = response.split_at(split + 4);
-        let head = String::from_utf8_lossy(head);
-        let status = head.split_whitespace().nth(1).map(str::to_string);
-        let body = if head
-            .to_ascii_lowercase()
-            .contains("transfer-encoding: chunked")
-        {
-            dechunk(body)
-        } else {
-            body.to_vec()
-        };
-        let vectors = parse_embeddings(&emb, status.as_deref(), &body, batch.len(), emb.timeout_ms)
-            .map_err(|f| f.reason)?;
-        out.extend(vectors);
-    }
-    Ok(out)
-}
-
-fn dechunk(mut body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Some(end) = body.windows(2).position(|w| w == b"\r\n") {
-        let size = std::str::from_utf8(body.get(..end).unwrap_or_default())
-            .ok()
-            .and_then(|s| usize::from_str_radix(s.trim(), 16).ok())
-            .unwrap_or(0);
-        if size == 0 {
-            break;
-        }
-        out.extend_from_slice(body.get(end + 2..end + 2 + size).unwrap_or_default());
-        body = body.get(end + 4 + size..).unwrap_or_default();
-    }
-    out
 }
 
 fn evaluate(
@@ -210,6 +144,8 @@ const KEYS: &[&str] = &[
     "description",
     "input_schema",
     "hybrid",
+    "task_parts",
+    "argument_descriptions",
 ];
 
 fn apply(config: &mut Config, key: &str, v: f32) {
@@ -329,34 +265,6 @@ fn routing_report(
     );
 }
 
-/// Vectors for `texts`, from `cache` when it holds exactly these texts, else from the service
-/// (and then stored in `cache`).
-fn embed_cached(
-    url: &str,
-    texts: &[String],
-    cache: Option<&Path>,
-) -> Result<Vec<Vec<f32>>, String> {
-    let key = mcp_tool_search_core::hash(texts.join("\n").as_bytes());
-    let path = cache.map(|c| c.with_extension(format!("{key:016x}.bin")));
-    if let Some(bytes) = path.as_ref().and_then(|p| std::fs::read(p).ok()) {
-        let floats: Vec<f32> = bytes
-            .chunks_exact(4)
-            .filter_map(|c| <[u8; 4]>::try_from(c).ok())
-            .map(f32::from_le_bytes)
-            .collect();
-        if !texts.is_empty() && floats.len().is_multiple_of(texts.len()) {
-            let dim = floats.len() / texts.len();
-            return Ok(floats.chunks(dim).map(<[f32]>::to_vec).collect());
-        }
-    }
-    let out = embed(url, texts)?;
-    if let Some(p) = path {
-        let bytes: Vec<u8> = out.iter().flatten().flat_map(|f| f.to_le_bytes()).collect();
-        std::fs::write(&p, bytes).map_err(|e| format!("{}: {e}", p.display()))?;
-    }
-    Ok(out)
-}
-
 /// Queries no tool answers, to see what the floor keeps out.
 const NONSENSE: &[&str] = &[
     "zzzz qqqq",
@@ -378,7 +286,8 @@ fn floor_report(
     query_vectors: &[Vec<f32>],
     nonsense: &[Vec<f32>],
 ) {
-    let dot = |q: &[f32], t: &[f32]| q.iter().zip(t).map(|(a, b)| a * b).sum::<f32>();
+    // The cosine the filter ranks and floors with (a task's parts count).
+    let dot = |q: &[f32], t: &[f32]| query_cosine(q, t);
     let cosine = |q: &[f32], name: &str| {
         let at = index.catalog.tools().iter().position(|t| t.name == name)?;
         Some(dot(q, tools.get(at)?))
@@ -551,15 +460,55 @@ fn run(
         return Ok(());
     };
     // The filter's own tool text and vectors, as it would embed them.
-    let texts: Vec<String> = index.catalog.tools().iter().map(tool_text).collect();
+    // `--set argument_descriptions=1`: the arguments' names and descriptions, as embedded
+    // before only their names were.
+    let descriptions = OVERRIDES.with(|o| {
+        o.borrow()
+            .iter()
+            .any(|(k, v)| k == "argument_descriptions" && *v != 0.0)
+    });
+    let texts: Vec<String> = index
+        .catalog
+        .tools()
+        .iter()
+        .map(|t| {
+            let text = tool_text(t);
+            let schema = t.schema_text();
+            match text.split_once(" Arguments: ") {
+                Some((head, _)) if descriptions => format!("{head} Arguments: {}", schema.trim()),
+                _ => text,
+            }
+        })
+        .collect();
     let tool_vectors = ToolVectors {
         by_position: embed_cached(url, &texts, cache)?
             .into_iter()
             .map(Some)
             .collect(),
     };
-    let query_texts: Vec<String> = queries.iter().map(|q| q.query.clone()).collect();
-    let query_vectors = embed_cached(url, &query_texts, cache)?;
+    // What the filter sends for each query (the query, then its parts) and the one vector it
+    // ranks with (theirs laid end to end); `--set task_parts=0` keeps the whole query's alone.
+    let query_texts: Vec<String> = queries.iter().flat_map(|q| query_texts(&q.query)).collect();
+    let whole_only = OVERRIDES.with(|o| {
+        o.borrow()
+            .iter()
+            .any(|(k, v)| k == "task_parts" && *v == 0.0)
+    });
+    let mut answered = embed_cached(url, &query_texts, cache)?.into_iter();
+    let mut query_vectors = Vec::with_capacity(queries.len());
+    for q in &queries {
+        let mut v = query_vector(&mut answered, &q.query).ok_or("fewer vectors than queries")?;
+        if whole_only {
+            v.truncate(
+                tool_vectors
+                    .by_position
+                    .first()
+                    .and_then(|t| t.as_ref())
+                    .map_or(0, Vec::len),
+            );
+        }
+        query_vectors.push(v);
+    }
     let vectors = Some((&tool_vectors, query_vectors.as_slice()));
     let vector = with_ranking(Ranking::Vector, 1.0);
     let vector_metrics = report(&index, &vector, &queries, vectors, "vector");

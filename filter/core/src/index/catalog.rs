@@ -223,11 +223,57 @@ impl Tool {
         }
     }
 
+    /// The definition's input schema and a prompt's arguments.
+    fn schema_view(&self) -> Option<SchemaView> {
+        serde_json::from_str(self.definition()).ok()
+    }
+
+    /// What the tool takes, as words: its input schema's top-level property names, sorted,
+    /// then a prompt's argument names in order, each split into words, joined by ", ".
+    pub fn argument_names(&self) -> String {
+        let mut out = String::new();
+        let Some(view) = self.schema_view() else {
+            return out;
+        };
+        // By name, whatever order a JSON map keeps: the text (and so the vector) of a tool is
+        // the same in every build.
+        let mut names: Vec<&str> = Vec::new();
+        if let Some(props) = view
+            .input_schema
+            .as_ref()
+            .and_then(|s| s.get("properties"))
+            .and_then(Value::as_object)
+        {
+            for (name, _) in props {
+                names.push(name);
+            }
+        }
+        crate::sort::sort(&mut names);
+        for argument in view.arguments.iter().filter_map(Value::as_array).flatten() {
+            if let Some(name) = argument.get("name").and_then(Value::as_str) {
+                names.push(name);
+            }
+        }
+        for name in names {
+            for word in crate::index::tokenizer::words(name) {
+                if !out.is_empty() && !out.ends_with(", ") {
+                    out.push(' ');
+                }
+                out.push_str(&word);
+            }
+            if !out.is_empty() && !out.ends_with(", ") {
+                out.push_str(", ");
+            }
+        }
+        out.truncate(out.trim_end_matches(", ").len());
+        out
+    }
+
     /// Input-schema property names and descriptions, read from the definition when asked (the
     /// schema is indexed only when its weight is set, and embedded once per tool).
     pub fn schema_text(&self) -> String {
         let mut out = String::new();
-        if let Ok(view) = serde_json::from_str::<SchemaView>(self.definition()) {
+        if let Some(view) = self.schema_view() {
             if let Some(schema) = &view.input_schema {
                 collect_schema_text(schema, 0, &mut out);
             }

@@ -314,8 +314,8 @@ impl Tally {
             }
         }
         // Written sorted; read back sorted whatever wrote it.
-        tally.zero_queries.sort_by(|a, b| a.0.cmp(&b.0));
-        tally.tools.sort_by(|a, b| a.0.cmp(&b.0));
+        crate::sort::sort_by(&mut tally.zero_queries, |a, b| a.0.cmp(&b.0));
+        crate::sort::sort_by(&mut tally.tools, |a, b| a.0.cmp(&b.0));
         Some(tally)
     }
 }

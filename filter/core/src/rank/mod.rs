@@ -4,4 +4,5 @@
 pub mod embeddings;
 pub mod explain;
 pub mod mixed;
+pub mod parts;
 pub mod search;

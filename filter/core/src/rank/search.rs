@@ -87,6 +87,8 @@ impl Fallback {
 /// Vectors for semantic ranking, when the embeddings service answered.
 #[derive(Clone, Copy)]
 pub struct Vectors<'v> {
+    /// The query's unit vector, then (for a task of several steps) each part's, laid end to
+    /// end (`rank::parts`).
     pub query: &'v [f32],
     /// A tool's unit vector, by its position in the catalog.
     pub tool: &'v dyn Fn(usize) -> Option<&'v [f32]>,
@@ -566,6 +568,19 @@ fn feedback<'n>(
     lent
 }
 
+/// A tool's cosine with a query: with the whole query, raised half way to its best part's
+/// where that is higher. A task's part finds the tool for its step (all-MiniLM-L6-v2, vector
+/// NDCG@10 on the first halves: `mcp-real` 0.680 → 0.699, the service groups 0.809 → 0.834),
+/// and the whole query keeps its say: the best part's cosine outright lost 0.013 of hybrid
+/// NDCG@10 on MetaTool's first half, where a question's clauses are not steps (README,
+/// "Retrieval quality").
+pub fn query_cosine(query: &[f32], tool: &[f32]) -> f32 {
+    let mut chunks = query.chunks_exact(tool.len());
+    let whole = chunks.next().map_or(0.0, |q| vector::dot(q, tool));
+    let best_part = chunks.map(|p| vector::dot(p, tool)).fold(whole, f32::max);
+    whole + 0.5 * (best_part - whole)
+}
+
 /// Cosine of every candidate that has a vector (indexed by catalog position), or why vectors
 /// cannot rank: none of the candidates has one, or (`require_all`) some have none.
 fn cosines_of(
@@ -578,9 +593,9 @@ fn cosines_of(
     let mut missing = 0;
     for &d in candidates {
         match (v.tool)(d as usize) {
-            Some(t) if t.len() == v.query.len() => {
+            Some(t) if !t.is_empty() && v.query.len().is_multiple_of(t.len()) => {
                 if let Some(slot) = out.get_mut(d as usize) {
-                    *slot = Some(vector::dot(v.query, t));
+                    *slot = Some(query_cosine(v.query, t));
                 }
             }
             _ => missing += 1,

@@ -195,7 +195,7 @@ impl Stream {
             }
             Pending::Http(request) => {
                 if self.needs_query_vectors(config) {
-                    let texts = vec![request.query.text.clone()];
+                    let texts = crate::rank::parts::query_texts(&request.query.text).collect();
                     self.phase = Phase::Embedding(Pending::Http(request));
                     return RequestBodyAction::Embed { texts };
                 }

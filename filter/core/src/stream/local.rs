@@ -44,12 +44,13 @@ impl Stream {
         };
         let mut replies = Vec::new();
         for m in incoming.messages() {
-            // One vector per valid search, in message order (`search_texts`). Without vectors
-            // (BM25) no message is read twice to find out which ones are searches.
+            // The vectors of each valid search (its query's, then its parts'), in message order
+            // (`search_texts`). Without vectors (BM25) no message is read twice to find out
+            // which ones are searches.
             let vector = match &mut vectors {
                 Err(f) => Err(f.clone()),
                 Ok(all) => match search_text(config, m) {
-                    Some(_) => all.next().ok_or_else(|| {
+                    Some(text) => crate::rank::parts::query_vector(all, &text).ok_or_else(|| {
                         Fallback::new(FallbackKind::Malformed, "fewer vectors than queries")
                     }),
                     None => Err(no_vectors()),

@@ -426,9 +426,11 @@ impl Stream {
                 RequestBodyAction::Reply(self.answer_locally(config, env, &incoming, vectors))
             }
             Phase::Embedding(Pending::Http(request)) => {
-                let vector = vectors.and_then(|mut v| {
-                    v.pop()
-                        .ok_or_else(|| Fallback::new(FallbackKind::Malformed, "no vector returned"))
+                let vector = vectors.and_then(|v| {
+                    crate::rank::parts::query_vector(&mut v.into_iter(), &request.query.text)
+                        .ok_or_else(|| {
+                            Fallback::new(FallbackKind::Malformed, "too few vectors returned")
+                        })
                 });
                 RequestBodyAction::Reply(self.answer_http_search(config, env, &request, vector))
             }
@@ -569,6 +571,7 @@ pub(super) fn search_texts(config: &Config, incoming: &Incoming) -> Vec<String> 
         .messages()
         .iter()
         .filter_map(|m| search_text(config, m))
+        .flat_map(|text| crate::rank::parts::query_texts(&text).collect::<Vec<_>>())
         .collect()
 }
 
