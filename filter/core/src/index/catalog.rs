@@ -228,16 +228,20 @@ impl Tool {
         serde_json::from_str(self.definition()).ok()
     }
 
-    /// What the tool takes, as words: its input schema's top-level property names, sorted,
-    /// then a prompt's argument names in order, each split into words, joined by ", ".
-    pub fn argument_names(&self) -> String {
+    /// What the entry takes, as words: a tool's input-schema property names (top level,
+    /// sorted), or a prompt's arguments, each name with its description, in order; each name
+    /// split into words, joined by ", ". A tool's argument descriptions are left out (alike across
+    /// a catalog's tools, they drown a short description in a sentence vector); a prompt's are
+    /// kept: its few arguments, what it asks the user for, are often its only account of what it
+    /// does ("Choose a team member to lead the selected department").
+    pub fn argument_text(&self) -> String {
         let mut out = String::new();
         let Some(view) = self.schema_view() else {
             return out;
         };
         // By name, whatever order a JSON map keeps: the text (and so the vector) of a tool is
         // the same in every build.
-        let mut names: Vec<&str> = Vec::new();
+        let mut names: Vec<(&str, &str)> = Vec::new();
         if let Some(props) = view
             .input_schema
             .as_ref()
@@ -245,21 +249,26 @@ impl Tool {
             .and_then(Value::as_object)
         {
             for (name, _) in props {
-                names.push(name);
+                names.push((name, ""));
             }
         }
         crate::sort::sort(&mut names);
         for argument in view.arguments.iter().filter_map(Value::as_array).flatten() {
             if let Some(name) = argument.get("name").and_then(Value::as_str) {
-                names.push(name);
+                let about = argument.get("description").and_then(Value::as_str);
+                names.push((name, about.unwrap_or_default()));
             }
         }
-        for name in names {
+        for (name, about) in names {
             for word in crate::index::tokenizer::words(name) {
                 if !out.is_empty() && !out.ends_with(", ") {
                     out.push(' ');
                 }
                 out.push_str(&word);
+            }
+            if !about.trim().is_empty() {
+                out.push_str(": ");
+                out.push_str(about.trim());
             }
             if !out.is_empty() && !out.ends_with(", ") {
                 out.push_str(", ");

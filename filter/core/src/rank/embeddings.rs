@@ -15,7 +15,8 @@ use serde::Deserialize;
 pub const MAX_TOOL_TEXT_BYTES: usize = 2000;
 
 /// What a tool is embedded from: its title and description, then its name split into words in
-/// parentheses, then the names of its arguments, capped at 2000 bytes. The name as written
+/// parentheses, then its arguments (`Tool::argument_text`: a tool's by name, a prompt's with
+/// their descriptions), capped at 2000 bytes. The name as written
 /// (`ndricks_sports_api`) is no English for a sentence encoder: dropped, it raised
 /// all-MiniLM-L6-v2's NDCG@10 on the first half of MetaTool from 0.592 to 0.640, and the
 /// description first with the words after it measured best of the orders tried. Arguments by
@@ -31,7 +32,7 @@ pub fn tool_text(tool: &Tool) -> String {
     } else {
         format!("{about} ({words})")
     };
-    let arguments = tool.argument_names();
+    let arguments = tool.argument_text();
     if !arguments.is_empty() {
         text.push_str(" Arguments: ");
         text.push_str(&arguments);
@@ -361,9 +362,10 @@ mod tests {
         let prompt = tool(
             r#"{"name":"review","description":"Review code.","arguments":[{"name":"pull_request","description":"Which one"}]}"#,
         );
+        // A prompt's arguments keep their descriptions.
         assert_eq!(
             tool_text(&prompt),
-            "Review code. (review) Arguments: pull request"
+            "Review code. (review) Arguments: pull request: Which one"
         );
         // Without title or description, the name's words alone.
         assert_eq!(tool_text(&tool(r#"{"name":"getWeather"}"#)), "get weather");
