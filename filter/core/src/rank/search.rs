@@ -570,7 +570,7 @@ fn feedback<'n>(
 
 /// A tool's cosine with a query: with the whole query, raised half way to its best part's
 /// where that is higher. A task's part finds the tool for its step (all-MiniLM-L6-v2, vector
-/// NDCG@10 on the first halves: `mcp-real` 0.680 → 0.699, the service groups 0.809 → 0.834),
+/// NDCG@10 on the first halves: `mcp-real` 0.680 → 0.698, the service groups 0.809 → 0.834),
 /// and the whole query keeps its say: the best part's cosine outright lost 0.013 of hybrid
 /// NDCG@10 on MetaTool's first half, where a question's clauses are not steps (README,
 /// "Retrieval quality").
