@@ -284,17 +284,34 @@ impl Bm25Index {
     pub fn scores_and_matches(&self, query: &str) -> (Vec<f32>, Vec<u32>) {
         let mut scores = vec![0.0; self.doc_count];
         let mut matched = Vec::new();
-        let mut ids: Vec<(u32, f32)> = self
-            .query_terms(query)
-            .into_iter()
-            .map(|(_, id)| (id, 1.0))
-            .collect();
+        // `query_terms`, then `as_written_terms`, from one reading of the query: a search's
+        // fixed cost is mostly such passes over a few words.
         let weight = self.tuning.name_as_written;
-        ids.extend(
-            self.as_written_terms(query)
-                .into_iter()
-                .map(|(_, id)| (id, weight)),
-        );
+        let mut ids: Vec<(u32, f32)> = Vec::new();
+        let mut written: Vec<(u32, f32)> = Vec::new();
+        let mut key = String::new();
+        for_each_word(query, &mut String::new(), |word| {
+            let Some(term) = self.tuning.terms.term(word) else {
+                return;
+            };
+            if let Some(&id) = self.term_ids.get(&term) {
+                push_new(&mut ids, id, 1.0);
+            }
+            if weight > 0.0 {
+                key.clear();
+                key.push(AS_WRITTEN);
+                key.push_str(word);
+                if let Some(&id) = self.term_ids.get(&key) {
+                    push_new(&mut written, id, weight);
+                }
+            }
+        });
+        ids.append(&mut written);
+        let postings: usize = ids
+            .iter()
+            .filter_map(|&(id, _)| self.postings.get(id as usize).map(Vec::len))
+            .sum();
+        matched.reserve(postings.min(self.doc_count));
         self.add_scores(&ids, &mut scores, Some(&mut matched));
         (scores, matched)
     }
@@ -509,6 +526,13 @@ fn term_of(term_ids: &mut FnvHashMap<String, u32>, rules: TermRules, word: &str)
     let term = rules.term(word)?;
     let next = u32::try_from(term_ids.len()).unwrap_or(u32::MAX);
     Some(*term_ids.entry(term).or_insert(next))
+}
+
+/// Adds a query term once, at its first word.
+fn push_new(ids: &mut Vec<(u32, f32)>, id: u32, weight: f32) {
+    if !ids.iter().any(|(i, _)| *i == id) {
+        ids.push((id, weight));
+    }
 }
 
 /// A tool has a few dozen distinct terms: a list searched linearly beats a map.

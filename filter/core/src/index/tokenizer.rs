@@ -19,19 +19,26 @@ pub fn words(text: &str) -> Vec<String> {
 /// `words` without allocating per word: `f` sees each lowercase word in `buf`, which is reused.
 /// Index builds tokenize hundreds of thousands of words; a `String` each dominated them.
 pub fn for_each_word(text: &str, buf: &mut String, mut f: impl FnMut(&str)) {
+    each_word(text, buf, &mut f);
+}
+
+/// `for_each_word` behind `dyn`: one copy of the tokenizer in the .wasm (kilobytes) whatever
+/// its callers' closures, for an indirect call per word.
+#[inline(never)]
+fn each_word(text: &str, buf: &mut String, f: &mut dyn FnMut(&str)) {
     if text.is_ascii() {
-        return ascii_words(text, buf, &mut f);
+        return ascii_words(text, buf, f);
     }
     for run in text.split(|c: char| !c.is_alphanumeric()) {
         if !run.is_empty() {
-            split_identifier(run, buf, &mut f);
+            split_identifier(run, buf, f);
         }
     }
 }
 
 /// Calls `f` with each word of one alphanumeric run. A boundary before a character depends on
 /// it, the one before it and the one after it, so the scan keeps a window of three.
-fn split_identifier(run: &str, buf: &mut String, f: &mut impl FnMut(&str)) {
+fn split_identifier(run: &str, buf: &mut String, f: &mut dyn FnMut(&str)) {
     let mut start = 0;
     let mut chars = run.char_indices();
     let Some((_, mut prev)) = chars.next() else {
@@ -54,7 +61,7 @@ fn split_identifier(run: &str, buf: &mut String, f: &mut impl FnMut(&str)) {
 
 /// `for_each_word` for ASCII text (nearly every tool name and description), a byte at a time:
 /// the same boundaries, since for ASCII the `char` classes are the `u8` ones.
-fn ascii_words(text: &str, buf: &mut String, f: &mut impl FnMut(&str)) {
+fn ascii_words(text: &str, buf: &mut String, f: &mut dyn FnMut(&str)) {
     let bytes = text.as_bytes();
     let mut start: Option<usize> = None;
     let mut prev = 0u8;
@@ -84,7 +91,7 @@ fn ascii_words(text: &str, buf: &mut String, f: &mut impl FnMut(&str)) {
     }
 }
 
-fn emit(word: Option<&str>, buf: &mut String, f: &mut impl FnMut(&str)) {
+fn emit(word: Option<&str>, buf: &mut String, f: &mut dyn FnMut(&str)) {
     // A lone ASCII letter or digit says nothing about a tool (the `s` of `user's`, the `3` of
     // `PR 3`) yet matches whatever holds it; in other scripts one character can be a word, and
     // takes more than one byte.

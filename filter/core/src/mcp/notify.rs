@@ -61,7 +61,8 @@ impl ListChangedScanner {
                     continue;
                 }
             }
-            match rest.iter().position(|&b| b == b'\n' || b == b'\r') {
+            // A list's event is one data line of megabytes: found eight bytes at a time.
+            match crate::mcp::sse::line_break(rest, 0) {
                 None => {
                     self.extend_line(rest);
                     break;

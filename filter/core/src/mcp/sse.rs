@@ -177,7 +177,7 @@ impl Parser {
 /// The position of the first CR or LF at or after `from`. A `tools/list` event is one data
 /// line of megabytes: eight bytes are tested at a time (the zero-byte test of "Bit Twiddling
 /// Hacks", on the word XORed with each terminator).
-fn line_break(bytes: &[u8], from: usize) -> Option<usize> {
+pub(crate) fn line_break(bytes: &[u8], from: usize) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let has_zero = |w: u64| w.wrapping_sub(ONES) & !w & HIGHS != 0;

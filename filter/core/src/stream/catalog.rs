@@ -38,12 +38,14 @@ impl Stream {
             return config.catalog.may_refetch(meta.attempt_ms, env.now_ms());
         }
         // A caller's own catalog that is due is fetched again in its requests, at most once per
-        // `min_refresh_interval` however often it searches.
+        // `min_refresh_interval` however often it searches. The shared catalog is the root
+        // tick's to refresh: its search reads neither the clock nor the meta for it.
+        if key == namespace {
+            return false;
+        }
         let meta = env.catalog_meta(&key);
         let now = env.now_ms();
-        key != namespace
-            && meta.due(now, config.catalog.max_age_ms)
-            && config.catalog.may_refetch(meta.attempt_ms, now)
+        meta.due(now, config.catalog.max_age_ms) && config.catalog.may_refetch(meta.attempt_ms, now)
     }
 
     /// The digest of this caller's credentials (the forwarded headers' values).
