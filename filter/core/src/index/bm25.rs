@@ -239,39 +239,48 @@ impl Bm25Index {
 
     /// The query's distinct terms that the index knows, with their ids, in query order.
     pub fn query_terms(&self, query: &str) -> Vec<(String, u32)> {
-        let mut seen: Vec<(String, u32)> = Vec::new();
-        for t in self.tuning.terms.terms(query) {
-            if let Some(&id) = self.term_ids.get(&t) {
-                if !seen.iter().any(|(_, i)| *i == id) {
-                    seen.push((t, id));
-                }
-            }
-        }
-        seen
+        self.distinct_terms(query, false)
     }
 
     /// The query's distinct words that some name holds as written, with their ids (none when
     /// `Tuning::name_as_written` is 0).
     pub fn as_written_terms(&self, query: &str) -> Vec<(String, u32)> {
+        self.distinct_terms(query, true)
+    }
+
+    fn distinct_terms(&self, query: &str, as_written: bool) -> Vec<(String, u32)> {
         let mut seen: Vec<(String, u32)> = Vec::new();
-        if self.tuning.name_as_written <= 0.0 {
-            return seen;
-        }
-        let mut key = String::new();
-        for word in words(query) {
-            if self.tuning.terms.drops(&word) {
-                continue;
+        self.each_query_term(query, &mut |written, text, id| {
+            if written == as_written && !seen.iter().any(|(_, i)| *i == id) {
+                seen.push((text.to_string(), id));
             }
-            key.clear();
-            key.push(AS_WRITTEN);
-            key.push_str(&word);
-            if let Some(&id) = self.term_ids.get(&key) {
-                if !seen.iter().any(|(_, i)| *i == id) {
-                    seen.push((word, id));
+        });
+        seen
+    }
+
+    /// Calls `f` for each of the query's known terms in query order, repeats included: a word's
+    /// stemmed term (`false`, the term), then, when names as written count, the word as some
+    /// name holds it (`true`, the word). One reading of the query serves both kinds: a search's
+    /// fixed cost is mostly such passes over a few words.
+    fn each_query_term(&self, query: &str, f: &mut dyn FnMut(bool, &str, u32)) {
+        let as_written = self.tuning.name_as_written > 0.0;
+        let mut key = String::new();
+        for_each_word(query, &mut String::new(), |word| {
+            let Some(term) = self.tuning.terms.term(word) else {
+                return;
+            };
+            if let Some(&id) = self.term_ids.get(&term) {
+                f(false, &term, id);
+            }
+            if as_written {
+                key.clear();
+                key.push(AS_WRITTEN);
+                key.push_str(word);
+                if let Some(&id) = self.term_ids.get(&key) {
+                    f(true, word, id);
                 }
             }
-        }
-        seen
+        });
     }
 
     /// The BM25 score of every document for `query` (0 where no term matches).
@@ -284,26 +293,15 @@ impl Bm25Index {
     pub fn scores_and_matches(&self, query: &str) -> (Vec<f32>, Vec<u32>) {
         let mut scores = vec![0.0; self.doc_count];
         let mut matched = Vec::new();
-        // `query_terms`, then `as_written_terms`, from one reading of the query: a search's
-        // fixed cost is mostly such passes over a few words.
+        // `query_terms`, then `as_written_terms`.
         let weight = self.tuning.name_as_written;
         let mut ids: Vec<(u32, f32)> = Vec::new();
         let mut written: Vec<(u32, f32)> = Vec::new();
-        let mut key = String::new();
-        for_each_word(query, &mut String::new(), |word| {
-            let Some(term) = self.tuning.terms.term(word) else {
-                return;
-            };
-            if let Some(&id) = self.term_ids.get(&term) {
+        self.each_query_term(query, &mut |as_written, _, id| {
+            if as_written {
+                push_new(&mut written, id, weight);
+            } else {
                 push_new(&mut ids, id, 1.0);
-            }
-            if weight > 0.0 {
-                key.clear();
-                key.push(AS_WRITTEN);
-                key.push_str(word);
-                if let Some(&id) = self.term_ids.get(&key) {
-                    push_new(&mut written, id, weight);
-                }
             }
         });
         ids.append(&mut written);
