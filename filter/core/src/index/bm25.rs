@@ -260,8 +260,8 @@ impl Bm25Index {
 
     /// Calls `f` for each of the query's known terms in query order, repeats included: a word's
     /// stemmed term (`false`, the term), then, when names as written count, the word as some
-    /// name holds it (`true`, the word). One reading of the query serves both kinds: a search's
-    /// fixed cost is mostly such passes over a few words.
+    /// name holds it (`true`, the word). One reading of the query serves both kinds, which a
+    /// search scores together (`scores_and_matches`).
     fn each_query_term(&self, query: &str, f: &mut dyn FnMut(bool, &str, u32)) {
         let as_written = self.tuning.name_as_written > 0.0;
         let mut key = String::new();
