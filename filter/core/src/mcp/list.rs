@@ -11,7 +11,6 @@ use crate::index::fnv;
 use crate::mcp::injected;
 use crate::mcp::json::RawObject;
 use crate::mcp::jsonrpc;
-use crate::mcp::sse;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -570,103 +569,9 @@ impl<'de> Deserialize<'de> for ListResult<'de> {
     }
 }
 
-/// Rewrites one event's data: `Some(new data)` for the target response, `None` to keep it.
-pub type EventRewrite<'a> = dyn FnMut(&[u8]) -> Result<Option<Vec<u8>>, RewriteError> + 'a;
+mod event_stream;
 
-/// Why an SSE rewrite stopped rewriting and let the rest of the stream through unchanged.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SseGiveUp {
-    TooLarge,
-    Unparseable(RewriteError),
-}
-
-/// Rewrites a `text/event-stream` response chunk by chunk: each event is passed on as soon as it
-/// is complete, the target response's event is rewritten.
-#[derive(Debug)]
-pub struct SseRewriter {
-    parser: sse::Parser,
-    cap: usize,
-    gave_up: Option<SseGiveUp>,
-}
-
-impl SseRewriter {
-    pub fn new(cap: usize) -> Self {
-        SseRewriter {
-            parser: sse::Parser::new(),
-            cap,
-            gave_up: None,
-        }
-    }
-
-    /// Bytes held for an event not yet complete.
-    pub fn pending(&self) -> usize {
-        self.parser.pending()
-    }
-
-    /// Why rewriting stopped, if it did (the first reason only).
-    pub fn gave_up(&self) -> Option<&SseGiveUp> {
-        self.gave_up.as_ref()
-    }
-
-    /// Feeds a chunk; returns the bytes to send on now. `rewrite` gets each event's data and
-    /// returns the new data for a rewritten event.
-    pub fn push(
-        &mut self,
-        chunk: &[u8],
-        end_of_stream: bool,
-        rewrite: &mut EventRewrite<'_>,
-    ) -> Vec<u8> {
-        if self.gave_up.is_some() {
-            return chunk.to_vec();
-        }
-        let mut out = Vec::with_capacity(chunk.len());
-        let mut events = self.parser.push(chunk);
-        let rest = if end_of_stream {
-            let (last, rest) = self.parser.finish();
-            events.extend(last);
-            rest
-        } else {
-            Vec::new()
-        };
-        for event in events {
-            if self.gave_up.is_none() && event.raw.len() > self.cap {
-                self.gave_up = Some(SseGiveUp::TooLarge);
-            }
-            if self.gave_up.is_some() {
-                out.extend_from_slice(&event.raw);
-                continue;
-            }
-            let new_data = match event.data().filter(|_| event.is_message()) {
-                Some(data) => match rewrite(data) {
-                    Ok(new) => new,
-                    Err(e) => {
-                        self.gave_up = Some(SseGiveUp::Unparseable(e));
-                        None
-                    }
-                },
-                None => None,
-            };
-            match new_data {
-                Some(data) => out.extend_from_slice(&sse::replace_data(&event, &data)),
-                None => out.extend_from_slice(&event.raw),
-            }
-        }
-        out.extend_from_slice(&rest);
-        if self.gave_up.is_none() && self.parser.pending() > self.cap {
-            self.gave_up = Some(SseGiveUp::TooLarge);
-        }
-        if self.gave_up.is_some() {
-            // From here on chunks pass as they come: what the parser still holds of this one
-            // (the start of the next event) goes first, or it would be lost.
-            let (last, held) = self.parser.finish();
-            for event in last {
-                out.extend_from_slice(&event.raw);
-            }
-            out.extend_from_slice(&held);
-        }
-        out
-    }
-}
+pub use event_stream::{SseGiveUp, SseRewriter};
 
 #[cfg(test)]
 mod tests;

@@ -151,6 +151,15 @@ impl ListChangedScanner {
     }
 }
 
+/// Whether a parsed event is one the scanner finds: a message event whose data (at most
+/// `MAX_EVENT_BYTES`) is a list_changed notification.
+pub fn is_list_changed_event(event: &crate::mcp::sse::Event) -> bool {
+    event.is_message()
+        && event
+            .data()
+            .is_some_and(|d| d.len() <= MAX_EVENT_BYTES && is_list_changed(d))
+}
+
 fn contains_token(haystack: &[u8]) -> bool {
     haystack.windows(TOKEN.len()).any(|w| w == TOKEN)
 }
@@ -373,7 +382,7 @@ mod tests {
             seed ^= seed << 17;
             (seed % n as u64) as usize
         };
-        let mut positives = 0;
+        let (mut positives, mut gave_up) = (0, 0);
         for _ in 0..3000 {
             let mut stream = String::new();
             for _ in 0..next(3) + 1 {
@@ -411,8 +420,25 @@ mod tests {
                 rest = b;
             }
             assert_eq!(scan(&chunks), want, "{stream:?} in {chunks:?}");
+            // A rewritten stream is read for it by the rewriter: the parser's events, then the
+            // scanner once the rewriter gives up (an event over its cap, an event it cannot read).
+            let mut rewriter = crate::mcp::list::SseRewriter::new(8 + next(200));
+            let unreadable = next(4) == 0;
+            let mut rewrite = |_: &[u8]| match unreadable {
+                true => Err(crate::mcp::list::RewriteError::NotJson("no".into())),
+                false => Ok(None),
+            };
+            let (mut found, mut out) = (false, Vec::new());
+            for (i, chunk) in chunks.iter().enumerate() {
+                out.extend(rewriter.push(chunk, i + 1 == chunks.len(), &mut rewrite));
+                found |= rewriter.take_list_changed();
+            }
+            assert_eq!(found, want, "rewriter: {stream:?} in {chunks:?}");
+            assert_eq!(out, bytes);
+            gave_up += usize::from(rewriter.gave_up().is_some());
         }
         assert!(positives > 300, "{positives}");
+        assert!(gave_up > 300, "{gave_up}");
     }
 
     #[test]

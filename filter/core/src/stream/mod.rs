@@ -305,8 +305,6 @@ pub(crate) struct Stream {
     guarding: bool,
     /// The id of the request when it is one message, to answer a withheld response with.
     reply_id: Option<Box<RawValue>>,
-    /// An SSE response being rewritten or guarded is also read for list changes.
-    changes: Option<crate::mcp::notify::ListChangedScanner>,
 }
 
 impl Default for Stream {
@@ -326,7 +324,6 @@ impl Stream {
             fetched: false,
             guarding: false,
             reply_id: None,
-            changes: None,
         }
     }
 

@@ -50,7 +50,6 @@ impl Stream {
             }
             Some("text/event-stream") => {
                 self.phase = Phase::Sse(SseRewriter::new(config.max_body_bytes));
-                self.changes = Some(crate::mcp::notify::ListChangedScanner::default());
                 ResponseHeadersAction::RewriteBody
             }
             _ => self.cannot_filter(config, env, PassReason::ContentType),
@@ -230,14 +229,14 @@ impl Stream {
                 chunk.to_vec()
             }
             Phase::Sse(rewriter) => {
-                if self.changes.as_mut().is_some_and(|s| s.push(chunk)) {
-                    let namespace = env.namespace();
-                    env.mark_stale(&namespace);
-                }
                 let before = rewriter.gave_up().is_some();
                 let out = rewriter.push(chunk, end_of_stream, &mut |data| {
                     self.answer_event(config, env, data)
                 });
+                if rewriter.take_list_changed() {
+                    let namespace = env.namespace();
+                    env.mark_stale(&namespace);
+                }
                 let (reason, detail) = match (before, rewriter.gave_up()) {
                     (false, Some(SseGiveUp::TooLarge)) => (Some(PassReason::TooLarge), None),
                     (false, Some(SseGiveUp::Unparseable(e))) => (

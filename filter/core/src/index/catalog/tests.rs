@@ -1,3 +1,4 @@
+use super::tool::MAX_SCHEMA_TEXT_BYTES;
 use super::*;
 
 pub(crate) fn tool(def: &str) -> Tool {
@@ -145,4 +146,41 @@ fn merge_upserts_or_replaces() {
     ]);
     assert_eq!(dup.len(), 1);
     assert_eq!(dup.get("a").unwrap().description, "2");
+}
+
+/// A list's definition is taken from the known catalog only when its bytes are the known
+/// definition's: the name it opens with says where to look, never what the tool is.
+#[test]
+fn a_known_definition_is_reused_only_when_its_bytes_are_the_same() {
+    let known = Catalog::from_tools(vec![
+        tool(r#"{"name":"pay","description":"Pay an invoice."}"#),
+        tool(r#"{"description":"Send mail.","name":"mail"}"#),
+    ]);
+    let read = |def: &str| {
+        let raw: Box<RawValue> = serde_json::from_str(def).unwrap();
+        Tool::from_raw_known(&raw, &known)
+    };
+    let same = read(r#"{"name":"pay","description":"Pay an invoice."}"#).unwrap();
+    assert!(same.same_definition(known.get("pay").unwrap()));
+    // The same name, other bytes: read as it is.
+    let changed = read(r#"{"name":"pay","description":"Refund an invoice."}"#).unwrap();
+    assert_eq!(changed.description, "Refund an invoice.");
+    assert!(!changed.same_definition(known.get("pay").unwrap()));
+    // A name that does not open the definition, or is escaped: found by reading it.
+    let later = read(r#"{"description":"Send mail.","name":"mail"}"#).unwrap();
+    assert!(later.same_definition(known.get("mail").unwrap()));
+    let escaped = read(r#"{"name":"p\u0061y","description":"Pay an invoice."}"#).unwrap();
+    assert_eq!(escaped.name, "pay");
+    assert_eq!(
+        escaped.definition(),
+        r#"{"name":"p\u0061y","description":"Pay an invoice."}"#
+    );
+    // A second name member is refused whatever the first one names.
+    assert!(read(r#"{"name":"pay","description":"Pay an invoice.","name":"mail"}"#).is_err());
+    // Spacing as Python's json.dumps writes it.
+    let spaced = Catalog::from_tools(vec![tool(r#"{ "name" : "pay", "title": "Pay"}"#)]);
+    let raw: Box<RawValue> = serde_json::from_str(r#"{ "name" : "pay", "title": "Pay"}"#).unwrap();
+    let again = Tool::from_raw_known(&raw, &spaced).unwrap();
+    assert!(again.same_definition(spaced.get("pay").unwrap()));
+    assert_eq!(again.title, "Pay");
 }
