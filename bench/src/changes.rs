@@ -26,7 +26,7 @@ pub struct ChangeRun {
 
 /// `jsonl` with " (v2)" appended to the first tool's description: a catalog change the filter
 /// must notice (a new catalog version) at the same size.
-fn changed_catalog(jsonl: &str) -> Result<String, String> {
+pub fn changed_catalog(jsonl: &str) -> Result<String, String> {
     let (first, rest) = jsonl.split_once('\n').unwrap_or((jsonl, ""));
     let tool: serde_json::Value =
         serde_json::from_str(first).map_err(|e| format!("the catalog's first tool: {e}"))?;

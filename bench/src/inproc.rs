@@ -344,7 +344,7 @@ pub fn measure(
         costs.found_first = r
             .found
             .first()
-            .map(|f| f.tool.name.clone())
+            .map(|f| f.tool.name.to_string())
             .unwrap_or_default();
     }
 
@@ -421,7 +421,7 @@ pub fn measure(
         .tools()
         .iter()
         .zip(&abouts)
-        .map(|(t, about)| (t.name.as_str(), about.as_str()))
+        .map(|(t, about)| (t.name.as_ref(), about.as_str()))
         .collect();
     let token_count = RefCell::new(0usize);
 

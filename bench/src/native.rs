@@ -183,6 +183,7 @@ pub fn timed_list(env: &NativeEnv, request: &str, response: &Response) -> Result
 const PERF_OPERATIONS: &[&str] = &[
     "list",
     "list-fresh",
+    "list-change",
     "list-sse",
     "build",
     "load",
@@ -192,7 +193,9 @@ const PERF_OPERATIONS: &[&str] = &[
 ];
 
 /// Runs one native operation in a loop for `duration` (for `perf record`): `list` (a JSON
-/// `tools/list` exchange over a learned catalog), `build` (a fresh worker's first search),
+/// `tools/list` exchange over a learned catalog), `list-fresh` (the same with its memo
+/// forgotten), `list-change` (every list the first after a catalog change), `list-sse` (a
+/// repeated SSE list), `build` (a fresh worker's first search),
 /// `load` (the same once the listing worker published its index), `search` (a search exchange)
 /// or `search-session`, `search-session-off` (a search in an MCP session, search insights on or
 /// off). Returns the number of iterations and the median time.
@@ -203,6 +206,10 @@ pub fn perf_loop(what: &str, jsonl: &str, duration: Duration) -> Result<(usize, 
     }
     let config = Config::parse(&config).map_err(|e| e.to_string())?;
     let (list_json, list_sse) = upstream_list(jsonl);
+    let changed_json = match what {
+        "list-change" => upstream_list(&crate::changes::changed_catalog(jsonl)?).0,
+        _ => String::new(),
+    };
     let request = list_request();
     let shared = Rc::new(MemoryHost::default());
     let mut env = NativeEnv::new(&config, &shared);
@@ -219,6 +226,8 @@ pub fn perf_loop(what: &str, jsonl: &str, duration: Duration) -> Result<(usize, 
     if what == "load" {
         env.tick();
     }
+    let changed = list_response("application/json", &changed_json);
+    let mut round = 0usize;
     let times = reps(1, usize::MAX, duration, || match what {
         "list" => timed_list(&env, &request, &json),
         "list-fresh" => {
@@ -226,6 +235,13 @@ pub fn perf_loop(what: &str, jsonl: &str, duration: Duration) -> Result<(usize, 
             timed_list(&env, &request, &json)
         }
         "list-sse" => timed_list(&env, &request, &sse),
+        "list-change" => {
+            // The upstream serves the catalog and its changed version in turn: every list is
+            // the first after a change (section 2 of BENCHMARKS.md).
+            round += 1;
+            let response = if round % 2 == 1 { &changed } else { &json };
+            timed_list(&env, &request, response)
+        }
         "build" | "load" => {
             let fresh = NativeEnv::new(&config, &shared);
             let (r, d) = timed(|| fresh.search(body.as_bytes()));

@@ -245,7 +245,7 @@ impl Playground {
             root,
             config,
             config_text: config_text.to_string(),
-            tool_names: upstream_tools.iter().map(|t| t.name.clone()).collect(),
+            tool_names: upstream_tools.iter().map(|t| t.name.to_string()).collect(),
             namespace,
             host,
             list,
@@ -345,7 +345,7 @@ impl Playground {
             .catalog
             .tools()
             .iter()
-            .map(|t| (tool_text(t), vectors.tools.get(&t.name)))
+            .map(|t| (tool_text(t), vectors.tools.get(&*t.name)))
             .collect();
         let mut serve = |call: &HttpCall, _: CallSource| -> CallResponse {
             let data: Option<Vec<Value>> = embedding_inputs(call).and_then(|texts| {
@@ -521,8 +521,8 @@ impl Playground {
                 let tool = Tool::from_raw(raw).ok()?;
                 Some(Listed {
                     injected: Injected::of(&self.config, &tool.name).is_some(),
-                    name: tool.name,
-                    description: tool.description,
+                    name: tool.name.to_string(),
+                    description: tool.description.to_string(),
                     bytes: raw.get().len(),
                 })
             })
@@ -628,7 +628,7 @@ impl Playground {
             .enumerate()
             .map(|(i, f)| Row {
                 rank: args.query.offset + i + 1,
-                name: f.tool.name.clone(),
+                name: f.tool.name.to_string(),
                 score: f.score,
                 explain: Some(explain_view(&explain(
                     &index,

@@ -359,7 +359,7 @@ fn fused_scores(config: &str) -> Vec<(String, f32)> {
     // Every result's explanation arrives at the score it was ranked by.
     for f in &ranked.found {
         let why = mcp_tool_search_core::explain(&index, FUSED_QUERY, &ranked.scoring, f.doc);
-        assert_eq!(why.name, f.tool.name);
+        assert_eq!(why.name, &*f.tool.name);
         assert_eq!(why.ranking, ranked.strategy.name());
         assert!(close(why.score, f.score), "{why:?} vs {}", f.score);
         match &why.vector {
@@ -376,7 +376,7 @@ fn fused_scores(config: &str) -> Vec<(String, f32)> {
     ranked
         .found
         .iter()
-        .map(|f| (f.tool.name.clone(), f.score))
+        .map(|f| (f.tool.name.to_string(), f.score))
         .collect()
 }
 

@@ -76,7 +76,7 @@ fn evaluate(
             None => Err(Fallback::new(FallbackKind::Unavailable, "lexical only")),
         };
         let result = search(index, config, &query, None, v);
-        let ranked: Vec<&str> = result.found.iter().map(|f| f.tool.name.as_str()).collect();
+        let ranked: Vec<&str> = result.found.iter().map(|f| f.tool.name.as_ref()).collect();
         metrics.add(&ranked, &q.relevant);
     }
     metrics
@@ -289,7 +289,11 @@ fn floor_report(
     // The cosine the filter ranks and floors with (a task's parts count).
     let dot = |q: &[f32], t: &[f32]| query_cosine(q, t);
     let cosine = |q: &[f32], name: &str| {
-        let at = index.catalog.tools().iter().position(|t| t.name == name)?;
+        let at = index
+            .catalog
+            .tools()
+            .iter()
+            .position(|t| &*t.name == name)?;
         Some(dot(q, tools.get(at)?))
     };
     let half = queries.len() / 2;

@@ -39,7 +39,7 @@ impl Reference {
         }
         let avg_length = lengths.iter().sum::<f64>() / lengths.len().max(1) as f64;
         Reference {
-            names: tools.iter().map(|t| t.name.clone()).collect(),
+            names: tools.iter().map(|t| t.name.to_string()).collect(),
             lengths,
             avg_length: avg_length.max(f64::MIN_POSITIVE),
             postings,

@@ -463,7 +463,7 @@ impl Fetch {
     /// name is the entry, as in a list passing through.
     fn first_of_each_name(&mut self, page: Vec<Tool>) -> Vec<Tool> {
         page.into_iter()
-            .filter(|e| self.names.insert(e.name.clone()))
+            .filter(|e| self.names.insert(e.name.to_string()))
             .collect()
     }
 

@@ -72,7 +72,7 @@ fn done_without_extras(
 }
 
 fn names(f: &Fetched) -> Vec<&str> {
-    f.tools.iter().map(|t| t.name.as_str()).collect()
+    f.tools.iter().map(|t| t.name.as_ref()).collect()
 }
 
 #[test]
@@ -355,7 +355,7 @@ fn entries_that_are_not_tools_are_skipped_as_learning_skips_them() {
     let fetched = result.unwrap();
     assert_eq!(names(&fetched), ["ok"]);
     assert_eq!(
-        fetched.tools[0].description, "does ok",
+        &*fetched.tools[0].description, "does ok",
         "the first of a name wins"
     );
 }
@@ -416,7 +416,7 @@ fn declared_prompts_and_resources_are_listed_after_the_tools() {
     let kinds: Vec<(Entry, Vec<&str>)> = fetched
         .entries
         .iter()
-        .map(|(e, list)| (*e, list.iter().map(|t| t.name.as_str()).collect()))
+        .map(|(e, list)| (*e, list.iter().map(|t| t.name.as_ref()).collect()))
         .collect();
     assert_eq!(
         kinds,

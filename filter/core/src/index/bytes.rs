@@ -83,7 +83,9 @@ impl<'a> Reader<'a> {
         self.rest = rest;
         Some(head)
     }
-    pub(crate) fn string(&mut self) -> Option<String> {
-        String::from_utf8(self.bytes()?.to_vec()).ok()
+    pub(crate) fn text(&mut self) -> Option<std::rc::Rc<str>> {
+        std::str::from_utf8(self.bytes()?)
+            .ok()
+            .map(std::rc::Rc::from)
     }
 }

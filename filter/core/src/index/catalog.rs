@@ -98,7 +98,7 @@ impl Catalog {
 
     pub fn get(&self, name: &str) -> Option<&Tool> {
         self.tools
-            .binary_search_by(|t| t.name.as_str().cmp(name))
+            .binary_search_by(|t| t.name.as_ref().cmp(name))
             .ok()
             .and_then(|i| self.tools.get(i))
     }
@@ -262,7 +262,7 @@ impl CatalogIndex {
             catalog
                 .tools()
                 .get(d as usize)
-                .map_or("", |t| t.name.as_str())
+                .map_or("", |t| t.name.as_ref())
         };
         let mut by_folded_name: Vec<u32> = (0..catalog.len())
             .filter_map(|d| u32::try_from(d).ok())
@@ -341,7 +341,7 @@ impl CatalogIndex {
     /// The positions of the tools named `name` in any ASCII case, in catalog order.
     pub fn named_ignoring_case<'s>(&'s self, name: &'s str) -> impl Iterator<Item = u32> + 's {
         let tools = self.catalog.tools();
-        let name_of = move |d: u32| tools.get(d as usize).map_or("", |t| t.name.as_str());
+        let name_of = move |d: u32| tools.get(d as usize).map_or("", |t| t.name.as_ref());
         let start = self
             .by_folded_name
             .partition_point(|&d| cmp_folded(name_of(d), name).is_lt());

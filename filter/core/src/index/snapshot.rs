@@ -110,7 +110,7 @@ pub fn decode(
     let count = r.len()?;
     let mut fields = Vec::with_capacity(count.min(meta.len() / 16));
     for _ in 0..count {
-        fields.push((r.string()?, r.string()?, r.string()?, r.u32()?));
+        fields.push((r.text()?, r.text()?, r.text()?, r.u32()?));
     }
     let folded = r.len()?;
     if folded != count {
@@ -259,7 +259,7 @@ mod tests {
         search(index, &Config::default(), &query, None, Err(off))
             .found
             .iter()
-            .map(|found| found.tool.name.clone())
+            .map(|found| found.tool.name.to_string())
             .collect()
     }
 

@@ -303,7 +303,7 @@ fn rewrite_object(
     let repeated: Vec<bool> = {
         let mut seen = fnv::FnvHashSet::default();
         page.iter()
-            .map(|(t, _)| t.as_ref().is_some_and(|t| !seen.insert(t.name.as_str())))
+            .map(|(t, _)| t.as_ref().is_some_and(|t| !seen.insert(t.name.as_ref())))
             .collect()
     };
     if repeated.contains(&true) {
@@ -320,10 +320,10 @@ fn rewrite_object(
     // own: the known catalog may be from before the upstream changed its tools.
     let known = ctx.known.tools().iter().filter(|_| !whole_page);
     let mut usable: Vec<&str> = known
-        .map(|t| t.name.as_str())
+        .map(|t| t.name.as_ref())
         .chain(
             page.iter()
-                .filter_map(|(t, _)| t.as_ref().map(|t| t.name.as_str())),
+                .filter_map(|(t, _)| t.as_ref().map(|t| t.name.as_ref())),
         )
         .filter(|n| (ctx.allowed)(n))
         .collect();

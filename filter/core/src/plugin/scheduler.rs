@@ -63,7 +63,7 @@ impl Worker {
             .take(max)
             .filter_map(|(i, text)| {
                 let tool = index.catalog.tools().get(*i)?;
-                Some((text.clone(), (tool.name.clone(), text_hash(text))))
+                Some((text.clone(), (tool.name.to_string(), text_hash(text))))
             })
             .unzip()
     }

@@ -204,7 +204,7 @@ pub fn explain(index: &CatalogIndex, query: &str, scoring: &Scoring, doc: u32) -
     };
     let score = vector.as_ref().map_or(normalized, |v| v.fused);
     Explanation {
-        name: tool.map(|t| t.name.clone()).unwrap_or_default(),
+        name: tool.map(|t| t.name.to_string()).unwrap_or_default(),
         ranking: scoring.strategy.name(),
         score,
         exact_name: scoring.exact == Some(doc),

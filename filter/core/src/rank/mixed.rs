@@ -230,7 +230,8 @@ mod tests {
                 .unwrap()
                 .found
                 .tool
-                .name,
+                .name
+                .as_ref(),
             "file:///invoices/2026.csv"
         );
         // Paging runs over the merged order.
@@ -275,7 +276,7 @@ mod tests {
         let order: Vec<(Entry, &str)> = r
             .found
             .iter()
-            .map(|m| (m.entry, m.found.tool.name.as_str()))
+            .map(|m| (m.entry, m.found.tool.name.as_ref()))
             .collect();
         assert_eq!(
             &order[..2],
@@ -332,7 +333,7 @@ mod tests {
         );
         assert_eq!((r.strategy, r.embedded), (Ranking::Hybrid, Some(2)));
         assert!(r.fallback.is_none());
-        let names: Vec<&str> = r.found.iter().map(|m| m.found.tool.name.as_str()).collect();
+        let names: Vec<&str> = r.found.iter().map(|m| m.found.tool.name.as_ref()).collect();
         assert_eq!(names, ["standup"]);
         // Without vectors for any kind: BM25, and why.
         let bare = [catalog(
@@ -362,7 +363,7 @@ mod tests {
             None,
             lexical(),
         );
-        let names: Vec<&str> = r.found.iter().map(|m| m.found.tool.name.as_str()).collect();
+        let names: Vec<&str> = r.found.iter().map(|m| m.found.tool.name.as_ref()).collect();
         assert_eq!(names, ["completable"]);
     }
 }

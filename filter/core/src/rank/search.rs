@@ -286,7 +286,7 @@ fn ranked_within<'a>(
     let embedded = cosines.as_ref().map(|c| c.iter().flatten().count());
 
     let (mut bm25, matched) = index.bm25().scores_and_matches(&query.text);
-    let name_of = |d: u32| tools.get(d as usize).map(|t| t.name.as_str()).unwrap_or("");
+    let name_of = |d: u32| tools.get(d as usize).map(|t| t.name.as_ref()).unwrap_or("");
     let feedback = feedback(
         index,
         config,

@@ -258,7 +258,7 @@ fn an_unchanged_list_reads_no_stored_catalog() {
         .unwrap());
     let mut other = CatalogCache::new();
     let index = other.index(&shared, "ns", &config).unwrap();
-    assert_eq!(index.catalog.get("a").unwrap().description, "changed");
+    assert_eq!(&*index.catalog.get("a").unwrap().description, "changed");
     assert_eq!(catalog_reads(&shared), before + 2);
     assert_eq!(vm.index(&shared, "ns", &config).unwrap().catalog.len(), 1);
 }
@@ -306,7 +306,7 @@ fn cas_conflicts_retry_and_merge() {
         .catalog
         .tools()
         .iter()
-        .map(|t| t.name.as_str())
+        .map(|t| t.name.as_ref())
         .collect();
     assert_eq!(names, ["mine", "other2"]);
 }
@@ -401,7 +401,7 @@ fn vectors_are_shared_and_leases_exclusive() {
         .iter()
         .map(|(i, text)| {
             (
-                index.catalog.tools()[*i].name.clone(),
+                index.catalog.tools()[*i].name.to_string(),
                 embeddings::text_hash(text),
                 vec![1.0, 0.0],
             )

@@ -48,7 +48,7 @@ impl Stream {
         env.tally_search(
             (ranked.matches == 0).then_some(&query.text),
             index,
-            returned().map(|f| (f.doc, f.tool.name.as_str())),
+            returned().map(|f| (f.doc, f.tool.name.as_ref())),
         );
         env.observe(stats::SEARCH_RESULTS, count(shown));
         if let Some(key) = self.link_key() {
@@ -56,7 +56,7 @@ impl Stream {
                 key,
                 id,
                 query.offset,
-                returned().map(|f| f.tool.name.as_str()),
+                returned().map(|f| f.tool.name.as_ref()),
             );
         }
         let elapsed_us = env.elapsed_us(started_ns);
@@ -78,7 +78,7 @@ impl Stream {
     /// `describe_tool` gave this session the definitions of `tools`.
     pub(super) fn described(&self, env: &mut Env<'_>, tools: &[&Tool]) {
         if let (true, Some(key)) = (env.insights() && !tools.is_empty(), self.link_key()) {
-            env.remember_described(key, tools.iter().map(|t| t.name.as_str()));
+            env.remember_described(key, tools.iter().map(|t| t.name.as_ref()));
         }
     }
 
@@ -156,7 +156,7 @@ impl Stream {
             let key = self.catalog_key(env, &ns);
             let index = env.catalog_of(&key).ok();
             let tools: Vec<&str> = index.as_ref().map_or_else(Vec::new, |i| {
-                i.catalog.tools().iter().map(|t| t.name.as_str()).collect()
+                i.catalog.tools().iter().map(|t| t.name.as_ref()).collect()
             });
             let scope = self.scope(config, &ns);
             let allowed = |name: &str| scope.as_ref().is_none_or(|s| s.allows(name));

@@ -272,7 +272,7 @@ impl Stream {
             .iter()
             .map(|m| Typed {
                 kind: m.entry.type_name(),
-                name: m.found.tool.name.clone(),
+                name: m.found.tool.name.to_string(),
                 score: m.found.score,
                 json: result::typed_definition(m),
             })

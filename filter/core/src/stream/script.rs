@@ -521,7 +521,7 @@ impl Host for CatalogView {
                 let definition: Value =
                     serde_json::from_str(f.tool.definition()).unwrap_or(Value::Null);
                 serde_json::json!({
-                    "name": f.tool.name,
+                    "name": &*f.tool.name,
                     "description": answer::short_description(&f.tool.description, max_chars),
                     "required": answer::required_arguments(&definition),
                 })

@@ -232,11 +232,11 @@ mod tests {
             .catalog
             .tools()
             .iter()
-            .map(|t| t.name.clone())
+            .map(|t| t.name.to_string())
             .collect();
         for mask in 1..=CACHED_GROUP_INDEXES {
             let subset = |t: &Tool| {
-                let position = names.iter().position(|n| *n == t.name).unwrap_or(0);
+                let position = names.iter().position(|n| **n == *t.name).unwrap_or(0);
                 mask & (1 << position) != 0
             };
             groups_of(&index, &config, Some(&subset));

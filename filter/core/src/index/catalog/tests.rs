@@ -71,7 +71,7 @@ fn schema_text_reads_four_levels_and_at_most_four_kilobytes() {
 #[test]
 fn catalog_sorted_unique_and_round_trips() {
     let c = sample();
-    let names: Vec<&str> = c.tools().iter().map(|t| t.name.as_str()).collect();
+    let names: Vec<&str> = c.tools().iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(
         names,
         ["github_create_issue", "stripe_refund_charge", "weather"]
@@ -128,7 +128,7 @@ fn merge_upserts_or_replaces() {
         )
         .unwrap();
     assert_eq!(updated.len(), 3);
-    assert_eq!(updated.get("weather").unwrap().description, "New.");
+    assert_eq!(&*updated.get("weather").unwrap().description, "New.");
     assert_ne!(updated.to_json(), c.to_json());
     let replaced = c
         .merged(
@@ -145,7 +145,7 @@ fn merge_upserts_or_replaces() {
         tool(r#"{"name":"a","description":"2"}"#),
     ]);
     assert_eq!(dup.len(), 1);
-    assert_eq!(dup.get("a").unwrap().description, "2");
+    assert_eq!(&*dup.get("a").unwrap().description, "2");
 }
 
 /// A list's definition is taken from the known catalog only when its bytes are the known
@@ -164,13 +164,13 @@ fn a_known_definition_is_reused_only_when_its_bytes_are_the_same() {
     assert!(same.same_definition(known.get("pay").unwrap()));
     // The same name, other bytes: read as it is.
     let changed = read(r#"{"name":"pay","description":"Refund an invoice."}"#).unwrap();
-    assert_eq!(changed.description, "Refund an invoice.");
+    assert_eq!(&*changed.description, "Refund an invoice.");
     assert!(!changed.same_definition(known.get("pay").unwrap()));
     // A name that does not open the definition, or is escaped: found by reading it.
     let later = read(r#"{"description":"Send mail.","name":"mail"}"#).unwrap();
     assert!(later.same_definition(known.get("mail").unwrap()));
     let escaped = read(r#"{"name":"p\u0061y","description":"Pay an invoice."}"#).unwrap();
-    assert_eq!(escaped.name, "pay");
+    assert_eq!(&*escaped.name, "pay");
     assert_eq!(
         escaped.definition(),
         r#"{"name":"p\u0061y","description":"Pay an invoice."}"#
@@ -182,5 +182,5 @@ fn a_known_definition_is_reused_only_when_its_bytes_are_the_same() {
     let raw: Box<RawValue> = serde_json::from_str(r#"{ "name" : "pay", "title": "Pay"}"#).unwrap();
     let again = Tool::from_raw_known(&raw, &spaced).unwrap();
     assert!(again.same_definition(spaced.get("pay").unwrap()));
-    assert_eq!(again.title, "Pay");
+    assert_eq!(&*again.title, "Pay");
 }

@@ -13,9 +13,11 @@ use std::rc::Rc;
 /// One tool: the fields search needs, and its definition exactly as the upstream declared it.
 #[derive(Debug, Clone)]
 pub struct Tool {
-    pub name: String,
-    pub title: String,
-    pub description: String,
+    /// Shared, not copied, by the catalog versions that hold the tool (a list after a change
+    /// takes every unchanged tool from the last version).
+    pub name: Rc<str>,
+    pub title: Rc<str>,
+    pub description: Rc<str>,
     /// Valid JSON (it came from a `RawValue`). Shared, not copied, when a catalog is merged
     /// or rebuilt: at 10,000 tools the definitions are megabytes, and a copy of them per
     /// catalog version was a third of a VM's peak memory.
@@ -113,9 +115,9 @@ impl Tool {
             return Ok(same.clone());
         }
         Ok(Tool {
-            name: view.name.into_owned(),
-            title: view.title.map(Cow::into_owned).unwrap_or_default(),
-            description: view.description.map(Cow::into_owned).unwrap_or_default(),
+            name: view.name.into(),
+            title: view.title.map_or_else(Rc::default, |t| t.into()),
+            description: view.description.map_or_else(Rc::default, |d| d.into()),
             definition: Definition::Own(Rc::from(raw.get())),
         })
     }
@@ -154,13 +156,9 @@ impl Tool {
                 reason: format!("no {} string", entry.key_field()),
             })?;
         Ok(Tool {
-            name: key.into_owned(),
-            title: view
-                .title
-                .or(label)
-                .map(Cow::into_owned)
-                .unwrap_or_default(),
-            description: view.description.map(Cow::into_owned).unwrap_or_default(),
+            name: key.into(),
+            title: view.title.or(label).map_or_else(Rc::default, |t| t.into()),
+            description: view.description.map_or_else(Rc::default, |d| d.into()),
             definition: Definition::Own(Rc::from(raw.get())),
         })
     }
@@ -196,9 +194,9 @@ impl Tool {
     /// A tool whose definition is `bytes[start..end]` (`index::snapshot`); `None` if that is
     /// not a range of `bytes`.
     pub(crate) fn with_shared_definition(
-        name: String,
-        title: String,
-        description: String,
+        name: Rc<str>,
+        title: Rc<str>,
+        description: Rc<str>,
         bytes: &Rc<Vec<u8>>,
         start: u32,
         end: u32,
@@ -218,7 +216,7 @@ impl Tool {
     /// Title and description: what the tool is for, in words.
     pub fn about(&self) -> String {
         if self.title.is_empty() {
-            self.description.clone()
+            self.description.to_string()
         } else {
             format!("{}. {}", self.title, self.description)
         }

@@ -230,7 +230,7 @@ pub fn search_answer(
             full = false;
         }
         let (line, shown) = match detail {
-            Detail::Names => (f.tool.name.clone(), Shown::Name),
+            Detail::Names => (f.tool.name.to_string(), Shown::Name),
             _ => (
                 compact_line(f, config.search.max_description_chars),
                 Shown::Compact,
@@ -337,7 +337,7 @@ fn write(
     let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
     let mut meta = SearchMeta::of(ranked, query.offset).showing(shown);
     if let Some(id) = id {
-        meta = meta.identified(id, page.entries.iter().map(|(f, _)| f.tool.name.as_str()));
+        meta = meta.identified(id, page.entries.iter().map(|(f, _)| f.tool.name.as_ref()));
     }
     (
         result::search(&texts, meta, structured.as_deref(), modern),
@@ -505,7 +505,7 @@ fn echo(query: &str) -> String {
 pub fn compact_line(found: &Found<'_>, max_chars: usize) -> String {
     let tool = found.tool;
     let def: Value = serde_json::from_str(tool.definition()).unwrap_or(Value::Null);
-    let mut line = tool.name.clone();
+    let mut line = tool.name.to_string();
     let sentence = short_description(&tool.description, max_chars);
     if !sentence.is_empty() {
         line.push_str(" · ");

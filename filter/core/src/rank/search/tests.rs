@@ -32,7 +32,7 @@ fn q(text: &str, limit: usize, offset: usize) -> Query {
 }
 
 fn names(r: &Ranked) -> Vec<String> {
-    r.found.iter().map(|f| f.tool.name.clone()).collect()
+    r.found.iter().map(|f| f.tool.name.to_string()).collect()
 }
 
 #[test]
@@ -228,7 +228,7 @@ fn exact_name_in_any_ascii_case_among_the_allowed() {
     let idx = CatalogIndex::build("ns", catalog, &config);
     let r = search(&idx, &config, &q(" GET_ISSUE ", 1, 0), None, Err(off()));
     assert_eq!(names(&r), ["Get_Issue"]);
-    let lower_only = |t: &Tool| t.name != "Get_Issue";
+    let lower_only = |t: &Tool| &*t.name != "Get_Issue";
     let r = search(
         &idx,
         &config,
