@@ -43,6 +43,9 @@ pub struct Catalog {
     tools: Vec<Tool>,
     /// A last page (no `nextCursor`) has been learned: the catalog holds the whole list.
     complete: bool,
+    /// Each definition's `fnv::fingerprint` with its position, in fingerprint order: built
+    /// when a list is first read against this catalog (`with_definition`).
+    by_definition: OnceCell<Vec<(u64, u32)>>,
 }
 
 /// Where a learned `tools/list` page stands in its listing.
@@ -66,7 +69,7 @@ impl Catalog {
     pub fn from_tools(tools: Vec<Tool>) -> Catalog {
         Catalog {
             tools: latest_per_name(tools),
-            complete: false,
+            ..Catalog::default()
         }
     }
 
@@ -76,7 +79,11 @@ impl Catalog {
         tools
             .windows(2)
             .all(|pair| matches!(pair, [a, b] if a.name < b.name))
-            .then_some(Catalog { tools, complete })
+            .then(|| Catalog {
+                tools,
+                complete,
+                ..Catalog::default()
+            })
     }
 
     /// Whether the whole list has been seen (a last page learned).
@@ -101,6 +108,28 @@ impl Catalog {
             .binary_search_by(|t| t.name.as_ref().cmp(name))
             .ok()
             .and_then(|i| self.tools.get(i))
+    }
+
+    /// The tool whose definition is `bytes`, found by its fingerprint, then compared.
+    pub fn with_definition(&self, bytes: &[u8]) -> Option<&Tool> {
+        let by_definition = self.by_definition.get_or_init(|| {
+            let mut all: Vec<(u64, u32)> = self
+                .tools
+                .iter()
+                .zip(0u32..)
+                .map(|(t, at)| (fnv::fingerprint(t.definition_bytes()), at))
+                .collect();
+            crate::sort::sort(&mut all);
+            all
+        });
+        let print = fnv::fingerprint(bytes);
+        let first = by_definition.partition_point(|&(p, _)| p < print);
+        by_definition
+            .get(first..)?
+            .iter()
+            .take_while(|&&(p, _)| p == print)
+            .filter_map(|&(_, at)| self.tools.get(at as usize))
+            .find(|t| t.definition_bytes() == bytes)
     }
 
     /// The catalog after learning `page`: a first page that is also the last is the whole

@@ -149,7 +149,7 @@ fn merge_upserts_or_replaces() {
 }
 
 /// A list's definition is taken from the known catalog only when its bytes are the known
-/// definition's: the name it opens with says where to look, never what the tool is.
+/// definition's, wherever its members are.
 #[test]
 fn a_known_definition_is_reused_only_when_its_bytes_are_the_same() {
     let known = Catalog::from_tools(vec![
@@ -166,7 +166,7 @@ fn a_known_definition_is_reused_only_when_its_bytes_are_the_same() {
     let changed = read(r#"{"name":"pay","description":"Refund an invoice."}"#).unwrap();
     assert_eq!(&*changed.description, "Refund an invoice.");
     assert!(!changed.same_definition(known.get("pay").unwrap()));
-    // A name that does not open the definition, or is escaped: found by reading it.
+    // A name that does not open the definition (a gateway's order), or is escaped.
     let later = read(r#"{"description":"Send mail.","name":"mail"}"#).unwrap();
     assert!(later.same_definition(known.get("mail").unwrap()));
     let escaped = read(r#"{"name":"p\u0061y","description":"Pay an invoice."}"#).unwrap();
@@ -177,6 +177,10 @@ fn a_known_definition_is_reused_only_when_its_bytes_are_the_same() {
     );
     // A second name member is refused whatever the first one names.
     assert!(read(r#"{"name":"pay","description":"Pay an invoice.","name":"mail"}"#).is_err());
+    // The same members in another order are another definition.
+    let reordered = read(r#"{"description":"Pay an invoice.","name":"pay"}"#).unwrap();
+    assert!(!reordered.same_definition(known.get("pay").unwrap()));
+    assert_eq!(&*reordered.name, "pay");
     // Spacing as Python's json.dumps writes it.
     let spaced = Catalog::from_tools(vec![tool(r#"{ "name" : "pay", "title": "Pay"}"#)]);
     let raw: Box<RawValue> = serde_json::from_str(r#"{ "name" : "pay", "title": "Pay"}"#).unwrap();

@@ -89,14 +89,11 @@ impl Tool {
     /// `from_raw`, sharing what an identical tool of `known` holds: a list mostly repeats the
     /// catalog, and a second copy of every definition was a VM's largest allocation.
     pub fn from_raw_known(raw: &RawValue, known: &Catalog) -> Result<Tool, CatalogError> {
-        // A known definition is found by the name it opens with and taken whole when its bytes
-        // are the same: reading the fields again would give what they gave then, and reading
-        // each definition (its schema skipped, still scanned) was most of the first list after
-        // a change. The bytes decide; the name only says where to look.
-        if let Some(same) = leading_name(raw.get())
-            .and_then(|name| known.get(name))
-            .filter(|k| k.definition_bytes() == raw.get().as_bytes())
-        {
+        // A known definition is taken whole when its bytes are the same: reading the fields
+        // again would give what they gave then, and reading each definition (its schema
+        // skipped, still scanned) was most of the first list after a change. Found by the
+        // definition's bytes, not by where its name is: a gateway writes members in its order.
+        if let Some(same) = known.with_definition(raw.get().as_bytes()) {
             return Ok(same.clone());
         }
         let view: ToolView =
@@ -107,12 +104,6 @@ impl Tool {
             return Err(CatalogError::BadTool {
                 reason: "empty name".to_string(),
             });
-        }
-        if let Some(same) = known
-            .get(&view.name)
-            .filter(|k| k.definition_bytes() == raw.get().as_bytes())
-        {
-            return Ok(same.clone());
         }
         Ok(Tool {
             name: view.name.into(),
@@ -345,23 +336,4 @@ fn collect_schema_text(schema: &Value, depth: usize, out: &mut String) {
             collect_schema_text(items, depth + 1, out);
         }
     }
-}
-
-/// The name a definition opens with (`{"name":"…"`, as the MCP SDKs write a tool), when it has
-/// no escape; `None` otherwise.
-fn leading_name(definition: &str) -> Option<&str> {
-    let json_space = |c: char| matches!(c, ' ' | '\t' | '\n' | '\r');
-    let rest = definition
-        .trim_start_matches(json_space)
-        .strip_prefix('{')?
-        .trim_start_matches(json_space)
-        .strip_prefix("\"name\"")?
-        .trim_start_matches(json_space)
-        .strip_prefix(':')?
-        .trim_start_matches(json_space)
-        .strip_prefix('"')?;
-    let end = rest.find(['"', '\\'])?;
-    (rest.as_bytes().get(end) == Some(&b'"'))
-        .then(|| rest.get(..end))
-        .flatten()
 }
