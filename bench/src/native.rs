@@ -184,6 +184,7 @@ const PERF_OPERATIONS: &[&str] = &[
     "list",
     "list-fresh",
     "list-change",
+    "list-change-sse",
     "list-sse",
     "build",
     "load",
@@ -194,7 +195,8 @@ const PERF_OPERATIONS: &[&str] = &[
 
 /// Runs one native operation in a loop for `duration` (for `perf record`): `list` (a JSON
 /// `tools/list` exchange over a learned catalog), `list-fresh` (the same with its memo
-/// forgotten), `list-change` (every list the first after a catalog change), `list-sse` (a
+/// forgotten), `list-change`, `list-change-sse` (every list the first after a catalog change, JSON or
+/// SSE), `list-sse` (a
 /// repeated SSE list), `build` (a fresh worker's first search),
 /// `load` (the same once the listing worker published its index), `search` (a search exchange)
 /// or `search-session`, `search-session-off` (a search in an MCP session, search insights on or
@@ -206,9 +208,11 @@ pub fn perf_loop(what: &str, jsonl: &str, duration: Duration) -> Result<(usize, 
     }
     let config = Config::parse(&config).map_err(|e| e.to_string())?;
     let (list_json, list_sse) = upstream_list(jsonl);
-    let changed_json = match what {
-        "list-change" => upstream_list(&crate::changes::changed_catalog(jsonl)?).0,
-        _ => String::new(),
+    let (changed_json, changed_sse) = match what {
+        "list-change" | "list-change-sse" => {
+            upstream_list(&crate::changes::changed_catalog(jsonl)?)
+        }
+        _ => (String::new(), String::new()),
     };
     let request = list_request();
     let shared = Rc::new(MemoryHost::default());
@@ -226,7 +230,10 @@ pub fn perf_loop(what: &str, jsonl: &str, duration: Duration) -> Result<(usize, 
     if what == "load" {
         env.tick();
     }
-    let changed = list_response("application/json", &changed_json);
+    let changed = match what {
+        "list-change-sse" => list_response("text/event-stream", &changed_sse),
+        _ => list_response("application/json", &changed_json),
+    };
     let mut round = 0usize;
     let times = reps(1, usize::MAX, duration, || match what {
         "list" => timed_list(&env, &request, &json),
@@ -235,11 +242,12 @@ pub fn perf_loop(what: &str, jsonl: &str, duration: Duration) -> Result<(usize, 
             timed_list(&env, &request, &json)
         }
         "list-sse" => timed_list(&env, &request, &sse),
-        "list-change" => {
+        "list-change" | "list-change-sse" => {
             // The upstream serves the catalog and its changed version in turn: every list is
             // the first after a change (section 2 of BENCHMARKS.md).
             round += 1;
-            let response = if round % 2 == 1 { &changed } else { &json };
+            let unchanged = if what == "list-change" { &json } else { &sse };
+            let response = if round % 2 == 1 { &changed } else { unchanged };
             timed_list(&env, &request, response)
         }
         "build" | "load" => {
