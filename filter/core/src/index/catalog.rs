@@ -112,6 +112,9 @@ impl Catalog {
 
     /// The tool whose definition is `bytes`, found by its fingerprint, then compared.
     pub fn with_definition(&self, bytes: &[u8]) -> Option<&Tool> {
+        if self.tools.is_empty() {
+            return None;
+        }
         let by_definition = self.by_definition.get_or_init(|| {
             let mut all: Vec<(u64, u32)> = self
                 .tools
