@@ -26,7 +26,12 @@ import time
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.support.ui import Select, WebDriverWait
+
+# The page renders its panes again as its inputs change: an element a wait's condition found
+# can be replaced before the condition reads it. The condition is then asked again, not failed.
+RENDERED_AGAIN = (StaleElementReferenceException,)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 QUERY = "search academic papers"
@@ -171,7 +176,7 @@ def fetch_from_endpoint(driver, wait, args):
         set_text(driver, "list", "")
         set_text(driver, "endpoint", f"http://127.0.0.1:{port}/mcp")
         driver.find_element(By.ID, "fetch").click()
-        WebDriverWait(driver, 20).until(
+        WebDriverWait(driver, 20, ignored_exceptions=RENDERED_AGAIN).until(
             lambda d: d.find_element(By.ID, "list").get_attribute("value")
             or d.find_element(By.ID, "list-error").text,
             "the page neither fetched the tools nor said why")
@@ -242,7 +247,7 @@ def main():
         page = f"http://127.0.0.1:{server.server_address[1]}/index.html"
     driver = browser()
     try:
-        wait = WebDriverWait(driver, 20)
+        wait = WebDriverWait(driver, 20, ignored_exceptions=RENDERED_AGAIN)
         driver.get(page)
         wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "true")
 
