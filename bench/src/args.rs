@@ -23,7 +23,7 @@ pub struct Args {
     pub skip_http: bool,
     pub skip_inproc: bool,
     pub budget: Duration,
-    /// `--perf list|list-fresh|list-change|list-change-sse|list-sse|build|load|search|search-session|search-session-off`: loop one native operation (for `perf record`) and exit; `vm-search`, `vm-search-off`: searches in a session in the `.wasm` (host-shim), insights on or off.
+    /// `--perf list|list-fresh|list-change|list-change-sse|list-sse|list-shuffled|build|load|search|search-session|search-session-off`: loop one native operation (for `perf record`) and exit; `vm-search`, `vm-search-off`: searches in a session in the `.wasm` (host-shim), insights on or off.
     pub perf: Option<String>,
     /// `--no-spin`: no SCHED_IDLE spinners during the HTTP benchmarks.
     pub no_spin: bool,
@@ -126,7 +126,7 @@ pub fn parse_args() -> Result<Args, String> {
 }
 
 /// The usage line printed when the arguments are wrong.
-pub const USAGE: &str = "usage: mcp-tool-search-bench --envoy BIN --wasm FILE --floor-wasm FILE --catalog-server BIN [--out FILE] [--sizes 100,1000,10000,100000] [--round-secs S] [--rounds N] [--change-rounds N] [--budget-secs S] [--eval FILE]... [--notes FILE] [--commands FILE] [--skip-http] [--skip-inproc] [--quick] [--no-spin] [--perf list|list-fresh|list-change|list-change-sse|list-sse|build|load|search|search-session|search-session-off|vm-search|vm-search-off] [--gateway SERVERSxTOOLS] [--skip-gateway] [--code-wasm FILE] [--code-mode]";
+pub const USAGE: &str = "usage: mcp-tool-search-bench --envoy BIN --wasm FILE --floor-wasm FILE --catalog-server BIN [--out FILE] [--sizes 100,1000,10000,100000] [--round-secs S] [--rounds N] [--change-rounds N] [--budget-secs S] [--eval FILE]... [--notes FILE] [--commands FILE] [--skip-http] [--skip-inproc] [--quick] [--no-spin] [--perf list|list-fresh|list-change|list-change-sse|list-sse|list-shuffled|build|load|search|search-session|search-session-off|vm-search|vm-search-off] [--gateway SERVERSxTOOLS] [--skip-gateway] [--code-wasm FILE] [--code-mode]";
 
 /// What `--floor-wasm` is for, when it is missing.
 pub const FLOOR_WASM_MISSING: &str = "--floor-wasm is required for the HTTP benchmarks: the proxy-wasm floor, \

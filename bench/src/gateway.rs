@@ -446,7 +446,7 @@ fn render(
     );
     let _ = writeln!(
         o,
-        "\nEnvoy resident memory at the end: {}. `mcp_router` joins the servers' lists in the order their answers arrive, so two lists of the gateway rarely have the same bytes: the filter's memo of the last list it rewrote, which answers the one server's repeated lists, does not apply, and every gateway list is read, classified and compared with the catalog in full (the *first list* row is that cost once, for the one server too).",
+        "\nEnvoy resident memory at the end: {}. `mcp_router` joins the servers' lists in the order their answers arrive, so two lists of the gateway rarely have the same bytes: the filter recognises the tools of the list it last rewrote in any order (a fingerprint of the tools as a multiset, one scan of the list) and answers with the same rewritten list, in name order, without reading the list again; the one server's repeated lists are recognised by their bytes. The *first list* row is the full reading, once. The router's own list (the *without the filter* row) varies by tens of milliseconds from list to list, which bounds what the *added* row can resolve.",
         f.rss_kb
             .map_or("unknown".to_owned(), |k| format!("{:.1} MiB", k as f64 / 1024.0))
     );

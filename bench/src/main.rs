@@ -9,7 +9,7 @@
 //!     [--out BENCHMARKS.md] [--sizes 100,1000,10000,100000] [--round-secs 1.5] [--rounds 4]
 //!     [--change-rounds 8] [--eval FILE]...
 //!     [--notes FILE] [--commands FILE] [--skip-http] [--skip-inproc] [--quick] [--no-spin]
-//!     [--budget-secs S] [--perf list|list-fresh|list-change|list-change-sse|list-sse|build|load|search|search-session|search-session-off|vm-search|vm-search-off]
+//!     [--budget-secs S] [--perf list|list-fresh|list-change|list-change-sse|list-sse|list-shuffled|build|load|search|search-session|search-session-off|vm-search|vm-search-off]
 //!     [--gateway SERVERSxTOOLS] [--skip-gateway]
 //! ```
 //!

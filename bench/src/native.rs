@@ -186,6 +186,7 @@ const PERF_OPERATIONS: &[&str] = &[
     "list-change",
     "list-change-sse",
     "list-sse",
+    "list-shuffled",
     "build",
     "load",
     "search",
@@ -197,7 +198,8 @@ const PERF_OPERATIONS: &[&str] = &[
 /// `tools/list` exchange over a learned catalog), `list-fresh` (the same with its memo
 /// forgotten), `list-change`, `list-change-sse` (every list the first after a catalog change, JSON or
 /// SSE), `list-sse` (a
-/// repeated SSE list), `build` (a fresh worker's first search),
+/// repeated SSE list), `list-shuffled` (the same tools in another order each time, as a
+/// gateway joining its servers' lists as they arrive sends them), `build` (a fresh worker's first search),
 /// `load` (the same once the listing worker published its index), `search` (a search exchange)
 /// or `search-session`, `search-session-off` (a search in an MCP session, search insights on or
 /// off). Returns the number of iterations and the median time.
@@ -230,6 +232,20 @@ pub fn perf_loop(what: &str, jsonl: &str, duration: Duration) -> Result<(usize, 
     if what == "load" {
         env.tick();
     }
+    // The catalog's tools rotated by eighths: eight orders of the same tools.
+    let shuffled: Vec<Response> = match what {
+        "list-shuffled" => {
+            let lines: Vec<&str> = jsonl.lines().collect();
+            (0..8)
+                .map(|k| {
+                    let mut rotated = lines.clone();
+                    rotated.rotate_left(lines.len() * k / 8);
+                    list_response("application/json", &upstream_list(&rotated.join("\n")).0)
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    };
     let changed = match what {
         "list-change-sse" => list_response("text/event-stream", &changed_sse),
         _ => list_response("application/json", &changed_json),
@@ -242,6 +258,11 @@ pub fn perf_loop(what: &str, jsonl: &str, duration: Duration) -> Result<(usize, 
             timed_list(&env, &request, &json)
         }
         "list-sse" => timed_list(&env, &request, &sse),
+        "list-shuffled" => {
+            round += 1;
+            let response = shuffled.get(round % 8).ok_or("no shuffled lists")?;
+            timed_list(&env, &request, response)
+        }
         "list-change" | "list-change-sse" => {
             // The upstream serves the catalog and its changed version in turn: every list is
             // the first after a change (section 2 of BENCHMARKS.md).

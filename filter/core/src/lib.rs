@@ -23,6 +23,7 @@ mod base64;
 mod call;
 mod config;
 mod fetch;
+mod find;
 mod http;
 mod index;
 mod insights;

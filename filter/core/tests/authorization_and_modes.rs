@@ -339,7 +339,7 @@ fn list_mode_is_a_kill_switch_and_auto_follows_the_threshold() {
     let v = listed(&mut env, as_role("billing"));
     assert_eq!(
         names(&v["result"]["tools"]),
-        ["stripe_refund_charge", "stripe_get_charge"]
+        ["stripe_get_charge", "stripe_refund_charge"]
     );
 }
 

@@ -368,8 +368,8 @@ fn a_servers_tools_can_all_be_listed_by_one_default() {
         [
             "tool_search",
             "list_tool_groups",
-            "slack__post_message",
-            "slack__list_channels"
+            "slack__list_channels",
+            "slack__post_message"
         ],
         "{result}"
     );

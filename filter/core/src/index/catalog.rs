@@ -13,6 +13,7 @@ use std::fmt;
 pub mod groups;
 mod tool;
 
+pub(crate) use tool::truncate;
 pub use tool::Tool;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,8 +111,9 @@ impl Catalog {
             .and_then(|i| self.tools.get(i))
     }
 
-    /// The tool whose definition is `bytes`, found by its fingerprint, then compared.
-    pub fn with_definition(&self, bytes: &[u8]) -> Option<&Tool> {
+    /// The tool whose definition is `bytes`, found by its fingerprint (`print`, its
+    /// `fnv::fingerprint`), then compared.
+    pub fn with_definition(&self, bytes: &[u8], print: u64) -> Option<&Tool> {
         if self.tools.is_empty() {
             return None;
         }
@@ -125,7 +127,6 @@ impl Catalog {
             crate::sort::sort(&mut all);
             all
         });
-        let print = fnv::fingerprint(bytes);
         let first = by_definition.partition_point(|&(p, _)| p < print);
         by_definition
             .get(first..)?
@@ -393,6 +394,9 @@ impl CatalogIndex {
 #[derive(Debug, Clone)]
 pub struct ListMemo {
     pub(crate) key: MemoKey,
+    /// The result's fingerprint with its tools in any order (`mcp::list::unordered`), when the
+    /// rewrite did not depend on their order: the same tools in another order replay it.
+    pub(crate) unordered: Option<u64>,
     /// How many bytes of the message followed the result (where to look for it next time).
     pub(crate) tail: usize,
     /// The rewritten result; `None` when the message went on untouched.

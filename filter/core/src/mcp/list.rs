@@ -128,7 +128,8 @@ pub fn rewrite_message(
     targets: &[ListTarget],
     ctx: &ListContext<'_>,
 ) -> Result<Option<Outcome>, RewriteError> {
-    if let Some(replayed) = replay(body, targets, ctx) {
+    let mut scanned = Scanned::default();
+    if let Some(replayed) = replay(body, targets, ctx, &mut scanned) {
         return replayed.map(Some);
     }
     let text = std::str::from_utf8(body).map_err(|_| RewriteError::NotUtf8)?;
@@ -143,7 +144,7 @@ pub fn rewrite_message(
             if i > 0 {
                 out.push(',');
             }
-            match rewrite_object(item.get(), targets, ctx, false, &mut outcome)? {
+            match rewrite_object(item.get(), targets, ctx, None, &mut outcome)? {
                 Some(new) => out.push_str(&new),
                 None => out.push_str(item.get()),
             }
@@ -151,7 +152,7 @@ pub fn rewrite_message(
         out.push(']');
         out
     } else {
-        match rewrite_object(text, targets, ctx, true, &mut outcome)? {
+        match rewrite_object(text, targets, ctx, Some(&mut scanned), &mut outcome)? {
             Some(new) => new,
             None => return Ok(None),
         }
@@ -165,21 +166,23 @@ pub fn rewrite_message(
     Ok(Some(outcome))
 }
 
-/// A list whose `result` is byte for byte the remembered one, found without reading the
-/// megabytes of it: the remembered result's bytes are fingerprinted where they stood last time
-/// (counted from the end: only the `id` before it changes length), and the rest of the message,
-/// with a `0` in the result's place, is parsed to check that it is a response to one of
-/// `targets` whose `result` is exactly there. `None`: not the remembered list, read it whole.
+/// A list whose `result` is the remembered one, found without reading the megabytes of it:
+/// the remembered result's bytes are fingerprinted where they stood last time (counted from the
+/// end: only the `id` before it changes length), byte for byte or, where the remembered rewrite
+/// did not depend on the tools' order, as a multiset of tools (`unordered`); and the rest of the
+/// message, with a `0` in the result's place, is parsed to check that it is a response to one
+/// of `targets` whose `result` is exactly there. `None`: not the remembered list, read it whole.
 fn replay(
     body: &[u8],
     targets: &[ListTarget],
     ctx: &ListContext<'_>,
+    scanned: &mut Scanned,
 ) -> Option<Result<Outcome, RewriteError>> {
     let memo = ctx.memo?.try_borrow().ok()?;
     let memo = memo.as_ref()?;
     let end = body.len().checked_sub(memo.tail)?;
     let start = end.checked_sub(memo.key.len)?;
-    if fnv::fingerprint(body.get(start..end)?) != memo.key.fingerprint {
+    if !same_result(memo, body, start, scanned) {
         return None;
     }
     let before = std::str::from_utf8(body.get(..start)?).ok()?;
@@ -232,12 +235,43 @@ fn replay_memo(
     with_result(message, result.clone()).map(Some)
 }
 
-/// `single`: the message is the whole body (not in a batch), so a memo can stand for it.
+/// Whether the `memo.key.len` bytes of `body` from `start` are the remembered result: the same
+/// bytes, or the same tools in another order when the remembered rewrite allows it.
+fn same_result(memo: &ListMemo, body: &[u8], start: usize, scanned: &mut Scanned) -> bool {
+    let end = start.saturating_add(memo.key.len);
+    let Some(bytes) = body.get(start..end) else {
+        return false;
+    };
+    fnv::fingerprint(bytes) == memo.key.fingerprint
+        || memo
+            .unordered
+            .is_some_and(|u| scanned.of(body, start, end) == Some(u))
+}
+
+/// The order-free fingerprint of one span of the body, read once whether `replay` or
+/// `rewrite_object` (or both) ask for it.
+#[derive(Default)]
+struct Scanned(Option<(usize, usize, Option<u64>)>);
+
+impl Scanned {
+    fn of(&mut self, body: &[u8], start: usize, end: usize) -> Option<u64> {
+        match self.0 {
+            Some((s, e, print)) if (s, e) == (start, end) => print,
+            _ => {
+                let print = body.get(start..end).and_then(unordered::fingerprint);
+                self.0 = Some((start, end, print));
+                print
+            }
+        }
+    }
+}
+
+/// `scanned`: the message is the whole body (not in a batch), so a memo can stand for it.
 fn rewrite_object(
     text: &str,
     targets: &[ListTarget],
     ctx: &ListContext<'_>,
-    single: bool,
+    scanned: Option<&mut Scanned>,
     outcome: &mut Outcome,
 ) -> Result<Option<String>, RewriteError> {
     if !text.trim_start().starts_with('{') {
@@ -259,7 +293,8 @@ fn rewrite_object(
         return rewrite_entries(message, result_raw, target, ctx, outcome);
     }
     // Only a whole body with a memo to consult is fingerprinted (a pass over megabytes).
-    let memo = ctx.memo.filter(|_| single);
+    let memo = ctx.memo.filter(|_| scanned.is_some());
+    let result_start = (result_raw.get().as_ptr() as usize).saturating_sub(text.as_ptr() as usize);
     let key = memo.map(|_| MemoKey {
         len: result_raw.get().len(),
         fingerprint: fnv::fingerprint(result_raw.get().as_bytes()),
@@ -268,14 +303,18 @@ fn rewrite_object(
         structured: ctx.structured,
     });
     let remembered = memo.and_then(|m| m.try_borrow().ok());
-    if let Some(memo) = remembered
-        .as_ref()
-        .and_then(|m| m.as_ref())
-        .filter(|m| Some(&m.key) == key.as_ref())
+    if let (Some(memo), Some(key), Some(scanned)) =
+        (remembered.as_ref().and_then(|m| m.as_ref()), &key, scanned)
     {
-        return Ok(Some(
-            replay_memo(memo, message, outcome)?.unwrap_or_else(|| text.to_string()),
-        ));
+        let context = MemoKey {
+            fingerprint: memo.key.fingerprint,
+            ..key.clone()
+        };
+        if context == memo.key && same_result(memo, text.as_bytes(), result_start, scanned) {
+            return Ok(Some(
+                replay_memo(memo, message, outcome)?.unwrap_or_else(|| text.to_string()),
+            ));
+        }
     }
     let hidden_before = outcome.hidden;
     let ListResult {
@@ -286,9 +325,7 @@ fn rewrite_object(
         return Ok(None);
     };
     let tools_len = result_raw.get().len();
-    let result_end = (result_raw.get().as_ptr() as usize)
-        .saturating_sub(text.as_ptr() as usize)
-        .saturating_add(tools_len);
+    let result_end = result_start.saturating_add(tools_len);
     let has_next = read_page_flags(&result, outcome, ctx.config);
 
     let whole_page = target.first_page && !has_next;
@@ -296,9 +333,16 @@ fn rewrite_object(
     // listed, rather than be lost (and is never learned). Of two definitions with one name the
     // first is the tool: a later one is dropped here and never learned, so that what is listed
     // and what search returns agree.
+    // Each definition's fingerprint finds it in the known catalog and makes the memo's print of
+    // the list whatever the tools' order (`unordered::of_tools`).
+    let prints: Vec<u64> = tools
+        .iter()
+        .map(|raw| fnv::fingerprint(raw.get().as_bytes()))
+        .collect();
     let mut page: Vec<(Option<Tool>, &str)> = tools
         .iter()
-        .map(|&raw| (Tool::from_raw_known(raw, ctx.known).ok(), raw.get()))
+        .zip(&prints)
+        .map(|(&raw, &print)| (Tool::from_raw_known(raw, print, ctx.known).ok(), raw.get()))
         .collect();
     let repeated: Vec<bool> = {
         let mut seen = fnv::FnvHashSet::default();
@@ -341,7 +385,7 @@ fn rewrite_object(
     let progressive =
         |name: &str| config.disclosure_mode(ctx.namespace, name) == DisclosureMode::Progressive;
 
-    let mut kept: Vec<&str> = Vec::with_capacity(tools.len());
+    let mut kept: Vec<(Option<&str>, &str)> = Vec::with_capacity(tools.len());
     for (tool, raw) in &page {
         match tool {
             Some(t) if !(ctx.allowed)(&t.name) || (searching && progressive(&t.name)) => {
@@ -350,9 +394,18 @@ fn rewrite_object(
             // An entry the filter cannot read (no string name, a lone surrogate) is no tool a
             // policy could allow: a caller the policy restricts never sees it (fail closed).
             None if ctx.audience.is_some() => outcome.hidden += 1,
-            _ => kept.push(raw),
+            _ => kept.push((tool.as_ref().map(|t| t.name.as_ref()), raw)),
         }
     }
+    // Servers SHOULD list tools in a deterministic order (spec 2026-07-28, "Tools",
+    // Capabilities: clients cache the list, models' prompt caches hit). A gateway joining its
+    // servers' lists as their answers arrive does not, so what stays is listed by name (entries
+    // without one after, as they came): the same answer for the same tools, whatever their order.
+    crate::sort::sort_by(&mut kept, |a, b| {
+        (a.0.is_none(), a.0).cmp(&(b.0.is_none(), b.0))
+    });
+    let order_free = !repeated.contains(&true) && kept.iter().all(|(name, _)| name.is_some());
+    let kept: Vec<&str> = kept.into_iter().map(|(_, raw)| raw).collect();
     let hidden: Vec<&str> = usable.iter().copied().filter(|n| progressive(n)).collect();
     let injected = if config.mode == Mode::Code {
         // Scripts reach every tool the caller may use, eager ones too.
@@ -381,10 +434,17 @@ fn rewrite_object(
     };
     outcome.tools = true;
     outcome.rewritten += 1;
-    let remember = |result: Option<&String>| {
+    let remember = |result: Option<&String>, order_free: bool| {
         if let Some(key) = key.filter(|_| result.is_none_or(|r| r.len() <= MEMO_MAX_BYTES)) {
+            let unordered = order_free
+                .then(|| {
+                    let tools: Vec<&[u8]> = tools.iter().map(|t| t.get().as_bytes()).collect();
+                    unordered::of_tools(result_raw.get().as_bytes(), &tools, &prints)
+                })
+                .flatten();
             outcome.memo = Some(ListMemo {
                 key,
+                unordered,
                 tail: text.len().saturating_sub(result_end),
                 result: result.cloned(),
                 hidden: outcome.hidden - hidden_before,
@@ -394,7 +454,8 @@ fn rewrite_object(
     };
     if injected.is_empty() && outcome.hidden == 0 && !ctx.authorizing && !searching {
         // List mode with nobody to filter: the message goes on untouched.
-        remember(None);
+        // Passed on as it came (nothing hidden: no name repeated), in whatever order.
+        remember(None, true);
         return Ok(Some(text.to_string()));
     }
     outcome.changed = true;
@@ -408,7 +469,7 @@ fn rewrite_object(
     set_member(&mut result, "tools", list)?;
     let mut result_text = String::with_capacity(result.encoded_len());
     result.write(&mut result_text);
-    remember(Some(&result_text));
+    remember(Some(&result_text), order_free);
     with_result(message, result_text).map(Some)
 }
 
@@ -570,6 +631,7 @@ impl<'de> Deserialize<'de> for ListResult<'de> {
 }
 
 mod event_stream;
+mod unordered;
 
 pub use event_stream::{SseGiveUp, SseRewriter};
 

@@ -174,28 +174,9 @@ impl Parser {
     }
 }
 
-/// The position of the first CR or LF at or after `from`. A `tools/list` event is one data
-/// line of megabytes: eight bytes are tested at a time (the zero-byte test of "Bit Twiddling
-/// Hacks", on the word XORed with each terminator).
+/// The position of the first CR or LF at or after `from`.
 pub(crate) fn line_break(bytes: &[u8], from: usize) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let has_zero = |w: u64| w.wrapping_sub(ONES) & !w & HIGHS != 0;
-    let rest = bytes.get(from..)?;
-    let mut words = rest.chunks_exact(8);
-    let mut at = from;
-    for word in &mut words {
-        let w = u64::from_le_bytes(<[u8; 8]>::try_from(word).unwrap_or_default());
-        if has_zero(w ^ (ONES * u64::from(b'\n'))) || has_zero(w ^ (ONES * u64::from(b'\r'))) {
-            break;
-        }
-        at += 8;
-    }
-    bytes
-        .get(at..)?
-        .iter()
-        .position(|&b| b == b'\n' || b == b'\r')
-        .map(|i| at + i)
+    crate::find::first_of(bytes, from, b'\n', b'\r')
 }
 
 /// Lines of `raw` without their terminators.

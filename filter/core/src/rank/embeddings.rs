@@ -4,7 +4,7 @@
 
 use crate::config::entries::Entry;
 use crate::config::{Config, EmbeddingsConfig};
-use crate::index::catalog::{CatalogIndex, Tool};
+use crate::index::catalog::{truncate, CatalogIndex, Tool};
 use crate::index::fnv;
 use crate::rank::search::{Fallback, FallbackKind};
 use crate::vector::{self, ToolVectors};
@@ -39,16 +39,6 @@ pub fn tool_text(tool: &Tool) -> String {
     }
     truncate(&mut text, MAX_TOOL_TEXT_BYTES);
     text
-}
-
-fn truncate(text: &mut String, max: usize) {
-    if text.len() > max {
-        let cut = (0..=max)
-            .rev()
-            .find(|&i| text.is_char_boundary(i))
-            .unwrap_or(0);
-        text.truncate(cut);
-    }
 }
 
 /// The request body for `texts`.

@@ -162,6 +162,7 @@ fn a_whole_list_that_changed_the_catalog_is_remembered_by_the_new_version() {
             audience: None,
             structured: false,
         },
+        unordered: None,
         tail: 1,
         result: Some("{}".to_string()),
         hidden: n,

@@ -158,7 +158,7 @@ fn a_known_definition_is_reused_only_when_its_bytes_are_the_same() {
     ]);
     let read = |def: &str| {
         let raw: Box<RawValue> = serde_json::from_str(def).unwrap();
-        Tool::from_raw_known(&raw, &known)
+        Tool::from_raw_known(&raw, fnv::fingerprint(def.as_bytes()), &known)
     };
     let same = read(r#"{"name":"pay","description":"Pay an invoice."}"#).unwrap();
     assert!(same.same_definition(known.get("pay").unwrap()));
@@ -184,7 +184,8 @@ fn a_known_definition_is_reused_only_when_its_bytes_are_the_same() {
     // Spacing as Python's json.dumps writes it.
     let spaced = Catalog::from_tools(vec![tool(r#"{ "name" : "pay", "title": "Pay"}"#)]);
     let raw: Box<RawValue> = serde_json::from_str(r#"{ "name" : "pay", "title": "Pay"}"#).unwrap();
-    let again = Tool::from_raw_known(&raw, &spaced).unwrap();
+    let print = fnv::fingerprint(raw.get().as_bytes());
+    let again = Tool::from_raw_known(&raw, print, &spaced).unwrap();
     assert!(again.same_definition(spaced.get("pay").unwrap()));
     assert_eq!(&*again.title, "Pay");
 }

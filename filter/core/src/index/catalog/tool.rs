@@ -82,20 +82,25 @@ struct SchemaView {
 }
 
 impl Tool {
-    pub fn from_raw(raw: &RawValue) -> Result<Tool, CatalogError> {
-        Tool::from_raw_known(raw, &Catalog::default())
-    }
-
     /// `from_raw`, sharing what an identical tool of `known` holds: a list mostly repeats the
-    /// catalog, and a second copy of every definition was a VM's largest allocation.
-    pub fn from_raw_known(raw: &RawValue, known: &Catalog) -> Result<Tool, CatalogError> {
+    /// catalog, and a second copy of every definition was a VM's largest allocation. `print`
+    /// is the definition's `fnv::fingerprint`.
+    pub fn from_raw_known(
+        raw: &RawValue,
+        print: u64,
+        known: &Catalog,
+    ) -> Result<Tool, CatalogError> {
         // A known definition is taken whole when its bytes are the same: reading the fields
         // again would give what they gave then, and reading each definition (its schema
         // skipped, still scanned) was most of the first list after a change. Found by the
         // definition's bytes, not by where its name is: a gateway writes members in its order.
-        if let Some(same) = known.with_definition(raw.get().as_bytes()) {
+        if let Some(same) = known.with_definition(raw.get().as_bytes(), print) {
             return Ok(same.clone());
         }
+        Tool::from_raw(raw)
+    }
+
+    pub fn from_raw(raw: &RawValue) -> Result<Tool, CatalogError> {
         let view: ToolView =
             serde_json::from_str(raw.get()).map_err(|e| CatalogError::BadTool {
                 reason: e.to_string(),
@@ -285,13 +290,7 @@ impl Tool {
                 }
             }
         }
-        if out.len() > MAX_SCHEMA_TEXT_BYTES {
-            let cut = (0..=MAX_SCHEMA_TEXT_BYTES)
-                .rev()
-                .find(|&i| out.is_char_boundary(i))
-                .unwrap_or(0);
-            out.truncate(cut);
-        }
+        truncate(&mut out, MAX_SCHEMA_TEXT_BYTES);
         out
     }
 
@@ -335,5 +334,16 @@ fn collect_schema_text(schema: &Value, depth: usize, out: &mut String) {
         if let Some(items) = prop.get("items") {
             collect_schema_text(items, depth + 1, out);
         }
+    }
+}
+
+/// Cuts `text` to at most `max` bytes, at a character boundary.
+pub(crate) fn truncate(text: &mut String, max: usize) {
+    if text.len() > max {
+        let cut = (0..=max)
+            .rev()
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(0);
+        text.truncate(cut);
     }
 }

@@ -84,6 +84,108 @@ fn a_remembered_result_is_replayed_for_the_same_bytes_and_caller_only() {
         .is_none());
 }
 
+/// What a gateway joining its servers' lists as they arrive sends: the same tools in another
+/// order. A rewrite that lists by name replays for it; one that depended on the order (a name
+/// repeated: the first is the tool; an entry without a name kept where it stood) does not.
+#[test]
+fn the_same_tools_in_another_order_replay_the_same_answer() {
+    let config = Config::parse(r#"{"eager_patterns":["get_*"]}"#).unwrap();
+    let all = |_: &str| true;
+    let (a, b, c) = (
+        r#"{"name":"get_a","description":"A \"x\"", "inputSchema":{"type":"object"}}"#,
+        r#"{"name":"do_b","description":"B"}"#,
+        r#"{"name":"get_c","x":[1, 2]}"#,
+    );
+    let list = |id: &str, tools: &[&str]| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{}],"nextCursor":"abc"}}}}"#,
+            tools.join(",")
+        )
+    };
+    let rewrite = |text: &str, id: &str, memo: &RefCell<Option<ListMemo>>| {
+        let mut c = ctx(&config, &all);
+        c.memo = Some(memo);
+        let raw = RawValue::from_string(id.to_string()).unwrap();
+        let targets = [ListTarget::new(&raw, true, Entry::Tool).unwrap()];
+        let mut out = rewrite_message(text.as_bytes(), &targets, &c)
+            .unwrap()
+            .unwrap();
+        let body = out.body.take().map(|b| String::from_utf8(b).unwrap());
+        (out, body)
+    };
+    let memo = RefCell::new(None);
+    let (mut first, first_body) = rewrite(&list("2", &[a, b, c]), "2", &memo);
+    assert!(!first.replayed);
+    *memo.borrow_mut() = first.memo.take();
+    let first_body = first_body.unwrap();
+    for (text, id) in [
+        (list("3", &[c, b, a]), "3"),
+        (list("4", &[b, a, c]), "4"),
+        // Another id's length: the result is found by reading the message.
+        (list("\"long-id\"", &[c, a, b]), "\"long-id\""),
+    ] {
+        let (again, body) = rewrite(&text, id, &memo);
+        assert!(again.replayed && again.learned.is_empty(), "{text}");
+        assert_eq!(
+            body.unwrap(),
+            first_body.replacen(r#""id":2"#, &format!(r#""id":{id}"#), 1)
+        );
+    }
+    // A byte changed, a tool lost or repeated: read afresh.
+    let changed = b.replace('B', "C");
+    for text in [
+        list("3", &[c, &changed, a]),
+        list("3", &[c, a]),
+        list("3", &[c, b, a, b]),
+    ] {
+        assert!(!rewrite(&text, "3", &memo).0.replayed, "{text}");
+    }
+
+    // Two definitions of one name: the first is the tool, so the order decides.
+    let other_a = r#"{"name":"get_a","description":"other"}"#;
+    let memo = RefCell::new(None);
+    let (mut first, _) = rewrite(&list("2", &[a, b, other_a]), "2", &memo);
+    *memo.borrow_mut() = first.memo.take();
+    let (again, body) = rewrite(&list("3", &[other_a, b, a]), "3", &memo);
+    assert!(!again.replayed);
+    assert!(body.unwrap().contains(other_a));
+    // An entry without a name stays listed, after the named ones, as it came.
+    let unnamed = r#"{"description":"no name"}"#;
+    let memo = RefCell::new(None);
+    let (mut first, body) = rewrite(&list("2", &[unnamed, a, b]), "2", &memo);
+    assert!(body
+        .unwrap()
+        .ends_with(&format!(r#"{a},{unnamed}],"nextCursor":"abc"}}}}"#)));
+    *memo.borrow_mut() = first.memo.take();
+    assert!(!rewrite(&list("3", &[a, unnamed, b]), "3", &memo).0.replayed);
+}
+
+/// List mode with nobody to filter passes the list on as it came: a list of the same tools in
+/// another order is recognised, and passed on as it came too.
+#[test]
+fn an_untouched_list_in_another_order_passes_as_it_came() {
+    let config = Config::parse(r#"{"mode":"list"}"#).unwrap();
+    let all = |_: &str| true;
+    let memo = RefCell::new(None);
+    let mut c = ctx(&config, &all);
+    c.memo = Some(&memo);
+    let targets = [target(serde_json::json!(2), true)];
+    let mut first = rewrite_message(LIST.as_bytes(), &targets, &c)
+        .unwrap()
+        .unwrap();
+    assert!(first.body.is_none());
+    *memo.borrow_mut() = first.memo.take();
+    let swapped = LIST.replace(
+        r#"{"name":"do_b","description":"B"},{"name":"get_c","x":[1, 2]}"#,
+        r#"{"name":"get_c","x":[1, 2]},{"name":"do_b","description":"B"}"#,
+    );
+    assert_ne!(swapped, LIST);
+    let again = rewrite_message(swapped.as_bytes(), &targets, &c)
+        .unwrap()
+        .unwrap();
+    assert!(again.replayed && again.body.is_none());
+}
+
 fn first_page_str(id: &str) -> [ListTarget; 1] {
     [target(serde_json::json!(id), true)]
 }
@@ -143,7 +245,8 @@ fn all_eager_means_no_search_tool() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["get_a", "do_b", "get_c"]);
+    // Listed by name, whatever order the upstream sent them in.
+    assert_eq!(names, ["do_b", "get_a", "get_c"]);
 }
 
 #[test]
