@@ -54,6 +54,40 @@ struct Figures {
     first_search: [Duration; 2],
     servers_in_results: usize,
     rss_kb: Option<u64>,
+    /// Of `REPLAY_LISTS` gateway lists after the run: how many the filter replayed
+    /// (`lists_replayed`), and how many distinct bodies as many lists of the router had.
+    replayed: Option<(u64, usize)>,
+}
+
+/// How many lists `replays` sends to each of the gateway's listeners.
+const REPLAY_LISTS: usize = 10;
+
+/// Sends `REPLAY_LISTS` lists through the filtered gateway, counting the filter's replays, and
+/// as many to the router alone, counting the distinct bodies it answered with.
+fn replays(envoy: &envoy::Envoy, gw: SocketAddr, gb: SocketAddr) -> Result<(u64, usize), String> {
+    let replayed = || -> u64 {
+        envoy
+            .stats("lists_replayed")
+            .iter()
+            .filter(|(name, _)| name.ends_with(".lists_replayed"))
+            .filter_map(|(_, v)| v.trim().parse::<u64>().ok())
+            .sum()
+    };
+    let list_body = inproc::list_request();
+    let mut bodies = std::collections::BTreeSet::new();
+    let before = replayed();
+    for (addr, distinct) in [(gw, false), (gb, true)] {
+        let mut conn = client::Conn::open(addr).map_err(|e| e.to_string())?;
+        for _ in 0..REPLAY_LISTS {
+            let resp = conn
+                .round_trip(&Request::post_json(&addr.to_string(), "/mcp", &list_body))
+                .map_err(|e| e.to_string())?;
+            if distinct {
+                bodies.insert(resp.body);
+            }
+        }
+    }
+    Ok((replayed() - before, bodies.len()))
 }
 
 /// A listener whose one route sends everything to `route_cluster`, in catalog namespace `name`.
@@ -192,6 +226,7 @@ pub fn run(args: &Args, spec: (usize, usize), dir: &TestDir) -> Result<String, S
     }
     let mut figures = result?;
     figures.rss_kb = rss_kb;
+    figures.replayed = Some(replays(&envoy, gw, gb)?);
     envoy.stop();
     drop(servers);
     drop(one);
@@ -329,6 +364,7 @@ fn measure(args: &Args, addrs: [SocketAddr; 4], call_tool: &str) -> Result<Figur
         first_search,
         servers_in_results,
         rss_kb: None,
+        replayed: None,
     })
 }
 
@@ -444,9 +480,12 @@ fn render(
         f.lists[2].count(),
         f.lists[3].count()
     );
+    let replays = f.replayed.map_or("not counted".to_owned(), |(replayed, distinct)| {
+        format!("after the run, {replayed} of {REPLAY_LISTS} gateway lists were replayed (`lists_replayed`), while {REPLAY_LISTS} lists of the router alone came in {distinct} distinct bodies")
+    });
     let _ = writeln!(
         o,
-        "\nEnvoy resident memory at the end: {}. `mcp_router` joins the servers' lists in the order their answers arrive, so two lists of the gateway rarely have the same bytes: the filter recognises the tools of the list it last rewrote in any order (a fingerprint of the tools as a multiset, one scan of the list) and answers with the same rewritten list, in name order, without reading the list again; the one server's repeated lists are recognised by their bytes. The *first list* row is the full reading, once. The router's own list (the *without the filter* row) varies by tens of milliseconds from list to list, which bounds what the *added* row can resolve.",
+        "\nEnvoy resident memory at the end: {}. `mcp_router` joins the servers' lists in the order their answers arrive, so two lists of the gateway rarely have the same bytes: the filter recognises the tools of the list it last rewrote in any order (a fingerprint of the tools as a multiset, one scan of the list) and answers with the same rewritten list, in name order, without reading the list again; the one server's repeated lists are recognised by their bytes ({replays}). The *first list* row is the full reading, once. The router's own list (the *without the filter* row) varies by tens of milliseconds from list to list, which bounds what the *added* row can resolve.",
         f.rss_kb
             .map_or("unknown".to_owned(), |k| format!("{:.1} MiB", k as f64 / 1024.0))
     );

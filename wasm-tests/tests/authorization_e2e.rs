@@ -1038,16 +1038,6 @@ fn assert_refused(resp: &RawResponse, id: i64, reason: &str) {
 }
 
 /// A counter of the filter in Envoy's `/stats` (`wasmcustom.mcp_tool_search.NAME`), 0 when absent.
-fn stat(stack: &Envoy, name: &str) -> u64 {
-    let full = format!("wasmcustom.mcp_tool_search.{name}");
-    stack
-        .stats("mcp_tool_search")
-        .unwrap()
-        .into_iter()
-        .find(|(k, _)| *k == full)
-        .map_or(0, |(_, v)| v)
-}
-
 /// Waits for `line` in Envoy's log (it is flushed every 50 ms).
 async fn assert_logged(envoy: &Envoy, line: &str) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -1202,7 +1192,7 @@ async fn every_list_the_filter_cannot_read_is_refused_under_a_policy() {
         let resp = rpc(&envoy.mcp_url(), &auth, &list_request(1, None)).await;
         assert_eq!(resp.status, 200, "{}", resp.text());
         assert_eq!(names(&listed(&resp, 1)), ["github_get_issue"]);
-        assert_eq!(stat(&envoy, "lists_rewritten"), 1);
+        assert_eq!(envoy.stat("lists_rewritten").unwrap(), 1);
 
         let unparseable = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"stripe_refund_charge"},{]}}"#;
         // (response headers, body, reason, warning logged).
@@ -1234,14 +1224,14 @@ async fn every_list_the_filter_cannot_read_is_refused_under_a_policy() {
             assert_eq!(resp.content_type(), "application/json", "{reason}");
             assert_eq!(resp.header("content-encoding"), None, "{reason}");
             assert!(!mentions(&resp.text(), "stripe_refund_charge"), "{reason}");
-            assert_eq!(stat(&envoy, &format!("passthrough.{reason}")), 1, "{reason}");
+            assert_eq!(envoy.stat(&format!("passthrough.{reason}")).unwrap(), 1, "{reason}");
             assert_logged(&envoy, warning).await;
         }
         *script.lock().unwrap() = raw_response("500", &[json_type], &list);
         let resp = rpc(&envoy.mcp_url(), &auth, &list_request(1, None)).await;
         assert_eq!((resp.status, resp.body.as_slice()), (500, list.as_slice()));
-        assert_eq!(stat(&envoy, "passthrough.status"), 1);
-        assert_eq!(stat(&envoy, "lists_rewritten"), 1);
+        assert_eq!(envoy.stat("passthrough.status").unwrap(), 1);
+        assert_eq!(envoy.stat("lists_rewritten").unwrap(), 1);
     })
     .await;
 }
@@ -1299,7 +1289,7 @@ async fn mixed_batch_does_not_bypass_the_policy() {
             resp.text()
         );
         assert_eq!(stack.recorded().len(), before, "{:?}", stack.recorded());
-        assert_eq!(stat(&stack.envoy, "calls_refused"), 1);
+        assert_eq!(stack.envoy.stat("calls_refused").unwrap(), 1);
 
         // tools/list + an allowed upstream call: upstream, and the list is filtered.
         let batch = json!([
@@ -1310,8 +1300,8 @@ async fn mixed_batch_does_not_bypass_the_policy() {
         seen.add(batch.to_string(), resp.text());
         assert_eq!(resp.status, 200, "{}", resp.text());
         assert_eq!(name_set(&listed(&resp, 1)), filtered, "{}", resp.text());
-        assert_eq!(stat(&stack.envoy, "lists_rewritten"), 2);
-        assert_eq!(stat(&stack.envoy, "passthrough.mixed_batch"), 0);
+        assert_eq!(stack.envoy.stat("lists_rewritten").unwrap(), 2);
+        assert_eq!(stack.envoy.stat("passthrough.mixed_batch").unwrap(), 0);
         seen.assert_no_forbidden(&forbidden);
     })
     .await;

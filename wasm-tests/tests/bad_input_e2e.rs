@@ -400,10 +400,15 @@ impl Rig {
 
     /// Waits until the counters moved by exactly `want` since `before` (they are written in
     /// the filter's callbacks, which may still run after the client has its bytes).
+    /// `lists_replayed` counts only where `want` names it: whether a list is answered from the
+    /// memo of the last one depends on what the rows before taught the catalog, and either way
+    /// the answer is the same.
     fn assert_delta(&self, row: &str, before: &BTreeMap<String, u64>, want: &[(&str, u64)]) {
         let want: BTreeMap<String, u64> = want.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect();
+        let counted = |k: &String| k != "lists_replayed" || want.contains_key(k);
         let delta = |now: &BTreeMap<String, u64>| -> BTreeMap<String, u64> {
             now.iter()
+                .filter(|(k, _)| counted(k))
                 .filter_map(|(k, v)| {
                     let d = v - before.get(k).copied().unwrap_or(0);
                     (d > 0).then(|| (k.clone(), d))
@@ -1103,8 +1108,8 @@ fn bad_inputs_never_break_the_client_or_the_worker() {
 
     // 17. Lone surrogates (`\ud800`, `\udfff`) in a name and in a description. A strict reader
     //     cannot read those entries, so they are not tools the filter can hide or learn: they
-    //     stay listed exactly as sent (as an entry without a string name does, README "What the
-    //     agent sees"), the rest of the list is rewritten and searchable.
+    //     stay listed exactly as sent, after the named tools (as an entry without a string name
+    //     does, README "What the agent sees"), the rest of the list is rewritten and searchable.
     {
         let row = "lone surrogates";
         let bad_name =
@@ -1123,7 +1128,10 @@ fn bad_inputs_never_break_the_client_or_the_worker() {
         let search_at = text
             .find(r#"{"name":"tool_search""#)
             .expect("the search tool");
-        let kept = format!(r#",{bad_name},{bad_desc},{{"name":"github_get_issue","#);
+        // Listed after the named tools, in the upstream's order.
+        let kept = format!(
+            r#",{{"name":"github_get_issue","description":"Get an issue","inputSchema":{{"type":"object"}}}},{bad_name},{bad_desc}]"#
+        );
         let kept_at = text.find(&kept).unwrap_or_else(|| panic!("{row}: {text}"));
         assert!(search_at < kept_at, "{row}: {text}");
         assert!(

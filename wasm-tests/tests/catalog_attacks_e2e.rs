@@ -115,19 +115,6 @@ fn start_envoy(upstream: SocketAddr, config: &Value, hold: bool, dir: &TestDir) 
     try_start_envoy(upstream, config, hold, Vec::new(), dir).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// The filter's counter `wasmcustom.mcp_tool_search.<name>` (0 while the filter has never
-/// defined it: an older build has no such counter).
-fn stat(envoy: &Envoy, name: &str) -> u64 {
-    let suffix = format!(".mcp_tool_search.{name}");
-    envoy
-        .stats("mcp_tool_search")
-        .unwrap_or_else(|e| panic!("admin /stats: {e}"))
-        .iter()
-        .filter(|(n, _)| n.ends_with(&suffix))
-        .map(|(_, v)| *v)
-        .sum()
-}
-
 // ---- the Python peers ------------------------------------------------------------------------------
 
 /// A Python peer process and where it listens.
@@ -590,7 +577,7 @@ async fn class3_round(envoy: &Envoy, hold: bool, problems: &mut Problems) {
         "{m}: a prompt search found the secret prompt: {v}"
     );
 
-    let before = stat(envoy, "searches_rejected");
+    let before = envoy.stat("searches_rejected").unwrap();
     let mut rejected = 0u64;
     let posts = [
         (
@@ -667,7 +654,7 @@ async fn class3_round(envoy: &Envoy, hold: bool, problems: &mut Problems) {
             },
         );
     }
-    let moved = stat(envoy, "searches_rejected") - before;
+    let moved = envoy.stat("searches_rejected").unwrap() - before;
     problems.check(moved == rejected, || {
         format!("searches_rejected moved by {moved}, not {rejected} (one per refused search)")
     });
@@ -768,7 +755,7 @@ async fn class4_a_list_for_another_authority_is_never_learned() {
 async fn class4_round(envoy: &Envoy, upstream: &PyPeer, hold: bool, problems: &mut Problems) {
     let m = mode(hold);
     let lists_before = upstream.requests_of("tools/list").len();
-    let not_learned = stat(envoy, "lists_not_learned");
+    let not_learned = envoy.stat("lists_not_learned").unwrap();
     let (status, names, text) = list_tools(envoy, &[("host", EVIL_HOST), SUPPORT]).await;
     assert_eq!(status, 200, "{m}: the attacker's list: {text}");
     assert!(
@@ -787,7 +774,7 @@ async fn class4_round(envoy: &Envoy, upstream: &PyPeer, hold: bool, problems: &m
         "{m}: the attacker's list did not reach the upstream as {EVIL_HOST}: {sent:?}"
     );
 
-    let moved = stat(envoy, "lists_not_learned") - not_learned;
+    let moved = envoy.stat("lists_not_learned").unwrap() - not_learned;
     problems.check(moved >= 1, || {
         format!("lists_not_learned moved by {moved} after a list for {EVIL_HOST}")
     });
@@ -998,7 +985,7 @@ async fn ping_storm(envoy: &Envoy, server: &CatalogServer, hold: bool) -> Proble
     let m = mode(hold);
     let found = tool_search(envoy, &[SUPPORT], "get a github issue").await;
     assert!(found.finds("github_get_issue"), "{m}: {}", found.text);
-    let fetched = stat(envoy, "catalog_fetches.ok");
+    let fetched = envoy.stat("catalog_fetches.ok").unwrap();
     assert_eq!(fetched, 1, "{m}: the first search fetches the catalog once");
     let lists = received(server, "tools/list");
 
@@ -1043,7 +1030,7 @@ async fn ping_storm(envoy: &Envoy, server: &CatalogServer, hold: bool) -> Proble
     // A refresh marked by the last ping would start on the next root tick (200 ms).
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let extra = received(server, "tools/list") - lists;
-    let refreshed = stat(envoy, "catalog_fetches.ok") - fetched;
+    let refreshed = envoy.stat("catalog_fetches.ok").unwrap() - fetched;
     let mut problems = Problems::default();
     problems.section(m);
     problems.check(extra == 0 && refreshed == 0, || {
@@ -1078,7 +1065,7 @@ async fn class7_a_burst_of_real_notifications_refreshes_once_per_interval() {
             "{}",
             support::to_value(&found)
         );
-        assert_eq!(stat(&envoy, "catalog_fetches.ok"), 1, "the first search fetches the catalog");
+        assert_eq!(envoy.stat("catalog_fetches.ok").unwrap(), 1, "the first search fetches the catalog");
         let catalog = std::fs::read_to_string(harness::catalog_300()).expect("catalog-300.jsonl");
         let mut lists = received(&server, "tools/list");
         let t0 = Instant::now();

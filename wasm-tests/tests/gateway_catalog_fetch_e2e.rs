@@ -90,15 +90,6 @@ fn start(name: &str, config: Value) -> Gateway {
     }
 }
 
-fn stat(envoy: &Envoy, name: &str) -> u64 {
-    envoy
-        .stats(name)
-        .unwrap()
-        .into_iter()
-        .find(|(n, _)| n.ends_with(name))
-        .map_or(0, |(_, v)| v)
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_fresh_gateway_searches_the_aggregated_catalog_and_calls_reach_their_server() {
     let gw = start(
@@ -124,7 +115,7 @@ async fn a_fresh_gateway_searches_the_aggregated_catalog_and_calls_reach_their_s
         names.contains(&"alpha__stripe_refund_charge".to_owned()),
         "{names:?}"
     );
-    assert_eq!(stat(&gw.envoy, "catalog_fetches.ok"), 1);
+    assert_eq!(gw.envoy.stat("catalog_fetches.ok").unwrap(), 1);
     // The fetch saw the router's whole list, not the filter's rewrite of it.
     let (status, body) =
         mcp_tool_search_wasm_tests::harness::http_get(gw.envoy.listener, "/mcp/search/health")

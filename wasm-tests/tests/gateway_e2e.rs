@@ -420,6 +420,44 @@ async fn three_servers_behind_one_endpoint_list_search_call_and_a_server_comes_b
     assert!(gw.envoy.running());
 }
 
+/// `mcp_router` joins its servers' lists as their answers arrive. What the filter lists stays
+/// in name order, so every list reads the same, and a list of the tools it last rewrote is
+/// answered again without being read (`lists_replayed`), in whatever order the router joined it.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_routers_lists_read_the_same_every_time_and_are_replayed() {
+    let gw = Gateway::start(
+        "gateway-replay",
+        json!({"disclosure_defaults": [{"servers": ["python"], "disclosure_mode": "EAGER"}]}),
+    );
+    let s = Session::open(&gw.envoy.mcp_url(), &[]).await;
+    let first = s.list().await;
+    let listed = names(&first);
+    assert_eq!(listed.len(), 2 + PYTHON_TOOLS as usize, "{listed:?}");
+    let (injected, python) = listed.split_at(2);
+    assert_eq!(injected, ["tool_search", "list_tool_groups"]);
+    assert!(
+        python.iter().all(|n| n.starts_with("python__")),
+        "{python:?}"
+    );
+    assert!(python.is_sorted(), "name order: {python:?}");
+    let before = gw.envoy.stat("lists_replayed").unwrap();
+    const LISTS: u64 = 8;
+    for _ in 0..LISTS {
+        assert_eq!(
+            s.list().await,
+            first,
+            "the same list, byte for byte as JSON"
+        );
+    }
+    // The first lists teach the catalog (a list is remembered once learning it changes
+    // nothing); every later one is replayed.
+    let replayed = gw.envoy.stat("lists_replayed").unwrap() - before;
+    assert!(
+        replayed >= LISTS - 2,
+        "{replayed} of {LISTS} lists replayed"
+    );
+}
+
 /// A caller allowed only `python` (by a `servers` rule) tries to reach `catalog` every way a
 /// name or a path can be spelled; nothing reaches `catalog`, and python's tools work.
 #[tokio::test(flavor = "multi_thread")]

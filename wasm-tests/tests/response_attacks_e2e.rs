@@ -358,17 +358,6 @@ fn envoy(upstreams: &[(&str, SocketAddr)], hold: bool, dir: &TestDir) -> Envoy {
     Envoy::start_yaml(&yaml, "wasm:debug,http:debug", dir).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// A counter of the filter (`wasmcustom.mcp_tool_search.NAME`), 0 when absent.
-fn stat(envoy: &Envoy, name: &str) -> u64 {
-    let full = format!("wasmcustom.mcp_tool_search.{name}");
-    envoy
-        .stats("mcp_tool_search")
-        .unwrap()
-        .into_iter()
-        .find(|(k, _)| *k == full)
-        .map_or(0, |(_, v)| v)
-}
-
 // ---- sessions -----------------------------------------------------------------------------------
 
 /// An MCP session opened at `target` (protocol 2025-11-25, so event stores prime their streams):
@@ -587,7 +576,7 @@ fn unreadable_ids(hold: bool) {
     );
 
     // Through the filter: refused, never forwarded.
-    let refused_before = stat(&envoy, "requests_refused.unreadable");
+    let refused_before = envoy.stat("requests_refused.unreadable").unwrap();
     let mut refused = 0;
     let mut check_refused = |f: &mut Failures, what: &str, reply: &Reply| {
         refused += 1;
@@ -665,11 +654,11 @@ fn unreadable_ids(hold: bool) {
     );
     check_refused(&mut f, "server-everything id \"\\ud800\"", &reply);
     f.check(
-        stat(&envoy, "requests_refused.unreadable") == refused_before + refused,
+        envoy.stat("requests_refused.unreadable").unwrap() == refused_before + refused,
         || {
             format!(
                 "requests_refused.unreadable is {}, not {refused_before} + {refused}",
-                stat(&envoy, "requests_refused.unreadable")
+                envoy.stat("requests_refused.unreadable").unwrap()
             )
         },
     );
@@ -833,7 +822,7 @@ fn resumed_streams(hold: bool) {
         &dir,
     );
     let mut f = Failures::default();
-    let unpaired_before = stat(&envoy, "lists_filtered_unpaired");
+    let unpaired_before = envoy.stat("lists_filtered_unpaired").unwrap();
 
     for target in [Target::direct(py.addr), Target::via(&envoy, "py-resumable")] {
         let (sid, _) = open_session(&target);
@@ -904,7 +893,7 @@ fn resumed_streams(hold: bool) {
         }
     }
     // Four FastMCP replays of one list each, one server-everything replay of four.
-    let unpaired = stat(&envoy, "lists_filtered_unpaired") - unpaired_before;
+    let unpaired = envoy.stat("lists_filtered_unpaired").unwrap() - unpaired_before;
     f.check(unpaired == 8, || {
         format!("lists_filtered_unpaired moved by {unpaired}, not 8 (the replayed lists)")
     });
@@ -953,7 +942,7 @@ fn ping_answered_with_a_list(hold: bool) {
         &dir,
     );
     let mut f = Failures::default();
-    let unpaired_before = stat(&envoy, "lists_filtered_unpaired");
+    let unpaired_before = envoy.stat("lists_filtered_unpaired").unwrap();
     for (i, server) in servers.iter().enumerate() {
         for target in [Target::direct(server.addr), Target::via(&envoy, names[i])] {
             let (sid, _) = open_session(&target);
@@ -993,7 +982,7 @@ fn ping_answered_with_a_list(hold: bool) {
             }
         }
     }
-    let unpaired = stat(&envoy, "lists_filtered_unpaired") - unpaired_before;
+    let unpaired = envoy.stat("lists_filtered_unpaired").unwrap() - unpaired_before;
     f.check(unpaired == 2, || {
         format!(
             "lists_filtered_unpaired moved by {unpaired}, not 2 (one list on each ping's stream)"
@@ -1066,7 +1055,7 @@ fn members_named_twice(hold: bool) {
         2,
         "serde_json no longer keeps the last of a repeated member as the clients do"
     );
-    let withheld_before = stat(&envoy, "responses_withheld");
+    let withheld_before = envoy.stat("responses_withheld").unwrap();
     let mut n = 0;
     let mut withheld_rows = 0;
     for framing in ["json", "sse"] {
@@ -1165,7 +1154,7 @@ fn members_named_twice(hold: bool) {
             PY.allowed[0],
         );
     }
-    let withheld = stat(&envoy, "responses_withheld") - withheld_before;
+    let withheld = envoy.stat("responses_withheld").unwrap() - withheld_before;
     f.check(withheld == withheld_rows, || {
         format!("responses_withheld moved by {withheld}, not {withheld_rows}")
     });

@@ -516,15 +516,7 @@ impl World {
 
     /// A counter of the filter (`wasmcustom.mcp_tool_search.<name>`).
     fn stat(&self, name: &str) -> u64 {
-        let full = format!("wasmcustom.mcp_tool_search.{name}");
-        self.stack
-            .envoy
-            .stats(&full)
-            .unwrap_or_else(|e| panic!("stats: {e}"))
-            .iter()
-            .filter(|(n, _)| *n == full)
-            .map(|(_, v)| v)
-            .sum()
+        self.stack.envoy.stat(name).unwrap()
     }
 
     /// Every filter counter, for messages.

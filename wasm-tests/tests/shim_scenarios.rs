@@ -386,6 +386,8 @@ fn stats_count_what_happened() {
             // Histograms, by the values recorded (search insights).
             ("list_bytes_saved".to_string(), 2),
             ("list_rewrite_time_us".to_string(), 2),
+            // The second list, the same bytes, is the first one's rewrite again.
+            ("lists_replayed".to_string(), 1),
             ("lists_rewritten".to_string(), 2),
             ("passthrough.status".to_string(), 1),
             ("search_results".to_string(), 2),

@@ -24,6 +24,7 @@ stats! {
     HELP;
     LISTS_REWRITTEN = "lists_rewritten": "`tools/list` results rewritten (eager kept, progressive hidden, `tool_search` added)",
     TOOLS_HIDDEN = "tools_hidden": "tools hidden from rewritten lists (progressive), summed",
+    LISTS_REPLAYED = "lists_replayed": "`tools/list` results answered as the last rewrite of the same tools (the same bytes, or the same tools in another order) without reading them again",
     SEARCHES_ANSWERED_BM25 = "searches_answered.bm25": "searches answered, ranked by BM25",
     SEARCHES_ANSWERED_VECTOR = "searches_answered.vector": "searches answered, ranked by vectors",
     SEARCHES_ANSWERED_HYBRID = "searches_answered.hybrid": "searches answered, ranked by BM25 and vectors together",
@@ -140,6 +141,8 @@ impl PassReason {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
     ListRewritten,
+    /// A list answered from the memo of the last rewrite (`mcp::list`), not read again.
+    ListReplayed,
     ToolsHidden(u64),
     /// A search answered, by the ranking that ran.
     SearchAnswered(Ranking),
@@ -211,6 +214,7 @@ impl Event {
         }
         let mut every = vec![
             Event::ListRewritten,
+            Event::ListReplayed,
             Event::SearchRejected,
             Event::CallRefused,
             Event::CallForwarded,
@@ -235,6 +239,7 @@ impl Event {
     pub fn stat(self) -> (&'static str, u64) {
         let name = match self {
             Event::ListRewritten => LISTS_REWRITTEN,
+            Event::ListReplayed => LISTS_REPLAYED,
             Event::ToolsHidden(n) => return (TOOLS_HIDDEN, n),
             Event::SearchAnswered(Ranking::Bm25) => SEARCHES_ANSWERED_BM25,
             Event::SearchAnswered(Ranking::Vector) => SEARCHES_ANSWERED_VECTOR,
@@ -284,6 +289,7 @@ mod tests {
     fn every_event_counts_in_a_defined_stat_named_after_its_kind() {
         let mut events = vec![
             Event::ListRewritten,
+            Event::ListReplayed,
             Event::ToolsHidden(3),
             Event::SearchRejected,
             Event::CallRefused,

@@ -346,6 +346,17 @@ impl Envoy {
             .collect())
     }
 
+    /// The filter's counter `wasmcustom.mcp_tool_search.<name>`: 0 when the admin API has no
+    /// such stat (the filter defines its counters at start; an older build lacks new ones).
+    pub fn stat(&self, name: &str) -> Result<u64> {
+        let full = format!("wasmcustom.mcp_tool_search.{name}");
+        Ok(self
+            .stats("mcp_tool_search")?
+            .into_iter()
+            .find(|(k, _)| *k == full)
+            .map_or(0, |(_, v)| v))
+    }
+
     /// Is the Envoy process still running?
     pub fn running(&mut self) -> bool {
         self.proc.exited().is_none()

@@ -564,6 +564,9 @@ pub(super) fn learn_from(
             }
         }
     }
+    if outcome.replayed {
+        env.record(Event::ListReplayed);
+    }
     if outcome.body.is_some() {
         for _ in 0..outcome.rewritten {
             env.record(Event::ListRewritten);
