@@ -329,10 +329,11 @@ fn rewrite_object(
     let has_next = read_page_flags(&result, outcome, ctx.config);
 
     let whole_page = target.first_page && !has_next;
-    // A definition without a string name cannot be searched or classified: it stays in place,
-    // listed, rather than be lost (and is never learned). Of two definitions with one name the
-    // first is the tool: a later one is dropped here and never learned, so that what is listed
-    // and what search returns agree.
+    // A definition without a string name cannot be searched or classified: it stays listed
+    // (after the named tools) rather than be lost, and is never learned. Of two definitions
+    // with one name the first is the tool: a later one is dropped here and never learned, so
+    // that what is listed and what search returns agree.
+    //
     // Each definition's fingerprint finds it in the known catalog and makes the memo's print of
     // the list whatever the tools' order (`unordered::of_tools`).
     let prints: Vec<u64> = tools
