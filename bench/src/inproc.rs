@@ -42,6 +42,9 @@ pub struct SizeCosts {
     pub wasm_first_list: Duration,
     pub wasm_list_json: Duration,
     pub wasm_list_sse: Duration,
+    /// A JSON list of the same tools in another order (as `mcp_router` joins its servers'
+    /// lists): the catalog rotated by one to four eighths, one rotation per sample.
+    pub wasm_list_shuffled: Duration,
     /// Another worker's first search: it loads the index the listing VM published.
     pub wasm_first_search: Duration,
     pub wasm_search_exchange: Duration,
@@ -96,7 +99,15 @@ impl SizeCosts {
     pub fn wasm_list_net(&self) -> Duration {
         self.wasm_list_json.saturating_sub(self.wasm_noop_list)
     }
+
+    /// The filter's own time for a list in another order: its exchange minus the shim's cost
+    /// of an untouched exchange of the same size.
+    pub fn wasm_list_shuffled_net(&self) -> Duration {
+        self.wasm_list_shuffled.saturating_sub(self.wasm_noop_list)
+    }
 }
+
+const LISTS_REPLAYED: &str = "mcp_tool_search.lists_replayed";
 
 /// The plugin configuration used everywhere (Envoy adds its `mcp_paths`).
 pub fn plugin_config(mcp_paths: &[String]) -> String {
@@ -364,11 +375,23 @@ pub fn measure(
 
     // Wasm: one VM (worker) that rewrites lists and searches; fresh VMs for first searches.
     // As an upstream's JSON response arrives: with its length (the SSE stream has none).
-    let json_response = HttpMessage::response(200)
-        .header("content-type", "application/json")
-        .header("content-length", &list_json.len().to_string())
-        .body(list_json.clone().into_bytes())
-        .chunked(RESPONSE_CHUNK);
+    let as_arrives = |json: &str| {
+        HttpMessage::response(200)
+            .header("content-type", "application/json")
+            .header("content-length", &json.len().to_string())
+            .body(json.as_bytes().to_vec())
+            .chunked(RESPONSE_CHUNK)
+    };
+    let json_response = as_arrives(&list_json);
+    let lines: Vec<&str> = jsonl.lines().filter(|l| !l.trim().is_empty()).collect();
+    let shuffled: Vec<HttpMessage> = (1..=4)
+        .map(|k| {
+            let mut rotated = lines.clone();
+            rotated.rotate_left(lines.len() * k / 8);
+            as_arrives(&list_response(&rotated.join("\n")).0)
+        })
+        .collect();
+    let shuffled_round = std::cell::Cell::new(0usize);
     let sse_response = HttpMessage::response(200)
         .header("content-type", "text/event-stream")
         .body(list_sse.clone().into_bytes())
@@ -524,6 +547,23 @@ pub fn measure(
             Ok(d)
         }),
     ));
+    items.push((
+        "wasm list shuffled",
+        Box::new(|| {
+            let round = shuffled_round.get();
+            shuffled_round.set(round + 1);
+            let response = shuffled
+                .get(round % shuffled.len())
+                .ok_or("no shuffled lists")?;
+            let mut vm = vm.borrow_mut();
+            let replayed = vm.counter(LISTS_REPLAYED);
+            let d = shim_list(&mut vm, response)?;
+            if vm.counter(LISTS_REPLAYED) == replayed {
+                return Err("a list of the same tools in another order was read again".to_owned());
+            }
+            Ok(d)
+        }),
+    ));
     let by_length_at = items.len();
     items.extend(crate::lengths::items(&env, &vm, &classes));
     let core = items.len();
@@ -624,6 +664,7 @@ pub fn measure(
     costs.wasm_search_exchange = m(12);
     costs.native_hierarchical_search = m(13);
     costs.native_group_index_build = m(14);
+    costs.wasm_list_shuffled = m(15);
     costs.by_length = crate::lengths::costs(&index, &config, &samples, by_length_at);
     costs.rounds = samples.first().map(Vec::len).unwrap_or(0);
     costs.mem_list_vm = mem.and_then(vmmem::size_of);

@@ -131,6 +131,21 @@ pub fn targets(inp: &Inputs) -> Vec<Target> {
     let big = inp
         .inproc
         .and_then(|i| i.sizes.iter().find(|s| s.tools == 10_000));
+    // The gateway section's added p50 cannot resolve a few milliseconds against the router's
+    // own list time, which varies by tens: the filter's own time in the VM judges this one.
+    let what = "repeated `tools/list` behind `mcp_router` adds ≤ 3 ms (10,000 tools, the same tools in another order)".to_owned();
+    out.push(match big {
+        Some(s) => Target {
+            what,
+            figure: format!(
+                "{} in the VM net of an untouched exchange (wasmtime; {} whole, a JSON list of the catalog rotated by one to four eighths, each replayed); section 3",
+                ms(s.wasm_list_shuffled_net()),
+                ms(s.wasm_list_shuffled)
+            ),
+            ok: Some(s.wasm_list_shuffled_net() <= Duration::from_millis(3)),
+        },
+        None => not_measured(what, "no in-VM run at 10,000 tools"),
+    });
     let what =
         "a worker's first search after another worker indexed the catalog ≤ 5 ms at 10,000 tools"
             .to_owned();

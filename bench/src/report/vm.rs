@@ -85,6 +85,16 @@ pub fn write_costs(o: &mut String, ip: &InprocResults) {
     );
     let _ = writeln!(
         o,
+        "*A list in another order* (as `mcp_router` joins its servers' lists: a JSON list of the same tools rotated by one to \
+         four eighths, one order per sample, each answered from the memo of the last rewrite), wasm / net: {}.\n",
+        ip.sizes
+            .iter()
+            .map(|s| format!("{} / {} at {} tools", ms(s.wasm_list_shuffled), ms(s.wasm_list_shuffled_net()), thousands(s.tools)))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    let _ = writeln!(
+        o,
         "Hierarchical search (`search.strategy: \"hierarchical\"`, `group_separator: \"_\"`: the generator's \
          first name segment, services up to 1,000 tools and tenants beyond), natively, BM25: a search whose group \
          index is built (it is built once per catalog version and set of visible tools), and that build.\n\n\

@@ -397,6 +397,10 @@ pub struct ListMemo {
     /// The result's fingerprint with its tools in any order (`mcp::list::unordered`), when the
     /// rewrite did not depend on their order: the same tools in another order replay it.
     pub(crate) unordered: Option<u64>,
+    /// Whether the last list that replayed this came in another order: a gateway's lists do
+    /// every time, so the next one is scanned for `unordered` before its bytes are
+    /// fingerprinted whole (a pass over megabytes that could not match).
+    pub(crate) reordered: std::cell::Cell<bool>,
     /// How many bytes of the message followed the result (where to look for it next time).
     pub(crate) tail: usize,
     /// The rewritten result; `None` when the message went on untouched.

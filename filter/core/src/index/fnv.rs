@@ -71,8 +71,21 @@ pub fn fingerprint(bytes: &[u8]) -> u64 {
         h = step(h, u64::from(b));
     }
     // A final avalanche, so that a change in the last word reaches every bit.
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    let h = xorshift_multiply(h, FMIX_1);
+    h ^ (h >> 33)
+}
+
+const FMIX_1: u64 = 0xff51_afd7_ed55_8ccd;
+const FMIX_2: u64 = 0xc4ce_b9fe_1a85_ec53;
+
+fn xorshift_multiply(h: u64, k: u64) -> u64 {
+    (h ^ (h >> 33)).wrapping_mul(k)
+}
+
+/// MurmurHash3's 64-bit finalizer: each input bit reaches every output bit, so sums of mixed
+/// fingerprints do not cancel as sums of raw ones could.
+pub(crate) fn mix(h: u64) -> u64 {
+    let h = xorshift_multiply(xorshift_multiply(h, FMIX_1), FMIX_2);
     h ^ (h >> 33)
 }
 
@@ -92,5 +105,13 @@ mod tests {
         }
         assert_ne!(fingerprint(&base[..999]), f);
         assert_ne!(fingerprint(b""), fingerprint(b"\0"));
+    }
+
+    #[test]
+    fn mix_is_murmur3_fmix64() {
+        assert_eq!(mix(0), 0);
+        assert_eq!(mix(1), 0xb456_bcfc_34c2_cb2c);
+        assert_eq!(mix(42), 0x8108_7960_8e42_59cc);
+        assert_eq!(mix(0x0123_4567_89ab_cdef), 0x87cb_fbfe_8902_2cea);
     }
 }

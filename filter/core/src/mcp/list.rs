@@ -242,10 +242,18 @@ fn same_result(memo: &ListMemo, body: &[u8], start: usize, scanned: &mut Scanned
     let Some(bytes) = body.get(start..end) else {
         return false;
     };
-    fnv::fingerprint(bytes) == memo.key.fingerprint
-        || memo
-            .unordered
+    let mut reordered = || {
+        memo.unordered
             .is_some_and(|u| scanned.of(body, start, end) == Some(u))
+    };
+    if memo.reordered.get() && reordered() {
+        return true;
+    }
+    let same = fnv::fingerprint(bytes) == memo.key.fingerprint;
+    // `Scanned` keeps the span's print: asked again, it is not scanned again.
+    let other_order = !same && reordered();
+    memo.reordered.set(other_order);
+    same || other_order
 }
 
 /// The order-free fingerprint of one span of the body, read once whether `replay` or
@@ -310,7 +318,17 @@ fn rewrite_object(
             fingerprint: memo.key.fingerprint,
             ..key.clone()
         };
-        if context == memo.key && same_result(memo, text.as_bytes(), result_start, scanned) {
+        // `key` holds this result's fingerprint already: only the order-free print needs a scan.
+        let same = context == memo.key
+            && (key.fingerprint == memo.key.fingerprint
+                || memo.unordered.is_some_and(|u| {
+                    scanned.of(
+                        text.as_bytes(),
+                        result_start,
+                        result_start.saturating_add(key.len),
+                    ) == Some(u)
+                }));
+        if same {
             return Ok(Some(
                 replay_memo(memo, message, outcome)?.unwrap_or_else(|| text.to_string()),
             ));
@@ -439,13 +457,19 @@ fn rewrite_object(
         if let Some(key) = key.filter(|_| result.is_none_or(|r| r.len() <= MEMO_MAX_BYTES)) {
             let unordered = order_free
                 .then(|| {
-                    let tools: Vec<&[u8]> = tools.iter().map(|t| t.get().as_bytes()).collect();
-                    unordered::of_tools(result_raw.get().as_bytes(), &tools, &prints)
+                    let (first, last) = (tools.first()?.get(), tools.last()?.get());
+                    unordered::of_tools(
+                        result_raw.get().as_bytes(),
+                        first.as_bytes(),
+                        last.as_bytes(),
+                        &prints,
+                    )
                 })
                 .flatten();
             outcome.memo = Some(ListMemo {
                 key,
                 unordered,
+                reordered: Default::default(),
                 tail: text.len().saturating_sub(result_end),
                 result: result.cloned(),
                 hidden: outcome.hidden - hidden_before,

@@ -163,6 +163,7 @@ fn a_whole_list_that_changed_the_catalog_is_remembered_by_the_new_version() {
             structured: false,
         },
         unordered: None,
+        reordered: Default::default(),
         tail: 1,
         result: Some("{}".to_string()),
         hidden: n,

@@ -123,6 +123,9 @@ fn the_same_tools_in_another_order_replay_the_same_answer() {
         (list("4", &[b, a, c]), "4"),
         // Another id's length: the result is found by reading the message.
         (list("\"long-id\"", &[c, a, b]), "\"long-id\""),
+        // Lists in other orders are looked at in any order first, then as bytes: the first
+        // order still replays.
+        (list("5", &[a, b, c]), "5"),
     ] {
         let (again, body) = rewrite(&text, id, &memo);
         assert!(again.replayed && again.learned.is_empty(), "{text}");
@@ -131,6 +134,7 @@ fn the_same_tools_in_another_order_replay_the_same_answer() {
             first_body.replacen(r#""id":2"#, &format!(r#""id":{id}"#), 1)
         );
     }
+    assert!(memo.borrow().as_ref().unwrap().reordered.get());
     // A byte changed, a tool lost or repeated: read afresh.
     let changed = b.replace('B', "C");
     for text in [

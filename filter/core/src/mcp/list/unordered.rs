@@ -10,14 +10,16 @@
 //! as written, so bytes whose print is a remembered result's are a valid result of its tools.
 
 use crate::find;
-use crate::index::fnv;
+use crate::index::fnv::{self, mix};
 
-/// The print of `result` (a JSON object's bytes) whose `tools` array holds the `tools` (slices
-/// of `result`, in order) with fingerprints `prints`; `None` without a tool.
-pub(crate) fn of_tools(result: &[u8], tools: &[&[u8]], prints: &[u64]) -> Option<u64> {
+/// The print of `result` (a JSON object's bytes) whose `tools` array holds tools with
+/// fingerprints `prints`, from `first` to `last` (slices of `result`); `None` without a tool.
+pub(crate) fn of_tools(result: &[u8], first: &[u8], last: &[u8], prints: &[u64]) -> Option<u64> {
+    if prints.is_empty() {
+        return None;
+    }
     let offset = |p: *const u8| (p as usize).checked_sub(result.as_ptr() as usize);
-    let first = offset(tools.first()?.as_ptr())?;
-    let last = tools.last()?;
+    let first = offset(first.as_ptr())?;
     let end = offset(last.as_ptr())?.checked_add(last.len())?;
     let sum = prints.iter().fold(0u64, |sum, &p| sum.wrapping_add(mix(p)));
     Some(combine(result, first, end, prints.len() as u64, sum))
@@ -71,16 +73,6 @@ fn combine(result: &[u8], first: usize, end: usize, count: u64, sum: u64) -> u64
     h = mix(h ^ fnv::fingerprint(before));
     h = mix(h ^ fnv::fingerprint(after));
     mix(h ^ sum)
-}
-
-/// A 64-bit finalizer (MurmurHash3's): each input bit reaches every output bit, so sums of
-/// mixed fingerprints do not cancel as sums of raw ones could.
-fn mix(mut h: u64) -> u64 {
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^ (h >> 33)
 }
 
 struct Scan<'a> {
@@ -233,9 +225,10 @@ mod tests {
         let tools: Vec<&[u8]> = read.tools.iter().map(|t| t.get().as_bytes()).collect();
         let prints: Vec<u64> = tools.iter().map(|t| fnv::fingerprint(t)).collect();
         assert_eq!(tools.len(), 4);
-        assert_eq!(of_tools(text.as_bytes(), &tools, &prints), print(text));
+        let (first, last) = (tools[0], tools[3]);
+        assert_eq!(of_tools(text.as_bytes(), first, last, &prints), print(text));
         assert!(print(text).is_some());
-        assert_eq!(of_tools(text.as_bytes(), &[], &[]), None);
+        assert_eq!(of_tools(text.as_bytes(), first, last, &[]), None);
     }
 
     #[test]
