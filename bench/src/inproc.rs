@@ -3,7 +3,7 @@
 //! host-shim (wasmtime), with the linear memory of each VM.
 
 use crate::native::{list_response as native_response, timed_list, NativeEnv};
-use crate::shim::{shim_list, shim_noop, shim_search, start_vm};
+use crate::shim::{shim_list, shim_list_replayed, shim_noop, shim_search, start_vm};
 use crate::vmmem;
 use host_shim::{Host, HostcallCensus, HttpMessage, Vm, WasmModule};
 use mcp_tool_search_core::{
@@ -106,8 +106,6 @@ impl SizeCosts {
         self.wasm_list_shuffled.saturating_sub(self.wasm_noop_list)
     }
 }
-
-const LISTS_REPLAYED: &str = "mcp_tool_search.lists_replayed";
 
 /// The plugin configuration used everywhere (Envoy adds its `mcp_paths`).
 pub fn plugin_config(mcp_paths: &[String]) -> String {
@@ -560,13 +558,7 @@ pub fn measure(
             let response = shuffled
                 .get(round % shuffled.len())
                 .ok_or("no shuffled lists")?;
-            let mut vm = gateway_vm.borrow_mut();
-            let replayed = vm.counter(LISTS_REPLAYED);
-            let d = shim_list(&mut vm, response)?;
-            if vm.counter(LISTS_REPLAYED) == replayed {
-                return Err("a list of the same tools in another order was read again".to_owned());
-            }
-            Ok(d)
+            shim_list_replayed(&mut gateway_vm.borrow_mut(), response)
         }),
     ));
     let by_length_at = items.len();

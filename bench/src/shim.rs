@@ -61,6 +61,18 @@ pub fn shim_list(vm: &mut Vm, response: &HttpMessage) -> Result<Duration> {
     }
 }
 
+/// `shim_list` of a list the VM must answer from its memo (`lists_replayed` counts it): a
+/// list read again would not measure the replay.
+pub fn shim_list_replayed(vm: &mut Vm, response: &HttpMessage) -> Result<Duration> {
+    const LISTS_REPLAYED: &str = "mcp_tool_search.lists_replayed";
+    let replayed = vm.counter(LISTS_REPLAYED);
+    let d = shim_list(vm, response)?;
+    if vm.counter(LISTS_REPLAYED) == replayed {
+        return Err("shim list: the list was read again, not replayed".to_owned());
+    }
+    Ok(d)
+}
+
 /// An exchange the filter lets through untouched (not an MCP path): the shim's own cost.
 pub fn shim_noop(vm: &mut Vm, body: &str, response: &HttpMessage) -> Result<Duration> {
     let req = post("/not-mcp", body);
