@@ -4,7 +4,7 @@
 use crate::args::Args;
 use crate::client::{self, Request};
 use crate::rounds::round_figures;
-use crate::{inproc, log};
+use crate::{log, messages};
 use mcp_tool_search_bench::envoy;
 use std::time::{Duration, Instant};
 
@@ -83,7 +83,7 @@ pub fn measure_changes(
     envoy: &envoy::Envoy,
 ) -> Result<Vec<ChangeRun>, String> {
     let (fa, ba) = (envoy.filtered, envoy.baseline);
-    let list_body = inproc::list_request();
+    let list_body = messages::list_request();
     let mut runs = Vec::new();
     for (n, jsonl) in catalogs.iter().filter(|(n, _)| *n >= 1000) {
         let changed = changed_catalog(jsonl)?;

@@ -6,7 +6,8 @@
 //! first tick to the last stored vector. What a change costs end to end is then at most the
 //! batches' ticks, this, and the service's time for the changed texts.
 
-use crate::inproc::{list_request, timed, Result};
+use crate::inproc::{timed, Result};
+use crate::messages::list_request;
 use crate::native::{list_response, NativeEnv};
 use mcp_tool_search_bench::ms;
 use mcp_tool_search_core::{CallSource, Config, HttpCall, MemoryHost, EMBED_TICK_MS};
@@ -41,7 +42,7 @@ pub fn measure() -> Result<Vec<ChangeRow>> {
 }
 
 fn measure_one(n: usize) -> Result<ChangeRow> {
-    let mut config: Value = serde_json::from_str(&crate::inproc::plugin_config(&["/mcp".into()]))
+    let mut config: Value = serde_json::from_str(&crate::messages::plugin_config(&["/mcp".into()]))
         .map_err(|e| e.to_string())?;
     let search = config
         .as_object_mut()
@@ -98,7 +99,7 @@ fn measure_one(n: usize) -> Result<ChangeRow> {
 /// The catalog `tools` (JSON definitions) as a client's `tools/list` teaches it.
 fn learn(env: &NativeEnv, tools: &[String]) -> Result<()> {
     let jsonl = tools.join("\n");
-    let (json, _) = crate::inproc::list_response(&jsonl);
+    let (json, _) = crate::messages::list_response(&jsonl);
     env.list(
         list_request().as_bytes(),
         &list_response("application/json", &json),

@@ -3,7 +3,7 @@
 
 use crate::client::{self, Request};
 use crate::http::requests_of;
-use crate::inproc;
+use crate::messages;
 use mcp_tool_search_bench::envoy;
 
 /// Response headers the proxy-wasm floor does not need to replay: it sends the content-type it
@@ -41,7 +41,7 @@ pub fn teach_floor(
             .header("content-type")
             .ok_or_else(|| format!("the filter's search answer at {path} has no content-type"))?;
         let query = queries.get(i).copied().unwrap_or_default();
-        let mut lesson = inproc::search_request(i + 1, query).into_bytes();
+        let mut lesson = messages::search_request(i + 1, query).into_bytes();
         lesson.push(0);
         lesson.extend_from_slice(content_type.as_bytes());
         lesson.push(0);

@@ -8,7 +8,7 @@ use crate::client::{self, Request, Samples};
 use crate::http::search_requests;
 use crate::rounds::{interleaved, round_figures};
 use crate::spinners::Spinners;
-use crate::{inproc, log, QUERIES};
+use crate::{log, messages, QUERIES};
 use mcp_tool_search_bench::envoy;
 use mcp_tool_search_bench::ms;
 use mcp_tool_search_wasm_tests::envoy_config::{Bootstrap, HttpFilter, Listener, McpServer, Route};
@@ -73,7 +73,7 @@ fn replays(envoy: &envoy::Envoy, gw: SocketAddr, gb: SocketAddr) -> Result<(u64,
             .filter_map(|(_, v)| v.trim().parse::<u64>().ok())
             .sum()
     };
-    let list_body = inproc::list_request();
+    let list_body = messages::list_request();
     let mut bodies = std::collections::BTreeSet::new();
     let before = replayed();
     for (addr, distinct) in [(gw, false), (gb, true)] {
@@ -243,7 +243,7 @@ pub fn run(args: &Args, spec: (usize, usize), dir: &TestDir) -> Result<String, S
 fn measure(args: &Args, addrs: [SocketAddr; 4], call_tool: &str) -> Result<Figures, String> {
     let [gw, gb, of, ob] = addrs;
     let auth = |a: SocketAddr| a.to_string();
-    let list_body = inproc::list_request();
+    let list_body = messages::list_request();
     // Each filtered listener learns its catalog from one list; the first search builds the
     // worker's index.
     let mut first_list = [Duration::ZERO; 2];
@@ -260,7 +260,7 @@ fn measure(args: &Args, addrs: [SocketAddr; 4], call_tool: &str) -> Result<Figur
         }
         client::check(&resp, Some("tool_search")).map_err(|e| format!("first list: {e}"))?;
         let t = Instant::now();
-        let search = inproc::search_request(1, QUERIES.first().copied().unwrap_or("issue"));
+        let search = messages::search_request(1, QUERIES.first().copied().unwrap_or("issue"));
         let resp = conn
             .round_trip(&Request::post_json(&auth(addr), path, &search))
             .map_err(|e| e.to_string())?;
@@ -278,7 +278,7 @@ fn measure(args: &Args, addrs: [SocketAddr; 4], call_tool: &str) -> Result<Figur
                     .round_trip(&Request::post_json(
                         &auth(addr),
                         path,
-                        &inproc::search_request(k + 2, q),
+                        &messages::search_request(k + 2, q),
                     ))
                     .map_err(|e| e.to_string())?;
                 let text = String::from_utf8_lossy(&resp.body).into_owned();

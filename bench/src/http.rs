@@ -8,7 +8,7 @@ use crate::client::{self, Request, Samples};
 use crate::floor::teach_floor;
 use crate::rounds::{interleaved, round_figures};
 use crate::spinners::Spinners;
-use crate::{inproc, log, QUERIES, WORDS_17};
+use crate::{log, messages, QUERIES, WORDS_17};
 use mcp_tool_search_bench::envoy;
 use mcp_tool_search_wasm_tests::harness::TestDir;
 use std::time::{Duration, Instant};
@@ -82,7 +82,7 @@ pub fn requests_of(queries: &[&str], authority: &str, path: &str) -> Vec<Request
     queries
         .iter()
         .enumerate()
-        .map(|(i, q)| Request::post_json(authority, path, &inproc::search_request(i + 1, q)))
+        .map(|(i, q)| Request::post_json(authority, path, &messages::search_request(i + 1, q)))
         .collect()
 }
 
@@ -120,7 +120,7 @@ pub fn run_http(
         }
     }
     let paths: Vec<String> = upstreams.iter().map(|u| u.path.clone()).collect();
-    let plugin_config = inproc::plugin_config(&paths);
+    let plugin_config = messages::plugin_config(&paths);
     let yaml = envoy::bootstrap(&upstreams, &wasm, &plugin_config, &floor_wasm);
     log("starting Envoy (--concurrency 1)");
     let mut envoy = envoy::Envoy::start(&envoy_bin, dir.path(), &yaml)?;
@@ -170,7 +170,7 @@ fn measure_http(
         .floor
         .ok_or("the bench's Envoy has no `floor` listener")?;
     let auth = |a: std::net::SocketAddr| a.to_string();
-    let list_body = inproc::list_request();
+    let list_body = messages::list_request();
 
     // Teach the filter every catalog (one list through it), and time the first search after
     // it: that search builds the worker's index.
@@ -189,7 +189,7 @@ fn measure_http(
             let search = Request::post_json(
                 &auth(fa),
                 &path,
-                &inproc::search_request(1, QUERIES.first().copied().unwrap_or("issue")),
+                &messages::search_request(1, QUERIES.first().copied().unwrap_or("issue")),
             );
             let t = Instant::now();
             let resp = conn.round_trip(&search).map_err(|e| e.to_string())?;

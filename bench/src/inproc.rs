@@ -2,6 +2,9 @@
 //! search, and whole exchanges through `exchange` on a `MemoryHost`) and the real `.wasm` in the
 //! host-shim (wasmtime), with the linear memory of each VM.
 
+use crate::messages::{
+    self, list_request, list_response, plugin_config, rotated_lists, search_request,
+};
 use crate::native::{list_response as native_response, timed_list, NativeEnv};
 use crate::shim::{shim_list, shim_list_replayed, shim_noop, shim_search, start_vm};
 use crate::vmmem;
@@ -107,41 +110,8 @@ impl SizeCosts {
     }
 }
 
-/// The plugin configuration used everywhere (Envoy adds its `mcp_paths`).
-pub fn plugin_config(mcp_paths: &[String]) -> String {
-    let paths: Vec<String> = mcp_paths.iter().map(|p| format!("\"{p}\"")).collect();
-    format!(
-        "{{\"mcp_paths\":[{}],\"hold_request_headers\":true,\"max_body_bytes\":134217728,\"eager_patterns\":[\"github_get_*\"]}}",
-        paths.join(",")
-    )
-}
-
-pub fn list_request() -> String {
-    r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#.to_owned()
-}
-
-pub fn search_request(id: usize, query: &str) -> String {
-    format!(
-        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"tool_search","arguments":{{"query":{},"limit":5}}}}}}"#,
-        serde_json::Value::String(query.to_owned())
-    )
-}
-
-/// The list response an upstream sends, as JSON and as one SSE event.
-pub fn list_response(jsonl: &str) -> (String, String) {
-    let tools: Vec<&str> = jsonl.lines().filter(|l| !l.trim().is_empty()).collect();
-    let json = format!(
-        r#"{{"jsonrpc":"2.0","id":1,"result":{{"tools":[{}]}}}}"#,
-        tools.join(",")
-    );
-    let sse = format!("event: message\ndata: {json}\n\n");
-    (json, sse)
-}
-
 fn parse_tools(jsonl: &str) -> Result<Vec<Tool>> {
-    jsonl
-        .lines()
-        .filter(|l| !l.trim().is_empty())
+    messages::tool_lines(jsonl)
         .map(|l| {
             let raw: Box<RawValue> = serde_json::from_str(l).map_err(|e| e.to_string())?;
             Tool::from_raw(&raw).map_err(|e| e.to_string())
@@ -381,13 +351,9 @@ pub fn measure(
             .chunked(RESPONSE_CHUNK)
     };
     let json_response = as_arrives(&list_json);
-    let lines: Vec<&str> = jsonl.lines().filter(|l| !l.trim().is_empty()).collect();
-    let shuffled: Vec<HttpMessage> = (1..=4)
-        .map(|k| {
-            let mut rotated = lines.clone();
-            rotated.rotate_left(lines.len() * k / 8);
-            as_arrives(&list_response(&rotated.join("\n")).0)
-        })
+    let shuffled: Vec<HttpMessage> = rotated_lists(jsonl, 1..=4)
+        .iter()
+        .map(|json| as_arrives(json))
         .collect();
     let shuffled_round = std::cell::Cell::new(0usize);
     let sse_response = HttpMessage::response(200)

@@ -7,9 +7,8 @@
 //! two VMs alike differed by up to 3 µs, as much as what is measured, the earlier made the
 //! slower; a setting's mean over VMs made in a balanced order is what one VM each cannot tell.
 
-use crate::inproc::{
-    list_response, median, plugin_config, reps, round_robin, search_bodies, Item, Result,
-};
+use crate::inproc::{median, reps, round_robin, search_bodies, Item, Result};
+use crate::messages::{list_response, plugin_config};
 use crate::shim::{shim_list, shim_search_in, start_vm};
 
 use host_shim::{Host, HttpMessage, Vm, WasmModule};

@@ -35,6 +35,7 @@ mod http;
 mod inproc;
 mod insights;
 mod lengths;
+mod messages;
 mod native;
 mod report;
 mod rounds;

@@ -3,9 +3,9 @@
 //! do), and each exchange runs through the core's own driver (`exchange`), so the clock,
 //! the stats, the catalog meta and the header checks the VM runs are measured too.
 
-use crate::inproc::{
-    list_request, list_response as upstream_list, median, plugin_config, reps, search_request,
-    timed, Result, RESPONSE_CHUNK,
+use crate::inproc::{median, reps, timed, Result, RESPONSE_CHUNK};
+use crate::messages::{
+    list_request, list_response as upstream_list, plugin_config, rotated_lists, search_request,
 };
 use mcp_tool_search_core::{
     exchange, Config, Exchanged, MemoryHost, Plugin, Request, Response, Root, METADATA_KEY,
@@ -232,18 +232,12 @@ pub fn perf_loop(what: &str, jsonl: &str, duration: Duration) -> Result<(usize, 
     if what == "load" {
         env.tick();
     }
-    // The catalog's tools rotated by eighths: eight orders of the same tools.
+    // Eight orders of the same tools.
     let shuffled: Vec<Response> = match what {
-        "list-shuffled" => {
-            let lines: Vec<&str> = jsonl.lines().collect();
-            (0..8)
-                .map(|k| {
-                    let mut rotated = lines.clone();
-                    rotated.rotate_left(lines.len() * k / 8);
-                    list_response("application/json", &upstream_list(&rotated.join("\n")).0)
-                })
-                .collect()
-        }
+        "list-shuffled" => rotated_lists(jsonl, 0..8)
+            .iter()
+            .map(|json| list_response("application/json", json))
+            .collect(),
         _ => Vec::new(),
     };
     let changed = match what {

@@ -1,6 +1,7 @@
 //! The real `.wasm` in the host-shim (wasmtime): a VM per worker, exchanges timed in CPU time.
 
-use crate::inproc::{list_request, timed, Result};
+use crate::inproc::{timed, Result};
+use crate::messages::list_request;
 use crate::vmmem;
 use host_shim::{Host, HttpMessage, LogLevel, Outcome, Vm, VmOptions, WasmModule};
 use std::path::Path;

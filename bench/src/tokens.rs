@@ -4,7 +4,7 @@
 //! catalogs and the same catalogs with large schemas (`large_schemas`). Natively, through the
 //! core's `exchange` on a `MemoryHost`, as a 2025-11-25 client (so with `structuredContent`).
 
-use crate::inproc::{list_request, list_response, plugin_config, search_request};
+use crate::messages::{list_request, list_response, plugin_config, search_request};
 use crate::native::{list_response as native_response, NativeEnv};
 use mcp_tool_search_core::{tokens_read, Config, MemoryHost};
 use serde_json::Value;

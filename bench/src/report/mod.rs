@@ -133,7 +133,7 @@ pub fn render(inp: &Inputs) -> String {
          `direct_response` sent before the request body is read closes an HTTP/1.1 connection, so the floor is: read the \
          request, answer it locally (what the filter does for a search). `per_connection_buffer_limit_bytes` 256 MiB on \
          listeners and clusters. Log level warning.",
-        crate::inproc::plugin_config(&["/mcp".to_owned()])
+        crate::messages::plugin_config(&["/mcp".to_owned()])
     );
     let _ = writeln!(
         o,

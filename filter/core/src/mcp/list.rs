@@ -182,7 +182,7 @@ fn replay(
     let memo = memo.as_ref()?;
     let end = body.len().checked_sub(memo.tail)?;
     let start = end.checked_sub(memo.key.len)?;
-    if !same_result(memo, body, start, scanned) {
+    if !same_result(memo, body, start, scanned, None) {
         return None;
     }
     let before = std::str::from_utf8(body.get(..start)?).ok()?;
@@ -237,7 +237,14 @@ fn replay_memo(
 
 /// Whether the `memo.key.len` bytes of `body` from `start` are the remembered result: the same
 /// bytes, or the same tools in another order when the remembered rewrite allows it.
-fn same_result(memo: &ListMemo, body: &[u8], start: usize, scanned: &mut Scanned) -> bool {
+/// `fingerprint`: the span's fingerprint when the caller has taken it already.
+fn same_result(
+    memo: &ListMemo,
+    body: &[u8],
+    start: usize,
+    scanned: &mut Scanned,
+    fingerprint: Option<u64>,
+) -> bool {
     let end = start.saturating_add(memo.key.len);
     let Some(bytes) = body.get(start..end) else {
         return false;
@@ -246,10 +253,10 @@ fn same_result(memo: &ListMemo, body: &[u8], start: usize, scanned: &mut Scanned
         memo.unordered
             .is_some_and(|u| scanned.of(body, start, end) == Some(u))
     };
-    if memo.reordered.get() && reordered() {
+    if fingerprint.is_none() && memo.reordered.get() && reordered() {
         return true;
     }
-    let same = fnv::fingerprint(bytes) == memo.key.fingerprint;
+    let same = fingerprint.unwrap_or_else(|| fnv::fingerprint(bytes)) == memo.key.fingerprint;
     // `Scanned` keeps the span's print: asked again, it is not scanned again.
     let other_order = !same && reordered();
     memo.reordered.set(other_order);
@@ -318,16 +325,14 @@ fn rewrite_object(
             fingerprint: memo.key.fingerprint,
             ..key.clone()
         };
-        // `key` holds this result's fingerprint already: only the order-free print needs a scan.
         let same = context == memo.key
-            && (key.fingerprint == memo.key.fingerprint
-                || memo.unordered.is_some_and(|u| {
-                    scanned.of(
-                        text.as_bytes(),
-                        result_start,
-                        result_start.saturating_add(key.len),
-                    ) == Some(u)
-                }));
+            && same_result(
+                memo,
+                text.as_bytes(),
+                result_start,
+                scanned,
+                Some(key.fingerprint),
+            );
         if same {
             return Ok(Some(
                 replay_memo(memo, message, outcome)?.unwrap_or_else(|| text.to_string()),

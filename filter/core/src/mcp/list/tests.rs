@@ -118,13 +118,14 @@ fn the_same_tools_in_another_order_replay_the_same_answer() {
     assert!(!first.replayed);
     *memo.borrow_mut() = first.memo.take();
     let first_body = first_body.unwrap();
+    // The memo remembers whether the last replay came in another order: then the next list is
+    // looked at in any order first (a gateway's), else as bytes first (one server's).
     for (text, id) in [
         (list("3", &[c, b, a]), "3"),
         (list("4", &[b, a, c]), "4"),
-        // Another id's length: the result is found by reading the message.
+        // Another id's length: the span is counted from the end of the message.
         (list("\"long-id\"", &[c, a, b]), "\"long-id\""),
-        // Lists in other orders are looked at in any order first, then as bytes: the first
-        // order still replays.
+        // Looked at in any order first, the first order still replays.
         (list("5", &[a, b, c]), "5"),
     ] {
         let (again, body) = rewrite(&text, id, &memo);
@@ -133,8 +134,26 @@ fn the_same_tools_in_another_order_replay_the_same_answer() {
             body.unwrap(),
             first_body.replacen(r#""id":2"#, &format!(r#""id":{id}"#), 1)
         );
+        assert!(memo.borrow().as_ref().unwrap().reordered.get(), "{text}");
     }
-    assert!(memo.borrow().as_ref().unwrap().reordered.get());
+    // The id after the result: the span is found by reading the message, where the result's
+    // fingerprint is taken anyway, so the bytes are compared first and the memo learns how
+    // the list matched.
+    let id_last = |tools: &[&str]| {
+        format!(
+            r#"{{"jsonrpc":"2.0","result":{{"tools":[{}],"nextCursor":"abc"}},"id":7}}"#,
+            tools.join(",")
+        )
+    };
+    let expected: serde_json::Value =
+        serde_json::from_str(&first_body.replacen(r#""id":2"#, r#""id":7"#, 1)).unwrap();
+    for (tools, reordered) in [([a, b, c], false), ([b, c, a], true)] {
+        let (again, body) = rewrite(&id_last(&tools), "7", &memo);
+        assert!(again.replayed && again.learned.is_empty());
+        let body: serde_json::Value = serde_json::from_str(&body.unwrap()).unwrap();
+        assert_eq!(body, expected);
+        assert_eq!(memo.borrow().as_ref().unwrap().reordered.get(), reordered);
+    }
     // A byte changed, a tool lost or repeated: read afresh.
     let changed = b.replace('B', "C");
     for text in [
