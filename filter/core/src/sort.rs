@@ -1,5 +1,5 @@
 //! A stable sort for the cold paths (configuration, catalog and vector loading, the health
-//! report, the groups answer): one merge sort of positions behind `dyn` for all of them, where
+//! and insights reports, the groups answer, a list memo's tools): one merge sort of positions behind `dyn` for all of them, where
 //! each `slice::sort` is about 7 KB of .wasm per element type and comparator. Ranking keeps the
 //! standard library's sorts (and `index::bm25`'s own merge sort of hits).
 

@@ -394,9 +394,9 @@ impl CatalogIndex {
 #[derive(Debug, Clone)]
 pub struct ListMemo {
     pub(crate) key: MemoKey,
-    /// The result's fingerprint with its tools in any order (`mcp::list::unordered`), when the
+    /// The result's print with its tools in any order (`mcp::list::unordered`), when the
     /// rewrite did not depend on their order: the same tools in another order replay it.
-    pub(crate) unordered: Option<u64>,
+    pub(crate) unordered: Option<Unordered>,
     /// Whether the last list that replayed this came in another order: a gateway's lists do
     /// every time, so the next one is scanned for `unordered` before its bytes are
     /// fingerprinted whole (a pass over megabytes that could not match).
@@ -407,6 +407,17 @@ pub struct ListMemo {
     pub(crate) result: Option<String>,
     pub(crate) hidden: usize,
     pub(crate) page: Page,
+}
+
+/// A remembered list's print whatever its tools' order, and its tools by their first bytes, so
+/// that a list in another order is read by stepping from tool to tool rather than through each
+/// tool's JSON (`mcp::list::unordered`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Unordered {
+    pub(crate) print: u64,
+    /// The fingerprint of each tool's first `unordered::HEAD` bytes, its length and its
+    /// fingerprint, by the first.
+    pub(crate) heads: Vec<(u64, usize, u64)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -59,7 +59,9 @@ fn top<'t>(
         .iter()
         .filter(|(name, calls)| key(calls) > 0 && (ctx.allowed)(name))
         .collect();
-    tools.sort_by(|a, b| key(&b.1).cmp(&key(&a.1)).then_with(|| a.0.cmp(&b.0)));
+    crate::sort::sort_by(&mut tools, |a, b| {
+        key(&b.1).cmp(&key(&a.1)).then_with(|| a.0.cmp(&b.0))
+    });
     tools.truncate(n);
     tools
 }
@@ -88,7 +90,9 @@ pub fn report(tally: &Tally, returned: &[String], ctx: &Context<'_>) -> String {
         calls.number("rank_over_5", tally.rank_over_5);
         out.raw("calls", &calls.end());
         let mut groups: Vec<_> = tally.zero_queries.iter().collect();
-        groups.sort_by(|a, b| b.1.count.cmp(&a.1.count).then_with(|| a.0.cmp(&b.0)));
+        crate::sort::sort_by(&mut groups, |a, b| {
+            b.1.count.cmp(&a.1.count).then_with(|| a.0.cmp(&b.0))
+        });
         let groups = groups.into_iter().take(LISTED).map(|(group, g)| {
             let mut o = Object::new();
             o.text("group", group);

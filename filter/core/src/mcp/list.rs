@@ -17,6 +17,7 @@ use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt;
+use unordered::Heads;
 
 /// A `tools/list` request whose response is to be rewritten.
 #[derive(Debug, Clone)]
@@ -251,7 +252,8 @@ fn same_result(
     };
     let mut reordered = || {
         memo.unordered
-            .is_some_and(|u| scanned.of(body, start, end) == Some(u))
+            .as_ref()
+            .is_some_and(|u| scanned.of(body, start, end, &u.heads) == Some(u.print))
     };
     if fingerprint.is_none() && memo.reordered.get() && reordered() {
         return true;
@@ -269,11 +271,13 @@ fn same_result(
 struct Scanned(Option<(usize, usize, Option<u64>)>);
 
 impl Scanned {
-    fn of(&mut self, body: &[u8], start: usize, end: usize) -> Option<u64> {
+    fn of(&mut self, body: &[u8], start: usize, end: usize, heads: &Heads) -> Option<u64> {
         match self.0 {
             Some((s, e, print)) if (s, e) == (start, end) => print,
             _ => {
-                let print = body.get(start..end).and_then(unordered::fingerprint);
+                let print = body
+                    .get(start..end)
+                    .and_then(|span| unordered::fingerprint(span, heads));
                 self.0 = Some((start, end, print));
                 print
             }
@@ -461,15 +465,7 @@ fn rewrite_object(
     let remember = |result: Option<&String>, order_free: bool| {
         if let Some(key) = key.filter(|_| result.is_none_or(|r| r.len() <= MEMO_MAX_BYTES)) {
             let unordered = order_free
-                .then(|| {
-                    let (first, last) = (tools.first()?.get(), tools.last()?.get());
-                    unordered::of_tools(
-                        result_raw.get().as_bytes(),
-                        first.as_bytes(),
-                        last.as_bytes(),
-                        &prints,
-                    )
-                })
+                .then(|| unordered::of_tools(result_raw.get().as_bytes(), &tools, &prints))
                 .flatten();
             outcome.memo = Some(ListMemo {
                 key,

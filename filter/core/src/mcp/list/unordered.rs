@@ -8,27 +8,53 @@
 //! anyway has each tool's fingerprint (`of_tools`); a list not read whole is scanned once
 //! (`fingerprint`): the scan checks the punctuation between values and takes each value's bytes
 //! as written, so bytes whose print is a remembered result's are a valid result of its tools.
+//! Where a tool begins as a remembered one does, the scan steps over the remembered length and
+//! fingerprints those bytes instead of reading their JSON: bytes with a remembered tool's
+//! fingerprint are that valid value, and reading strings and brackets took most of the time
+//! of a gateway's list (a 6 MB list of 10,000 tools).
 
 use crate::find;
+use crate::index::catalog::Unordered;
 use crate::index::fnv::{self, mix};
+use serde_json::value::RawValue;
 
-/// The print of `result` (a JSON object's bytes) whose `tools` array holds tools with
-/// fingerprints `prints`, from `first` to `last` (slices of `result`); `None` without a tool.
-pub(crate) fn of_tools(result: &[u8], first: &[u8], last: &[u8], prints: &[u64]) -> Option<u64> {
-    if prints.is_empty() {
-        return None;
-    }
+/// How many of a tool's first bytes find it among the remembered ones: its name is in them
+/// (`{"name":"…` as servers write it). Of two tools that begin alike one is found, and the
+/// other fails its fingerprint and is read as JSON.
+pub(crate) const HEAD: usize = 64;
+
+pub(crate) type Heads = [(u64, usize, u64)];
+
+/// The print of `result` (a JSON object's bytes) whose `tools` array holds `tools` (slices of
+/// `result`) with fingerprints `prints`, and the tools by their first bytes; `None` without a
+/// tool.
+pub(crate) fn of_tools(result: &[u8], tools: &[&RawValue], prints: &[u64]) -> Option<Unordered> {
+    let (first, last) = (tools.first()?.get(), tools.last()?.get());
     let offset = |p: *const u8| (p as usize).checked_sub(result.as_ptr() as usize);
     let first = offset(first.as_ptr())?;
     let end = offset(last.as_ptr())?.checked_add(last.len())?;
     let sum = prints.iter().fold(0u64, |sum, &p| sum.wrapping_add(mix(p)));
-    Some(combine(result, first, end, prints.len() as u64, sum))
+    // A shorter tool is read as JSON.
+    let mut heads: Vec<(u64, usize, u64)> = tools
+        .iter()
+        .zip(prints)
+        .filter_map(|(tool, &print)| {
+            let bytes = tool.get().as_bytes();
+            Some((fnv::fingerprint(bytes.get(..HEAD)?), bytes.len(), print))
+        })
+        .collect();
+    crate::sort::sort(&mut heads);
+    Some(Unordered {
+        print: combine(result, first, end, prints.len() as u64, sum),
+        heads,
+    })
 }
 
 /// The print of `result` read here, where it names its tools `"tools"` as written (a key spelled
 /// with escapes is another member here, and only the exact bytes can match); `None` when the
-/// bytes are no object this scan can read or hold no tool.
-pub(crate) fn fingerprint(result: &[u8]) -> Option<u64> {
+/// bytes are no object this scan can read or hold no tool. `heads`: the remembered tools
+/// (`Unordered::heads`), stepped over where they begin.
+pub(crate) fn fingerprint(result: &[u8], heads: &Heads) -> Option<u64> {
     let mut scan = Scan {
         bytes: result,
         at: 0,
@@ -47,7 +73,7 @@ pub(crate) fn fingerprint(result: &[u8]) -> Option<u64> {
             scan.expect(b':')?;
             scan.whitespace();
             if key == b"\"tools\"" && tools.is_none() && scan.peek() == Some(b'[') {
-                tools = Some(scan.elements()?);
+                tools = Some(scan.elements(heads)?);
             } else {
                 scan.value()?;
             }
@@ -104,16 +130,19 @@ impl<'a> Scan<'a> {
 
     /// The elements of a non-empty array: where the first begins and the last ends, how many,
     /// and the sum of their mixed fingerprints.
-    fn elements(&mut self) -> Option<(usize, usize, u64, u64)> {
+    fn elements(&mut self, heads: &Heads) -> Option<(usize, usize, u64, u64)> {
         self.expect(b'[')?;
         self.whitespace();
         let first = self.at;
         let (mut count, mut sum) = (0u64, 0u64);
         loop {
-            let element = self.value()?;
+            let print = match self.known(heads) {
+                Some(print) => print,
+                None => fnv::fingerprint(self.value()?),
+            };
             let end = self.at;
             count += 1;
-            sum = sum.wrapping_add(mix(fnv::fingerprint(element)));
+            sum = sum.wrapping_add(mix(print));
             self.whitespace();
             match self.next()? {
                 b',' => self.whitespace(),
@@ -121,6 +150,20 @@ impl<'a> Scan<'a> {
                 _ => return None,
             }
         }
+    }
+
+    /// The fingerprint of the remembered tool that begins here, stepped over; `None` (nothing
+    /// read) when none begins here or these bytes are not all of it.
+    fn known(&mut self, heads: &Heads) -> Option<u64> {
+        let rest = self.bytes.get(self.at..)?;
+        let head = fnv::fingerprint(rest.get(..HEAD)?);
+        let at = heads.binary_search_by_key(&head, |&(h, _, _)| h).ok()?;
+        let &(_, len, print) = heads.get(at)?;
+        let tool = rest.get(..len)?;
+        (fnv::fingerprint(tool) == print).then(|| {
+            self.at += len;
+            print
+        })
     }
 
     /// One value's bytes, as written.
@@ -180,7 +223,24 @@ mod tests {
     use super::*;
 
     fn print(text: &str) -> Option<u64> {
-        fingerprint(text.as_bytes())
+        fingerprint(text.as_bytes(), &[])
+    }
+
+    #[derive(serde::Deserialize)]
+    struct Result<'a> {
+        #[serde(borrow)]
+        tools: Vec<&'a RawValue>,
+    }
+
+    /// What a rewrite reading `text` remembers.
+    fn learned(text: &str) -> Option<Unordered> {
+        let read: Result = serde_json::from_str(text).unwrap();
+        let prints: Vec<u64> = read
+            .tools
+            .iter()
+            .map(|t| fnv::fingerprint(t.get().as_bytes()))
+            .collect();
+        of_tools(text.as_bytes(), &read.tools, &prints)
     }
 
     #[test]
@@ -216,19 +276,61 @@ mod tests {
     fn the_print_of_a_read_list_is_the_scanned_print() {
         let text =
             r#"{ "tools": [{"name":"a","d":"x\"]"} , 7,"s" ,{"b":[1,{}]}],"_meta":{"k":[]}}"#;
-        #[derive(serde::Deserialize)]
-        struct Result<'a> {
-            #[serde(borrow)]
-            tools: Vec<&'a serde_json::value::RawValue>,
-        }
-        let read: Result = serde_json::from_str(text).unwrap();
-        let tools: Vec<&[u8]> = read.tools.iter().map(|t| t.get().as_bytes()).collect();
-        let prints: Vec<u64> = tools.iter().map(|t| fnv::fingerprint(t)).collect();
-        assert_eq!(tools.len(), 4);
-        let (first, last) = (tools[0], tools[3]);
-        assert_eq!(of_tools(text.as_bytes(), first, last, &prints), print(text));
+        assert_eq!(learned(text).map(|u| u.print), print(text));
         assert!(print(text).is_some());
-        assert_eq!(of_tools(text.as_bytes(), first, last, &[]), None);
+        assert!(learned(r#"{"tools":[]}"#).is_none());
+    }
+
+    /// A list of remembered tools in another order is read by stepping over each tool's
+    /// remembered bytes: its print is the scan's, and so is that of every list near it.
+    #[test]
+    fn remembered_tools_are_stepped_over_to_the_same_print() {
+        let tool = |name: &str, about: &str| {
+            format!(
+                r#"{{"name":"{name}","description":"{about} [\"quoted\"] with words enough to pass the head"}}"#
+            )
+        };
+        let (a, b, c) = (tool("a", "A"), tool("b", "B"), tool("c", "C"));
+        let list =
+            |tools: &[&str]| format!(r#"{{"tools":[{}],"nextCursor":"n"}}"#, tools.join(","));
+        let remembered = learned(&list(&[&a, &b, &c])).unwrap();
+        assert_eq!(remembered.heads.len(), 3);
+        let heads = &remembered.heads;
+        let stepped = |text: &str| fingerprint(text.as_bytes(), heads);
+        assert_eq!(stepped(&list(&[&c, &a, &b])), Some(remembered.print));
+        // A tool that begins as a remembered one and then differs, is longer, shorter, or runs
+        // into the next: read as JSON, as without a memo.
+        let longer = a.replacen('}', r#","x":1}"#, 1);
+        let changed = a.replace("head", "heaD");
+        let cut = a.get(..a.len() - 2).unwrap().to_string() + "}";
+        for text in [
+            list(&[&c, &longer, &b]),
+            list(&[&c, &changed, &b]),
+            list(&[&c, &cut, &b]),
+            list(&[&c, &(a.clone() + &b)]),
+            list(&[&c, &(a.clone() + " x"), &b]),
+            list(&[&c, &a]),
+            list(&[&c, &a, &b, &a]),
+        ] {
+            assert_ne!(stepped(&text), Some(remembered.print), "{text}");
+            assert_eq!(stepped(&text), print(&text), "{text}");
+        }
+        // The step itself: over a remembered tool, not over one that differs after its head.
+        let text = format!("{a},{changed}");
+        let mut scan = Scan {
+            bytes: text.as_bytes(),
+            at: 0,
+        };
+        assert!(scan.known(heads).is_some());
+        assert_eq!(scan.at, a.len());
+        scan.at += 1;
+        assert_eq!(scan.known(heads), None);
+        assert_eq!(scan.at, a.len() + 1);
+        // Of two tools that begin alike, the one not found by the head is read as JSON.
+        let twin = a.replace("head", "tail");
+        let both = learned(&list(&[&a, &twin, &b])).unwrap();
+        let moved = list(&[&twin, &b, &a]);
+        assert_eq!(fingerprint(moved.as_bytes(), &both.heads), Some(both.print));
     }
 
     #[test]
