@@ -485,7 +485,7 @@ fn render(
     });
     let _ = writeln!(
         o,
-        "\nEnvoy resident memory at the end: {}. `mcp_router` joins the servers' lists in the order their answers arrive, so two lists of the gateway rarely have the same bytes: the filter recognises the tools of the list it last rewrote in any order (a fingerprint of the tools as a multiset, one scan of the list) and answers with the same rewritten list, in name order, without reading the list again; the one server's repeated lists are recognised by their bytes ({replays}). The *first list* row is the full reading, once. The router's own list (the *without the filter* row) varies by tens of milliseconds from list to list, which bounds what the *added* row can resolve.",
+        "\nEnvoy resident memory at the end: {}. `mcp_router` joins the servers' lists in the order their answers arrive, so two lists of the gateway rarely have the same bytes: the filter recognises the tools of the list it last rewrote in any order (a fingerprint of the tools as a multiset, taken by stepping from one remembered tool to the next) and answers with the same rewritten list, in name order, without parsing the list again; the one server's repeated lists are recognised by their bytes ({replays}). The *first list* row is the full reading, once. The router's own list (the *without the filter* row) varies by tens of milliseconds from list to list, which bounds what the *added* row can resolve.",
         f.rss_kb
             .map_or("unknown".to_owned(), |k| format!("{:.1} MiB", k as f64 / 1024.0))
     );
