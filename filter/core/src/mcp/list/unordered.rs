@@ -18,10 +18,15 @@ use crate::index::catalog::Unordered;
 use crate::index::fnv::{self, mix};
 use serde_json::value::RawValue;
 
-/// How many of a tool's first bytes find it among the remembered ones: its name is in them
-/// (`{"name":"…` as servers write it). Of two tools that begin alike one is found, and the
-/// other fails its fingerprint and is read as JSON.
+/// How many of a tool's first bytes find it among the remembered ones: its name is in them as
+/// servers write a tool (`{"name":"…`). A tool shorter than that is read as JSON, which costs
+/// little for so few bytes.
 pub(crate) const HEAD: usize = 64;
+
+/// How many remembered tools that begin alike are tried where one of them begins: each costs a
+/// fingerprint of its length, so tools that begin alike by the hundred (a server that writes
+/// its schema first) are read as JSON instead.
+const ALIKE: usize = 4;
 
 pub(crate) type Heads = [(u64, usize, u64)];
 
@@ -157,13 +162,15 @@ impl<'a> Scan<'a> {
     fn known(&mut self, heads: &Heads) -> Option<u64> {
         let rest = self.bytes.get(self.at..)?;
         let head = fnv::fingerprint(rest.get(..HEAD)?);
-        let at = heads.binary_search_by_key(&head, |&(h, _, _)| h).ok()?;
-        let &(_, len, print) = heads.get(at)?;
-        let tool = rest.get(..len)?;
-        (fnv::fingerprint(tool) == print).then(|| {
-            self.at += len;
-            print
-        })
+        let alike = heads.get(heads.partition_point(|&(h, _, _)| h < head)..)?;
+        let (len, print) = alike
+            .iter()
+            .take_while(|&&(h, _, _)| h == head)
+            .take(ALIKE)
+            .find(|&&(_, len, print)| rest.get(..len).map(fnv::fingerprint) == Some(print))
+            .map(|&(_, len, print)| (len, print))?;
+        self.at += len;
+        Some(print)
     }
 
     /// One value's bytes, as written.
@@ -287,7 +294,7 @@ mod tests {
     fn remembered_tools_are_stepped_over_to_the_same_print() {
         let tool = |name: &str, about: &str| {
             format!(
-                r#"{{"name":"{name}","description":"{about} [\"quoted\"] with words enough to pass the head"}}"#
+                r#"{{"name":"{name}","description":"{about} [\"quoted\"] with words enough to pass the first bytes that find a tool among the remembered ones, up to its head"}}"#
             )
         };
         let (a, b, c) = (tool("a", "A"), tool("b", "B"), tool("c", "C"));
@@ -326,11 +333,33 @@ mod tests {
         scan.at += 1;
         assert_eq!(scan.known(heads), None);
         assert_eq!(scan.at, a.len() + 1);
-        // Of two tools that begin alike, the one not found by the head is read as JSON.
-        let twin = a.replace("head", "tail");
-        let both = learned(&list(&[&a, &twin, &b])).unwrap();
-        let moved = list(&[&twin, &b, &a]);
-        assert_eq!(fingerprint(moved.as_bytes(), &both.heads), Some(both.print));
+        // Tools that begin alike are each found, up to `ALIKE` of them; more are read as JSON.
+        let twins: Vec<String> = (0..=ALIKE)
+            .map(|i| a.replace("head", &format!("tail {i}")))
+            .collect();
+        let of = |tools: &[String]| list(&tools.iter().map(String::as_str).collect::<Vec<_>>());
+        let few = learned(&of(&twins[..ALIKE])).unwrap();
+        let many = learned(&of(&twins)).unwrap();
+        let mut moved = twins.clone();
+        moved.reverse();
+        assert_eq!(
+            fingerprint(of(&moved).as_bytes(), &many.heads),
+            Some(many.print)
+        );
+        let steps = |heads: &Heads| {
+            twins
+                .iter()
+                .filter(|twin| {
+                    let mut scan = Scan {
+                        bytes: twin.as_bytes(),
+                        at: 0,
+                    };
+                    scan.known(heads).is_some()
+                })
+                .count()
+        };
+        assert_eq!(steps(&few.heads), ALIKE);
+        assert_eq!(steps(&many.heads), ALIKE);
     }
 
     #[test]
